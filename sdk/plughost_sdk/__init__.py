@@ -1,0 +1,71 @@
+"""plughost SDK: what a plugin author imports.
+
+Write a :class:`Plugin` subclass, mark methods with :func:`Tool`, and return
+anything from them: a dict, a string, a ``(bool, str)`` tuple, or media in
+``content_items``. See docs/plugin-authors.md.
+"""
+
+from plughost_sdk._decorators import Action, Tool
+from plughost_sdk.context import PluginConfig, PluginContext, PluginPaths
+from plughost_sdk.declarations import ToolDeclaration
+from plughost_sdk.errors import (
+    CapabilityError,
+    ManifestError,
+    PlugHostError,
+    PluginDeclarationError,
+    PluginError,
+    PluginLoadError,
+    ProtocolError,
+    RunnerCrashedError,
+    RunnerError,
+    RunnerStartError,
+    RunnerTimeoutError,
+    ToolError,
+)
+from plughost_sdk.models import (
+    ContentItem,
+    ToolAnnotation,
+    ToolAvailabilityContext,
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolIcon,
+    ToolInvocation,
+    ToolSpec,
+)
+from plughost_sdk.plugin import Plugin
+from plughost_sdk.types import ToolParameterInfo, ToolParamType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action",
+    "CapabilityError",
+    "ContentItem",
+    "ManifestError",
+    "PlugHostError",
+    "Plugin",
+    "PluginConfig",
+    "PluginContext",
+    "PluginDeclarationError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginPaths",
+    "ProtocolError",
+    "RunnerCrashedError",
+    "RunnerError",
+    "RunnerStartError",
+    "RunnerTimeoutError",
+    "Tool",
+    "ToolAnnotation",
+    "ToolAvailabilityContext",
+    "ToolDeclaration",
+    "ToolError",
+    "ToolExecutionContext",
+    "ToolExecutionResult",
+    "ToolIcon",
+    "ToolInvocation",
+    "ToolParamType",
+    "ToolParameterInfo",
+    "ToolSpec",
+    "__version__",
+]

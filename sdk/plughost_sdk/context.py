@@ -1,0 +1,205 @@
+"""``self.ctx``: what a plugin can ask of its host.
+
+Every capability (``ctx.send.text``, ``ctx.db.query``, any ``ctx.<group>.<name>``)
+is a call to the host through a :class:`CapabilityBridge` that the runner
+provides. The host routes it to a handler the embedding application registered,
+after checking the plugin's manifest lists it. ``ctx.config`` and ``ctx.paths``
+are local: the runner keeps them current.
+
+This module defines the interface only; it has no transport in it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "CapabilityBridge",
+    "CapabilityGroup",
+    "PluginConfig",
+    "PluginContext",
+    "PluginPaths",
+    "SendCapability",
+]
+
+_MISSING = object()
+
+
+class CapabilityBridge(Protocol):
+    """Carries a plugin's capability calls to the host; implemented by the runner."""
+
+    async def call_capability(
+        self, plugin_id: str, capability: str, args: dict[str, Any], timeout_ms: int | None
+    ) -> Any:
+        """Call ``capability`` (``group.name``) on the host and return its result.
+
+        Raises:
+            CapabilityError: denied by the manifest, not provided, or failed in the host.
+        """
+        ...
+
+
+class PluginConfig:
+    """A read-only view of the plugin's ``config.toml``, kept current by the runner."""
+
+    def __init__(self, data: Mapping[str, Any] | None = None, version: str = "") -> None:
+        self._data: dict[str, Any] = dict(data or {})
+        self.version = version
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the value at a dotted key (``"section.option"``), or ``default``."""
+        node: Any = self._data
+        for part in key.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def get_all(self) -> dict[str, Any]:
+        """Return a copy of the whole configuration."""
+        return dict(self._data)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
+
+    def _replace(self, data: Mapping[str, Any], version: str) -> None:
+        self._data = dict(data)
+        self.version = version
+
+
+class PluginPaths:
+    """A plugin's own data and temp directories; paths may not escape them."""
+
+    def __init__(self, data_dir: Path, temp_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.temp_dir = temp_dir
+
+    def data(self, relative: str | Path = "") -> Path:
+        """Resolve ``relative`` inside the data directory (created on demand)."""
+        return self._resolve(self.data_dir, relative)
+
+    def temp(self, relative: str | Path = "") -> Path:
+        """Resolve ``relative`` inside the temp directory (created on demand)."""
+        return self._resolve(self.temp_dir, relative)
+
+    @staticmethod
+    def _resolve(base: Path, relative: str | Path) -> Path:
+        base.mkdir(parents=True, exist_ok=True)
+        root = base.resolve()
+        target = (root / relative).resolve()
+        if target != root and root not in target.parents:
+            raise ValueError(f"path {str(relative)!r} escapes the plugin's directory {root}")
+        return target
+
+
+class CapabilityGroup:
+    """``ctx.<group>``: each attribute is a capability call ``<group>.<name>(**kwargs)``."""
+
+    def __init__(self, ctx: PluginContext, group: str) -> None:
+        self._ctx = ctx
+        self._group = group
+
+    def __getattr__(self, name: str) -> _CapabilityMethod:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _CapabilityMethod(self._ctx, f"{self._group}.{name}")
+
+
+class _CapabilityMethod:
+    def __init__(self, ctx: PluginContext, capability: str) -> None:
+        self._ctx = ctx
+        self._capability = capability
+
+    async def __call__(self, *, timeout_ms: int | None = None, **kwargs: Any) -> Any:
+        return await self._ctx.call_capability(self._capability, timeout_ms=timeout_ms, **kwargs)
+
+
+class SendCapability(CapabilityGroup):
+    """``ctx.send``: send messages to a chat stream."""
+
+    def __init__(self, ctx: PluginContext) -> None:
+        super().__init__(ctx, "send")
+
+    async def text(self, text: str, stream_id: str, **options: Any) -> Any:
+        """Send a text message to ``stream_id``; returns what the host's handler returned."""
+        return await self._ctx.call_capability(
+            "send.text", text=text, stream_id=stream_id, **options
+        )
+
+    async def image(self, image: bytes, stream_id: str, **options: Any) -> Any:
+        """Send an image (raw bytes) to ``stream_id``."""
+        return await self._ctx.call_capability(
+            "send.image", image=image, stream_id=stream_id, **options
+        )
+
+    async def custom(
+        self, message_type: str, content: Any, stream_id: str, **options: Any
+    ) -> Any:
+        """Send a message of a host-defined type to ``stream_id``."""
+        return await self._ctx.call_capability(
+            "send.custom",
+            message_type=message_type,
+            content=content,
+            stream_id=stream_id,
+            **options,
+        )
+
+
+class PluginContext:
+    """The ``self.ctx`` of a loaded plugin.
+
+    Attributes:
+        plugin_id: The plugin's id from its manifest.
+        logger: A logger named ``plugin.<id>``; its records reach the host's logs.
+        config: The plugin's configuration.
+        paths: The plugin's data and temp directories.
+        send: Message sending.
+    """
+
+    def __init__(
+        self,
+        plugin_id: str,
+        bridge: CapabilityBridge,
+        *,
+        config: PluginConfig | None = None,
+        paths: PluginPaths | None = None,
+    ) -> None:
+        self.plugin_id = plugin_id
+        self.logger = logging.getLogger(f"plugin.{plugin_id}")
+        self.config = config or PluginConfig()
+        self.paths = paths
+        self.send = SendCapability(self)
+        self._bridge = bridge
+
+    async def call_capability(
+        self, capability: str, *, timeout_ms: int | None = None, **kwargs: Any
+    ) -> Any:
+        """Call any host capability by its full name, e.g. ``"db.query"``.
+
+        Raises:
+            CapabilityError: the manifest does not list it, no handler provides
+                it, or the handler failed.
+        """
+        if "." not in capability:
+            raise ValueError(f"capability names look like 'group.name', got {capability!r}")
+        return await self._bridge.call_capability(
+            self.plugin_id, capability, dict(kwargs), timeout_ms
+        )
+
+    def capability(self, group: str) -> CapabilityGroup:
+        """Return the capability group ``group`` (same as ``ctx.<group>``)."""
+        return CapabilityGroup(self, group)
+
+    def __getattr__(self, name: str) -> CapabilityGroup:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return CapabilityGroup(self, name)

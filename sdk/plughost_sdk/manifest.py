@@ -1,0 +1,222 @@
+"""``_manifest.json``: the plugin's identity, compatibility and permissions.
+
+``plughost_sdk`` is the range of plughost SDK versions the plugin supports and
+is enforced at load. ``sdk`` and ``host_application`` are MaiBot's ranges: they
+are accepted and kept, not enforced, because they describe another SDK.
+
+The schema accepts the fields MaiBot's manifest v2 uses, so existing plugin
+folders need no change. Unknown top-level fields are kept and reported as
+warnings (with a suggestion when they look like a typo), never silently.
+Every error names the file, the field and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from plughost_sdk.errors import ManifestError
+
+__all__ = [
+    "MANIFEST_FILE",
+    "Manifest",
+    "ManifestAuthor",
+    "ManifestDependency",
+    "VersionRange",
+    "load_manifest",
+    "parse_manifest",
+    "version_in_range",
+]
+
+MANIFEST_FILE = "_manifest.json"
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)+$")
+VERSION_PATTERN = re.compile(r"^\d+(\.\d+){0,2}([-+.][0-9A-Za-z.-]+)?$")
+CAPABILITY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*\.(\*|[a-z][a-z0-9_]*)$|^\*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ManifestAuthor(_Strict):
+    """Who wrote the plugin."""
+
+    name: str
+    url: str = ""
+    email: str = ""
+
+
+class VersionRange(_Strict):
+    """An inclusive version range; either end may be left open."""
+
+    min_version: str = ""
+    max_version: str = ""
+
+    @field_validator("min_version", "max_version")
+    @classmethod
+    def _version_shape(cls, value: str) -> str:
+        if value and not VERSION_PATTERN.match(value):
+            raise ValueError(f"{value!r} is not a version like '1.2.3'")
+        return value
+
+
+class ManifestDependency(_Strict):
+    """Another plugin, or a Python package, this plugin needs."""
+
+    type: Literal["plugin", "python_package"]
+    id: str = ""
+    name: str = ""
+    version_spec: str = ""
+
+
+class Manifest(BaseModel):
+    """A validated plugin manifest."""
+
+    model_config = ConfigDict(extra="allow")
+
+    manifest_version: Literal[2]
+    id: str
+    version: str
+    name: str
+    description: str = ""
+    author: ManifestAuthor
+    license: str = ""
+    urls: dict[str, str] = Field(default_factory=dict)
+    host_application: VersionRange = Field(default_factory=VersionRange)
+    sdk: VersionRange = Field(default_factory=VersionRange)
+    plughost_sdk: VersionRange | None = None
+    dependencies: list[ManifestDependency] = Field(default_factory=list)
+    capabilities: list[str] = Field(default_factory=list)
+    i18n: dict[str, Any] = Field(default_factory=dict)
+    llm_providers: list[dict[str, Any]] = Field(default_factory=list)
+    plugin_type: str = "general"
+    display: dict[str, Any] = Field(default_factory=dict)
+    changelog: dict[str, Any] | list[Any] | str = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ID_PATTERN.match(value):
+            raise ValueError(
+                f"{value!r} is not a plugin id; use at least two parts joined by '.' or '-', "
+                "for example 'author.weather'"
+            )
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _version_shape(cls, value: str) -> str:
+        if not VERSION_PATTERN.match(value):
+            raise ValueError(f"{value!r} is not a version like '1.0.0'")
+        return value
+
+    @field_validator("capabilities")
+    @classmethod
+    def _capability_shape(cls, value: list[str]) -> list[str]:
+        for cap in value:
+            if not CAPABILITY_PATTERN.match(cap):
+                raise ValueError(
+                    f"{cap!r} is not a capability; write 'group.name' (e.g. 'send.text') "
+                    "or 'group.*'"
+                )
+        return value
+
+    @property
+    def plugin_dependencies(self) -> list[str]:
+        """Ids of the plugins this plugin depends on."""
+        return [d.id for d in self.dependencies if d.type == "plugin" and d.id]
+
+    @property
+    def unknown_fields(self) -> list[str]:
+        """Top-level fields this schema does not know (kept, but worth a warning)."""
+        return sorted(self.model_extra or {})
+
+    def allows_capability(self, capability: str) -> bool:
+        """Whether the manifest lists ``capability`` (exactly, or via ``group.*``)."""
+        group = capability.split(".", 1)[0]
+        return any(c in (capability, f"{group}.*", "*") for c in self.capabilities)
+
+    def warnings(self) -> list[str]:
+        """Non-fatal problems: unknown fields, with a suggestion for likely typos."""
+        known = list(Manifest.model_fields)
+        notes = []
+        for name in self.unknown_fields:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            notes.append(f"unknown field {name!r} is ignored{hint}")
+        return notes
+
+
+def parse_manifest(data: Any, path: str = MANIFEST_FILE) -> Manifest:
+    """Validate manifest data already read from ``path``.
+
+    Raises:
+        ManifestError: listing every problem with its field and a fix.
+    """
+    if not isinstance(data, dict):
+        raise ManifestError(path, ["the manifest must be a JSON object ({...})"])
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(path, [_describe(err) for err in exc.errors()]) from None
+
+
+def load_manifest(plugin_dir: Path) -> Manifest:
+    """Read and validate ``<plugin_dir>/_manifest.json``.
+
+    Raises:
+        ManifestError: the file is missing, is not JSON, or does not validate.
+    """
+    path = plugin_dir / MANIFEST_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ManifestError(
+            str(path), ["file not found; every plugin folder needs a _manifest.json"]
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(str(path), [f"cannot be read: {exc}"]) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(
+            str(path), [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]
+        ) from None
+    return parse_manifest(data, str(path))
+
+
+_FIXES = {
+    "missing": "add it",
+    "literal_error": "use the value shown",
+    "extra_forbidden": "remove it or check its spelling",
+}
+
+
+def _describe(error: Any) -> str:
+    field = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    fix = _FIXES.get(error["type"])
+    if error["type"] == "missing":
+        return f"field '{field}' is required: add it"
+    if error["type"] == "literal_error" and field == "manifest_version":
+        return "field 'manifest_version' must be 2: set \"manifest_version\": 2"
+    return f"field '{field}': {message}" + (f": {fix}" if fix else "")
+
+
+def version_in_range(version: str, allowed: VersionRange) -> bool:
+    """Whether ``version`` lies within ``allowed`` (numeric comparison of major.minor.patch)."""
+    current = _numeric(version)
+    if allowed.min_version and current < _numeric(allowed.min_version):
+        return False
+    return not (allowed.max_version and current > _numeric(allowed.max_version))
+
+
+def _numeric(version: str) -> tuple[int, int, int]:
+    parts = re.findall(r"\d+", version)[:3]
+    padded = [int(p) for p in parts] + [0] * (3 - len(parts))
+    return padded[0], padded[1], padded[2]

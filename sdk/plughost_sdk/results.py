@@ -1,0 +1,287 @@
+"""Turn whatever a tool handler returned or raised into a ToolExecutionResult.
+
+A pure function with one promise: it never raises. A value it cannot make
+sense of becomes a failed result that says why, naming the content item at
+fault where there is one. This is the single edge where base64 is decoded.
+
+Accepted return shapes:
+
+- ``dict``: ``success`` (default True), ``content`` or ``message`` (text for the
+  model), ``error``, ``content_items`` (media), anything else kept as
+  structured content;
+- ``(bool, str)``: success and message, the legacy action convention;
+- ``str``; ``None``; ``bytes`` (one binary item);
+- any JSON-serializable value, a pydantic model or a dataclass (structured content);
+- a raised :class:`~plughost_sdk.errors.ToolError` (its message is for the model),
+  or any other exception (failed, with the exception type and message).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, get_args
+from urllib.parse import unquote_to_bytes
+
+from pydantic import BaseModel
+
+from plughost_sdk.errors import ToolError
+from plughost_sdk.models import ContentItem, ContentType, ToolExecutionResult
+
+__all__ = ["normalize_exception", "normalize_result", "parse_content_items"]
+
+CONTENT_TYPES: frozenset[str] = frozenset(get_args(ContentType))
+_ENVELOPE_KEYS = frozenset({"success", "content", "message", "error", "content_items"})
+
+
+class _ItemError(ValueError):
+    """A malformed content item; carries the message that names it."""
+
+
+def normalize_result(tool_name: str, value: Any) -> ToolExecutionResult:
+    """Normalize a handler's return value; never raises.
+
+    Args:
+        tool_name: The tool that produced the value, recorded on the result.
+        value: Whatever the handler returned.
+
+    Returns:
+        The normalized result; a failed one if the value was malformed.
+    """
+    try:
+        return _normalize(tool_name, value)
+    except _ItemError as exc:
+        return ToolExecutionResult.failure(tool_name, str(exc), "invalid_result")
+    except Exception as exc:  # the promise is "never raises", whatever the value does
+        message = f"tool returned a value that could not be read ({type(exc).__name__}: {exc})"
+        return ToolExecutionResult.failure(tool_name, message, "invalid_result")
+
+
+def normalize_exception(tool_name: str, exc: BaseException) -> ToolExecutionResult:
+    """Turn an exception raised by a handler into a failed result.
+
+    A :class:`ToolError` keeps its message as is (it was written for the model);
+    any other exception is reported with its type, as a plugin bug.
+    """
+    if isinstance(exc, ToolError):
+        return ToolExecutionResult.failure(
+            tool_name, str(exc), "tool_error", metadata={"details": exc.details}
+        )
+    text = str(exc)
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return ToolExecutionResult.failure(
+        tool_name, message, "plugin_exception", metadata={"exception_type": type(exc).__name__}
+    )
+
+
+def _normalize(tool_name: str, value: Any) -> ToolExecutionResult:
+    if isinstance(value, ToolExecutionResult):
+        return value.model_copy(update={"tool_name": value.tool_name or tool_name})
+    if value is None:
+        return ToolExecutionResult(tool_name=tool_name)
+    if isinstance(value, str):
+        return ToolExecutionResult(tool_name=tool_name, content=value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        item = ContentItem(content_type="binary", data=bytes(value))
+        return ToolExecutionResult(tool_name=tool_name, content_items=[item])
+    if _is_status_tuple(value):
+        success, message = bool(value[0]), str(value[1])
+        if success:
+            return ToolExecutionResult(tool_name=tool_name, content=message)
+        return ToolExecutionResult(
+            tool_name=tool_name,
+            success=False,
+            content=message,
+            error_message=message,
+            error_code="tool_error",
+        )
+    if isinstance(value, Mapping):
+        return _from_dict(tool_name, value)
+    return _from_structured(tool_name, _to_jsonable(value))
+
+
+def _is_status_tuple(value: Any) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], bool)
+        and isinstance(value[1], str)
+    )
+
+
+def _from_structured(tool_name: str, value: Any) -> ToolExecutionResult:
+    if isinstance(value, dict):
+        return _from_dict(tool_name, value)
+    if isinstance(value, str):
+        return ToolExecutionResult(tool_name=tool_name, content=value)
+    text = json.dumps(value, ensure_ascii=False)
+    structured = value if isinstance(value, list) else None
+    return ToolExecutionResult(tool_name=tool_name, content=text, structured_content=structured)
+
+
+def _to_jsonable(value: Any) -> Any:
+    """Convert pydantic models, dataclasses, tuples and sets; reject the rest clearly."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _to_jsonable(dataclasses.asdict(value))
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise _ItemError(
+        f"tool returned a {type(value).__name__}, which cannot be sent to the model; "
+        "return a dict, a str, a list, or a (bool, str) tuple instead"
+    )
+
+
+def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ToolExecutionResult:
+    success = bool(data.get("success", True))
+    content = _text_field(data.get("content"))
+    message = _text_field(data.get("message"))
+    if not content and message and success:
+        content = message
+    error = _text_field(data.get("error"))
+    if not success and not error:
+        error = message or content or "the tool reported failure without a message"
+    raw_items = data.get("content_items")
+    items = parse_content_items(raw_items) if raw_items is not None else []
+    extra = {str(k): _to_jsonable(v) for k, v in data.items() if k != "content_items"}
+    structured: Any = extra if set(extra) - _ENVELOPE_KEYS else None
+    return ToolExecutionResult(
+        tool_name=tool_name,
+        success=success,
+        content=content,
+        error_message=error,
+        error_code=None if success else "tool_error",
+        structured_content=structured,
+        content_items=items,
+    )
+
+
+def _text_field(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(_to_jsonable(value), ensure_ascii=False)
+
+
+def parse_content_items(raw: Any) -> list[ContentItem]:
+    """Parse a ``content_items`` list.
+
+    Raises:
+        ValueError: A message naming the first malformed item's index and problem.
+    """
+    if not isinstance(raw, list | tuple):
+        raise _ItemError(f"content_items must be a list, not {type(raw).__name__}")
+    return [_parse_item(index, item) for index, item in enumerate(raw)]
+
+
+def _parse_item(index: int, raw: Any) -> ContentItem:
+    where = f"content_items[{index}]"
+    if isinstance(raw, ContentItem):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise _ItemError(f"{where} must be a dict, not {type(raw).__name__}")
+    kind = raw.get("type", raw.get("content_type"))
+    if kind not in CONTENT_TYPES:
+        expected = ", ".join(sorted(CONTENT_TYPES))
+        raise _ItemError(f"{where} has unknown type {kind!r}; expected one of: {expected}")
+    mime = _optional_str(raw.get("mime_type"))
+    data, uri = _payload(where, raw)
+    if uri is not None and uri.startswith("data:"):
+        data, url_mime = _decode_data_url(where, uri)
+        mime = mime or url_mime
+        uri = None
+    text = _optional_str(raw.get("text"))
+    _require_payload(where, kind, data=data, uri=uri, text=text)
+    metadata = raw.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise _ItemError(f"{where}.metadata must be a dict, not {type(metadata).__name__}")
+    return ContentItem(
+        content_type=kind,
+        data=data,
+        text=text,
+        uri=uri,
+        mime_type=mime or _default_mime(kind, data),
+        name=_optional_str(raw.get("name")),
+        description=_optional_str(raw.get("description")),
+        metadata=dict(metadata),
+    )
+
+
+def _payload(where: str, raw: Mapping[str, Any]) -> tuple[bytes | None, str | None]:
+    uri = _optional_str(raw.get("uri"))
+    for key in ("data", "base64", "bytes"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value), uri
+        if isinstance(value, str):
+            return _decode_base64(f"{where}.{key}", value), uri
+        raise _ItemError(f"{where}.{key} must be base64 text or bytes, not {type(value).__name__}")
+    return None, uri
+
+
+def _decode_base64(where: str, text: str) -> bytes:
+    try:
+        return base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise _ItemError(f"{where} is not valid base64 ({exc})") from None
+
+
+def _decode_data_url(where: str, uri: str) -> tuple[bytes, str | None]:
+    header, sep, body = uri[5:].partition(",")
+    if not sep:
+        raise _ItemError(f"{where}.uri is a data: URL without a ',' before the payload")
+    params = header.split(";")
+    mime = params[0] or None
+    if "base64" in params[1:]:
+        return _decode_base64(f"{where}.uri", body), mime
+    return unquote_to_bytes(body), mime
+
+
+def _require_payload(
+    where: str, kind: str, *, data: bytes | None, uri: str | None, text: str | None
+) -> None:
+    if kind == "text" and text is None:
+        raise _ItemError(f"{where} is a text item without 'text'")
+    if kind == "resource_link" and uri is None:
+        raise _ItemError(f"{where} is a resource_link without 'uri'")
+    if kind in ("image", "audio", "binary", "resource") and data is None and uri is None:
+        if kind == "resource" and text is not None:
+            return
+        raise _ItemError(
+            f"{where} is a {kind} item without a payload; give 'data' (base64), 'bytes' or 'uri'"
+        )
+
+
+def _default_mime(kind: str, data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    if kind == "image":
+        return _sniff_image(data)
+    return "application/octet-stream" if kind in ("binary", "resource", "audio") else None
+
+
+def _sniff_image(data: bytes) -> str:
+    if data.startswith(b"\x89PNG"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)
