@@ -126,10 +126,14 @@ class ToolAvailabilityContext(BaseModel):
 
 
 class ToolInvocation(BaseModel):
-    """A model's tool call, normalized into an execution request."""
+    """A model's tool call, normalized into an execution request.
+
+    ``arguments`` may be the JSON string a model produced; the registry parses,
+    casts and validates it, so a provider always receives a dict.
+    """
 
     tool_name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
     call_id: str = ""
     session_id: str = ""
     stream_id: str = ""

@@ -1,0 +1,1 @@
+"""plughost: a multi-process plugin host for LLM tools."""

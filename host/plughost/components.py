@@ -1,0 +1,216 @@
+"""ComponentRegistry: every loaded plugin's tools, registered and replaced one plugin at a time.
+
+A plugin's components are swapped as one set under one version bump, so a
+reader never sees half a plugin (a reload shows the old set or the new one).
+Each plugin has an explicit owner (the runner serving it), swapped in the same
+step. Operator state (a tool disabled globally or for a session) survives a
+reload for tools that still exist and is pruned for tools that are gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from plughost_sdk.models import ToolAvailabilityContext, ToolExecutionResult
+
+__all__ = ["ComponentRegistry", "ToolComponent", "ToolInvoker"]
+
+log = logging.getLogger(__name__)
+
+ChatScope = Literal["all", "group", "private"]
+
+
+class ToolInvoker(Protocol):
+    """Whatever executes a plugin's tools (a runner supervisor)."""
+
+    async def invoke(
+        self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> ToolExecutionResult:
+        """Run one tool call and return its result; never raises."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolComponent:
+    """One tool of one plugin, as its runner declared it."""
+
+    plugin_id: str
+    name: str
+    description: str
+    brief_description: str
+    parameters_schema: dict[str, Any]
+    visibility: str = "deferred"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    legacy_action: bool = False
+
+    @property
+    def full_name(self) -> str:
+        """``plugin_id.tool``: unique across the host."""
+        return f"{self.plugin_id}.{self.name}"
+
+    @property
+    def component_type(self) -> Literal["tool", "action"]:
+        """``action`` for a legacy action converted to a tool."""
+        return "action" if self.legacy_action else "tool"
+
+    @property
+    def chat_scope(self) -> ChatScope:
+        """Where the tool is offered: all chats, group chats or private chats."""
+        scope = self.metadata.get("chat_scope", "all")
+        return scope if scope in ("group", "private") else "all"
+
+    @classmethod
+    def from_wire(cls, plugin_id: str, data: dict[str, Any]) -> ToolComponent:
+        """Build from a declaration as the runner reported it."""
+        return cls(
+            plugin_id=plugin_id,
+            name=str(data["name"]),
+            description=str(data.get("description", "")),
+            brief_description=str(data.get("brief_description", "")),
+            parameters_schema=dict(data.get("parameters_schema") or {}),
+            visibility=str(data.get("visibility", "deferred")),
+            metadata=dict(data.get("metadata") or {}),
+            legacy_action=bool(data.get("legacy_action", False)),
+        )
+
+
+class ComponentRegistry:
+    """Plugins' tool components, indexed by full name, by plugin and by type."""
+
+    def __init__(self) -> None:
+        self._by_plugin: dict[str, tuple[ToolComponent, ...]] = {}
+        self._by_full_name: dict[str, ToolComponent] = {}
+        self._owners: dict[str, ToolInvoker] = {}
+        self._disabled: set[str] = set()
+        self._session_disabled: dict[str, set[str]] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self.version = 0
+
+    def replace_plugin(
+        self, plugin_id: str, components: Iterable[ToolComponent], owner: ToolInvoker
+    ) -> None:
+        """Register ``plugin_id``'s components and owner, replacing any previous set at once.
+
+        Raises:
+            ValueError: two components share a name, or one belongs to another plugin.
+        """
+        new = tuple(components)
+        names = [c.name for c in new]
+        if len(set(names)) != len(names):
+            raise ValueError(f"plugin {plugin_id} declares a tool name twice: {names}")
+        if any(c.plugin_id != plugin_id for c in new):
+            raise ValueError(f"components passed for {plugin_id} belong to another plugin")
+        by_full_name = {k: v for k, v in self._by_full_name.items() if v.plugin_id != plugin_id}
+        by_full_name.update((c.full_name, c) for c in new)
+        by_plugin = dict(self._by_plugin)
+        by_plugin[plugin_id] = new
+        self._by_plugin, self._by_full_name = by_plugin, by_full_name
+        self._owners[plugin_id] = owner
+        self._prune_state()
+        self._changed()
+
+    def remove_plugin(self, plugin_id: str) -> bool:
+        """Remove every component and the owner of ``plugin_id``; idempotent."""
+        if plugin_id not in self._by_plugin:
+            return False
+        self._by_plugin = {k: v for k, v in self._by_plugin.items() if k != plugin_id}
+        self._by_full_name = {
+            k: v for k, v in self._by_full_name.items() if v.plugin_id != plugin_id
+        }
+        self._owners.pop(plugin_id, None)
+        self._prune_state()
+        self._changed()
+        return True
+
+    def _prune_state(self) -> None:
+        live = self._by_full_name.keys()
+        self._disabled &= set(live)
+        self._session_disabled = {k: v for k, v in self._session_disabled.items() if k in live}
+
+    def get(self, full_name: str) -> ToolComponent | None:
+        """The component called ``plugin_id.tool``, if registered."""
+        return self._by_full_name.get(full_name)
+
+    def by_plugin(self, plugin_id: str) -> tuple[ToolComponent, ...]:
+        """A plugin's components in declaration order."""
+        return self._by_plugin.get(plugin_id, ())
+
+    def by_type(self, component_type: Literal["tool", "action"]) -> list[ToolComponent]:
+        """All components of one type, in :meth:`all` order."""
+        return [c for c in self.all() if c.component_type == component_type]
+
+    def all(self) -> list[ToolComponent]:
+        """Every component, ordered by plugin id then declaration order (stable)."""
+        by_plugin = self._by_plugin
+        return [c for plugin_id in sorted(by_plugin) for c in by_plugin[plugin_id]]
+
+    def plugins(self) -> list[str]:
+        """Ids of the registered plugins, sorted."""
+        return sorted(self._by_plugin)
+
+    def owner(self, plugin_id: str) -> ToolInvoker | None:
+        """What executes ``plugin_id``'s tools."""
+        return self._owners.get(plugin_id)
+
+    def set_enabled(self, full_name: str, enabled: bool) -> None:
+        """Enable or disable one tool everywhere.
+
+        Raises:
+            KeyError: no such component.
+        """
+        if full_name not in self._by_full_name:
+            raise KeyError(f"no tool {full_name!r}; full names look like 'plugin_id.tool'")
+        if enabled:
+            self._disabled.discard(full_name)
+        else:
+            self._disabled.add(full_name)
+        self._changed()
+
+    def set_enabled_for_session(self, full_name: str, session_id: str, enabled: bool) -> None:
+        """Enable or disable one tool in one session only.
+
+        Raises:
+            KeyError: no such component.
+        """
+        if full_name not in self._by_full_name:
+            raise KeyError(f"no tool {full_name!r}; full names look like 'plugin_id.tool'")
+        sessions = self._session_disabled.setdefault(full_name, set())
+        if enabled:
+            sessions.discard(session_id)
+        else:
+            sessions.add(session_id)
+        self._changed()
+
+    def is_enabled(self, full_name: str) -> bool:
+        """Whether the tool is enabled globally."""
+        return full_name in self._by_full_name and full_name not in self._disabled
+
+    def is_available(
+        self, component: ToolComponent, context: ToolAvailabilityContext | None
+    ) -> bool:
+        """Whether ``component`` may be offered and called in ``context``."""
+        if component.full_name in self._disabled:
+            return False
+        if context is None:
+            return True
+        if context.session_id and context.session_id in self._session_disabled.get(
+            component.full_name, ()
+        ):
+            return False
+        scope = component.chat_scope
+        return scope == "all" or (scope == "group") == context.is_group_chat
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every change."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        self.version += 1
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("component registry listener failed")

@@ -1,0 +1,158 @@
+"""Lifecycle events: what the host tells its embedder and its operator as it happens.
+
+Runners spawn, become ready, crash and restart; plugins load, fail, reload and
+get new configuration. Each of these is a :class:`LifecycleEvent` published on
+the host's :class:`EventBus`. Subscribers get their own bounded queue, so a
+slow subscriber loses old events instead of stalling the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["EventBus", "EventKind", "LifecycleEvent"]
+
+log = logging.getLogger(__name__)
+
+
+class EventKind(StrEnum):
+    """Every kind of lifecycle event."""
+
+    RUNNER_SPAWNED = "runner.spawned"
+    RUNNER_READY = "runner.ready"
+    RUNNER_CRASHED = "runner.crashed"
+    RUNNER_RESTARTED = "runner.restarted"
+    RUNNER_STOPPED = "runner.stopped"
+    RUNNER_GAVE_UP = "runner.gave_up"
+    PLUGIN_LOADED = "plugin.loaded"
+    PLUGIN_FAILED = "plugin.failed"
+    PLUGIN_UNLOADED = "plugin.unloaded"
+    RELOAD_STARTED = "reload.started"
+    RELOAD_SUCCEEDED = "reload.succeeded"
+    RELOAD_FAILED = "reload.failed"
+    RELOAD_ROLLED_BACK = "reload.rolled_back"
+    CONFIG_UPDATED = "config.updated"
+    CONFIG_REJECTED = "config.rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleEvent:
+    """One thing that happened to a runner or a plugin.
+
+    Attributes:
+        kind: What happened.
+        message: A readable sentence for operators (names the plugin and the reason).
+        plugin_id: The plugin concerned, if any.
+        runner_id: The runner concerned, if any.
+        details: Machine-readable facts (pid, exit code, file, line, traceback...).
+        time: Wall-clock time of the event.
+    """
+
+    kind: EventKind
+    message: str
+    plugin_id: str | None = None
+    runner_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, for ``--log-format json`` and embedders."""
+        return {
+            "event": self.kind.value,
+            "message": self.message,
+            "plugin_id": self.plugin_id,
+            "runner_id": self.runner_id,
+            "details": self.details,
+            "time": self.time,
+        }
+
+
+class EventBus:
+    """Publishes lifecycle events to callbacks and async subscribers."""
+
+    def __init__(self, history: int = 200, queue_size: int = 1000) -> None:
+        self._history: collections.deque[LifecycleEvent] = collections.deque(maxlen=history)
+        self._queues: list[asyncio.Queue[LifecycleEvent]] = []
+        self._callbacks: list[Callable[[LifecycleEvent], None]] = []
+        self._queue_size = queue_size
+
+    def emit(self, event: LifecycleEvent) -> None:
+        """Publish ``event``; never raises, never blocks."""
+        self._history.append(event)
+        level = logging.WARNING if event.kind in _PROBLEMS else logging.INFO
+        log.log(level, "%s %s", event.kind.value, event.message)
+        for callback in list(self._callbacks):
+            try:
+                callback(event)
+            except Exception:
+                log.exception("event callback failed on %s", event.kind.value)
+        for queue in self._queues:
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(event)
+
+    def add_callback(self, callback: Callable[[LifecycleEvent], None]) -> None:
+        """Call ``callback`` synchronously for every future event."""
+        self._callbacks.append(callback)
+
+    def remove_callback(self, callback: Callable[[LifecycleEvent], None]) -> None:
+        """Stop calling ``callback``."""
+        if callback in self._callbacks:
+            self._callbacks.remove(callback)
+
+    def history(self) -> list[LifecycleEvent]:
+        """The most recent events, oldest first."""
+        return list(self._history)
+
+    async def subscribe(self, *, replay: bool = False) -> AsyncIterator[LifecycleEvent]:
+        """Iterate over events as they happen (optionally replaying recent history first)."""
+        queue: asyncio.Queue[LifecycleEvent] = asyncio.Queue(self._queue_size)
+        if replay:
+            for past in self._history:
+                queue.put_nowait(past)
+        self._queues.append(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._queues.remove(queue)
+
+    async def wait_for(
+        self, predicate: Callable[[LifecycleEvent], bool], *, timeout: float
+    ) -> LifecycleEvent:
+        """Wait for the next event matching ``predicate``.
+
+        Raises:
+            TimeoutError: none arrived within ``timeout`` seconds.
+        """
+        found: asyncio.Future[LifecycleEvent] = asyncio.get_running_loop().create_future()
+
+        def check(event: LifecycleEvent) -> None:
+            if not found.done() and predicate(event):
+                found.set_result(event)
+
+        self.add_callback(check)
+        try:
+            async with asyncio.timeout(timeout):
+                return await found
+        finally:
+            self.remove_callback(check)
+
+
+_PROBLEMS = frozenset(
+    {
+        EventKind.RUNNER_CRASHED,
+        EventKind.RUNNER_GAVE_UP,
+        EventKind.PLUGIN_FAILED,
+        EventKind.RELOAD_FAILED,
+        EventKind.RELOAD_ROLLED_BACK,
+        EventKind.CONFIG_REJECTED,
+    }
+)

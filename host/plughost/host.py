@@ -1,0 +1,297 @@
+"""PluginHost: the object a bot runtime embeds.
+
+``async with PluginHost(plugin_dirs=[...]) as host:`` finds the plugin folders,
+starts one supervised runner per plugin (or one for all, as a setting), and
+offers the ComponentRegistry, the ComponentQueryService, the
+PluginToolProvider and a ToolRegistry that already holds the plugin provider.
+Built-in and MCP providers are added to ``host.tools`` by the embedder.
+A plugin that fails to load is reported (``host.problems``, events) and the
+others load regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import zmq.asyncio
+
+from plughost.capabilities import CapabilityHandler, CapabilityRouter
+from plughost.components import ComponentRegistry, ToolComponent
+from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.plugin_provider import PluginToolProvider
+from plughost.plugin_source import PluginProblem, PluginSource, scan_plugin_dirs
+from plughost.query import ComponentQueryService
+from plughost.registry import ToolRegistry
+from plughost.settings import HostSettings
+from plughost.spawn import SocketDirectory
+from plughost.supervisor import RunnerState, RunnerSupervisor
+from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
+
+__all__ = ["PluginHost", "PluginStatus"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginStatus:
+    """One plugin as an operator sees it."""
+
+    plugin_id: str
+    version: str
+    path: str
+    state: str
+    runner_id: str | None
+    pid: int | None
+    tools: tuple[str, ...]
+    error: str = ""
+
+
+class PluginHost:
+    """Loads plugins into supervised runners and exposes their tools."""
+
+    def __init__(
+        self, plugin_dirs: Iterable[str | Path] = (), *, settings: HostSettings | None = None
+    ) -> None:
+        base = settings or HostSettings()
+        dirs = [*base.plugin_dirs, *(Path(d) for d in plugin_dirs)]
+        self.settings = base.model_copy(update={"plugin_dirs": dirs})
+        self.events = EventBus()
+        self.components = ComponentRegistry()
+        self.query = ComponentQueryService(self.components)
+        self.tool_provider = PluginToolProvider(
+            self.components, self.query, default_timeout=self.settings.call_timeout
+        )
+        self.tools = ToolRegistry()
+        self.tools.register_provider(self.tool_provider)
+        self.capabilities = CapabilityRouter()
+        self.problems: dict[str, PluginProblem] = {}
+        self.sources: dict[str, PluginSource] = {}
+        self._runners: dict[str, RunnerSupervisor] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._zmq: zmq.asyncio.Context | None = None
+        self._sockets: SocketDirectory | None = None
+        self._started = False
+
+    async def __aenter__(self) -> PluginHost:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Find and load every plugin; return when each is ready or has failed."""
+        if self._started:
+            raise RuntimeError("PluginHost.start() was already called")
+        self._started = True
+        self._zmq = zmq.asyncio.Context()
+        self._sockets = SocketDirectory()
+        sources, problems = scan_plugin_dirs(self.settings.plugin_dirs)
+        for problem in problems:
+            self._record_problem(problem)
+        await self.start_runners(sources)
+
+    async def start_runners(self, sources: list[PluginSource]) -> list[RunnerSupervisor]:
+        """Start runners for ``sources`` (grouped per the settings) and wait for them."""
+        for source in sources:
+            self.sources[source.plugin_id] = source
+            for warning in source.warnings:
+                log.warning("plugin %s: %s (%s)", source.plugin_id, warning, source.path)
+        if self.settings.runner_grouping == "single" and sources:
+            groups = [("runner-all", sources)]
+        else:
+            groups = [(_runner_id(s.plugin_id), [s]) for s in sources]
+        runners = [self._launch(runner_id, group) for runner_id, group in groups]
+        timeout = self.settings.runner.ready_timeout + self.settings.runner.on_load_timeout
+        await asyncio.gather(*(r.wait_settled(timeout) for r in runners))
+        for runner in runners:
+            if runner.state is RunnerState.READY and not runner.report.get("loaded"):
+                await self._retire(runner)
+        return runners
+
+    def _launch(self, runner_id: str, sources: list[PluginSource]) -> RunnerSupervisor:
+        if self._zmq is None or self._sockets is None:
+            raise RuntimeError("the host is not started; use 'async with PluginHost(...)'")
+        runner_id = self._unique_runner_id(runner_id)
+        runner = RunnerSupervisor(
+            runner_id,
+            sources,
+            settings=self.settings.runner,
+            zmq_context=self._zmq,
+            sockets=self._sockets,
+            events=self.events,
+            capabilities=self.capabilities,
+            data_root=self.settings.data_dir,
+            temp_root=self.settings.temp_dir,
+            on_ready=self._runner_ready,
+            on_lost=self._runner_lost,
+        )
+        self._runners[runner_id] = runner
+        self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))
+        return runner
+
+    def _unique_runner_id(self, runner_id: str) -> str:
+        candidate, n = runner_id, 1
+        while candidate in self._runners:
+            n += 1
+            candidate = f"{runner_id}-{n}"
+        return candidate
+
+    async def _supervise(self, runner: RunnerSupervisor) -> None:
+        try:
+            await runner.run()
+        except Exception:
+            log.exception("supervisor of runner %s failed", runner.runner_id)
+
+    async def _retire(self, runner: RunnerSupervisor) -> None:
+        """Stop a runner that serves nothing and forget it."""
+        await runner.stop(drain=0)
+        task = self._tasks.pop(runner.runner_id, None)
+        if task is not None:
+            await task
+        self._runners.pop(runner.runner_id, None)
+
+    def _runner_ready(self, runner: RunnerSupervisor, report: dict[str, Any]) -> None:
+        for loaded in report.get("loaded", []):
+            plugin_id = str(loaded["plugin_id"])
+            components = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
+            self.components.replace_plugin(plugin_id, components, runner)
+            self.problems.pop(plugin_id, None)
+            names = ", ".join(c.name for c in components) or "no tools"
+            self.events.emit(
+                LifecycleEvent(
+                    EventKind.PLUGIN_LOADED,
+                    f"plugin {plugin_id} loaded ({names})",
+                    plugin_id=plugin_id,
+                    runner_id=runner.runner_id,
+                    details={"tools": [c.name for c in components], "pid": runner.pid},
+                )
+            )
+        for failed in report.get("failed", []):
+            plugin_id = str(failed.get("plugin_id"))
+            self.components.remove_plugin(plugin_id)
+            problem = PluginProblem(
+                path=Path(str(failed.get("path", ""))),
+                stage=str(failed.get("stage", "load")),
+                reason=str(failed.get("reason", "")),
+                plugin_id=plugin_id,
+                file=str(failed.get("file", "")),
+                line=int(failed.get("line", 0) or 0),
+                traceback=str(failed.get("traceback", "")),
+            )
+            self._record_problem(problem, runner.runner_id)
+
+    def _runner_lost(self, runner: RunnerSupervisor, reason: str) -> None:
+        for plugin_id in runner.plugin_ids:
+            if self.components.owner(plugin_id) is runner:
+                self.components.remove_plugin(plugin_id)
+            source = self.sources.get(plugin_id)
+            path = source.path if source else Path()
+            self._record_problem(
+                PluginProblem(path, "crashed", reason, plugin_id=plugin_id), runner.runner_id
+            )
+
+    def _record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None:
+        key = problem.plugin_id or str(problem.path)
+        self.problems[key] = problem
+        self.events.emit(
+            LifecycleEvent(
+                EventKind.PLUGIN_FAILED,
+                f"plugin {problem.describe()}",
+                plugin_id=problem.plugin_id,
+                runner_id=runner_id,
+                details={
+                    "path": str(problem.path),
+                    "stage": problem.stage,
+                    "reason": problem.reason,
+                    "file": problem.file,
+                    "line": problem.line,
+                    "traceback": problem.traceback,
+                },
+            )
+        )
+
+    def register_capability(self, name: str, handler: CapabilityHandler) -> None:
+        """Answer plugins' ``ctx`` calls to ``name`` (``send.text``, or ``send.*``)."""
+        self.capabilities.register(name, handler)
+
+    def runner_for(self, plugin_id: str) -> RunnerSupervisor | None:
+        """The runner currently serving ``plugin_id``."""
+        owner = self.components.owner(plugin_id)
+        if isinstance(owner, RunnerSupervisor):
+            return owner
+        return next((r for r in self._runners.values() if plugin_id in r.sources), None)
+
+    def runners(self) -> list[RunnerSupervisor]:
+        """Every supervised runner."""
+        return list(self._runners.values())
+
+    def status(self) -> list[PluginStatus]:
+        """Every known plugin, loaded or not, sorted by id."""
+        rows: dict[str, PluginStatus] = {}
+        for plugin_id, source in self.sources.items():
+            runner = self.runner_for(plugin_id)
+            tools = tuple(self.query.model_name(c) for c in self.components.by_plugin(plugin_id))
+            problem = self.problems.get(plugin_id)
+            loaded = self.components.owner(plugin_id) is not None
+            rows[plugin_id] = PluginStatus(
+                plugin_id=plugin_id,
+                version=source.manifest.version,
+                path=str(source.path),
+                state="loaded" if loaded else ("failed" if problem else "starting"),
+                runner_id=runner.runner_id if runner else None,
+                pid=runner.pid if runner and loaded else None,
+                tools=tools,
+                error=problem.describe() if problem else "",
+            )
+        for key, problem in self.problems.items():
+            if key not in rows:
+                rows[key] = PluginStatus(
+                    key, "", str(problem.path), "failed", None, None, (), problem.describe()
+                )
+        return [rows[k] for k in sorted(rows)]
+
+    async def invoke(
+        self,
+        tool_name: str,
+        arguments: dict[str, Any] | str | None = None,
+        context: ToolExecutionContext | None = None,
+        *,
+        call_id: str = "",
+    ) -> ToolExecutionResult:
+        """Call any tool of ``host.tools`` by name (a shortcut over ``host.tools.invoke``)."""
+        invocation = ToolInvocation(tool_name=tool_name, arguments=arguments or {}, call_id=call_id)
+        return await self.tools.invoke(invocation, context)
+
+    async def aclose(self) -> None:
+        """Stop every runner (drain, then the signal ladder) and release sockets."""
+        runners = list(self._runners.values())
+        await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await self.tools.close()
+        if self._zmq is not None:
+            self._zmq.term()
+            self._zmq = None
+        if self._sockets is not None:
+            self._sockets.remove()
+            self._sockets = None
+
+
+def _runner_id(plugin_id: str) -> str:
+    return "runner-" + re.sub(r"[^A-Za-z0-9_-]", "-", plugin_id)

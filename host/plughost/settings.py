@@ -1,0 +1,53 @@
+"""Host and runner settings: one pydantic model per concern, loadable from TOML.
+
+Defaults are chosen for a bot that runs for weeks: a hung plugin is noticed in
+about three seconds, a crash-looping plugin is given five restarts a minute
+before it is marked failed, and nothing of the host's environment reaches a
+plugin unless the operator allow-lists it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
+
+__all__ = ["HostSettings", "RunnerSettings"]
+
+
+class RunnerSettings(BaseModel):
+    """How runners are started, watched, restarted and stopped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transport: Literal["ipc", "tcp"] = "ipc"
+    heartbeat_interval: float = Field(0.5, gt=0, description="seconds between runner heartbeats")
+    heartbeat_misses: int = Field(6, ge=2, description="missed beats before a runner is hung")
+    ready_timeout: float = Field(20.0, gt=0, description="seconds from spawn to ready")
+    on_load_timeout: float = Field(30.0, gt=0, description="seconds a plugin's on_load may take")
+    max_restarts: int = Field(5, ge=0, description="restarts allowed within restart_window")
+    restart_window: float = Field(60.0, gt=0, description="seconds over which restarts count")
+    backoff_initial: float = Field(0.2, ge=0, description="first restart delay, doubled each time")
+    backoff_max: float = Field(10.0, ge=0, description="longest restart delay")
+    shutdown_drain: float = Field(5.0, ge=0, description="seconds calls may finish at shutdown")
+    term_timeout: float = Field(2.0, gt=0, description="seconds between SIGTERM and SIGKILL")
+    stuck_grace: float = Field(2.0, gt=0, description="seconds a sync call may overrun")
+    max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, gt=1024)
+    env_allowlist: list[str] = Field(default_factory=list)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class HostSettings(BaseModel):
+    """Everything ``PluginHost`` and ``plughost serve`` can be told."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plugin_dirs: list[Path] = Field(default_factory=list)
+    data_dir: Path = Field(Path("data/plugins"), description="per-plugin data directories")
+    temp_dir: Path = Field(Path("temp/plugins"), description="per-plugin temp directories")
+    call_timeout: float = Field(60.0, gt=0, description="default deadline of a tool call (s)")
+    runner_grouping: Literal["per_plugin", "single"] = "per_plugin"
+    runner: RunnerSettings = Field(default_factory=RunnerSettings)

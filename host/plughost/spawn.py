@@ -1,0 +1,92 @@
+"""How a runner process is started: its endpoint, token, environment and command.
+
+The runner's environment is scrubbed: only an allow-list of variables (locale,
+PATH, HOME...) plus whatever the operator allow-lists reaches plugin code, so
+the host's API keys never do. ``ipc://`` endpoints live in a private directory
+(mode 0700) because ZeroMQ creates its socket files world-accessible.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+__all__ = ["BASE_ENV_ALLOWLIST", "SocketDirectory", "new_token", "runner_command", "runner_env"]
+
+TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
+
+BASE_ENV_ALLOWLIST: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "PYTHONPATH",
+    "PYTHONIOENCODING",
+    "VIRTUAL_ENV",
+    "SYSTEMROOT",
+)
+
+
+def new_token() -> str:
+    """A fresh per-spawn secret (256 bits)."""
+    return secrets.token_hex(32)
+
+
+def runner_env(
+    token: str, allow: Iterable[str] = (), source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a runner: allow-listed variables and the spawn token only."""
+    source = os.environ if source is None else source
+    names = set(BASE_ENV_ALLOWLIST) | set(allow)
+    env = {name: source[name] for name in names if name in source}
+    env[TOKEN_VARIABLE] = token
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def runner_command(endpoint: str, runner_id: str, python: str | None = None) -> list[str]:
+    """The argv that starts a runner (by module name: the host never imports the runner)."""
+    return [
+        python or sys.executable,
+        "-m",
+        "plughost_runner",
+        "--endpoint",
+        endpoint,
+        "--runner-id",
+        runner_id,
+        "--parent-pid",
+        str(os.getpid()),
+    ]
+
+
+class SocketDirectory:
+    """A private directory (0700) holding the host's ``ipc://`` socket files."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="plughost-"))
+        self.path.chmod(0o700)
+
+    def endpoint(self, runner_id: str) -> str:
+        """The ipc endpoint for ``runner_id`` inside this directory."""
+        return f"ipc://{self.path / runner_id}.sock"
+
+    def secure(self, runner_id: str) -> None:
+        """Restrict a bound socket file to the owner (ZeroMQ creates it 0755)."""
+        socket_file = self.path / f"{runner_id}.sock"
+        if socket_file.exists():
+            socket_file.chmod(0o600)
+
+    def remove(self) -> None:
+        """Delete the directory and any socket files left in it."""
+        shutil.rmtree(self.path, ignore_errors=True)

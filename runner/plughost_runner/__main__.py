@@ -1,0 +1,51 @@
+"""``python -m plughost_runner``: the runner child process's entry point.
+
+The host starts it; nobody else should. The per-spawn token arrives in the
+``PLUGHOST_RUNNER_TOKEN`` environment variable and is removed from the
+environment before any plugin code runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import faulthandler
+import logging
+import os
+import sys
+
+from plughost_runner.capture import LogCollector, StreamProxy
+from plughost_runner.lifeline import bind_to_parent
+from plughost_runner.service import RunnerService
+
+TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a runner until the host stops it; return the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m plughost_runner",
+        description="plughost runner: loads plugins and serves their tools to a host. "
+        "Started by the host, not by hand.",
+    )
+    parser.add_argument("--endpoint", required=True, help="the host's ZeroMQ endpoint")
+    parser.add_argument("--runner-id", required=True, help="this runner's id, for logs")
+    parser.add_argument("--parent-pid", type=int, default=os.getppid(), help="exit when it dies")
+    args = parser.parse_args(argv)
+
+    token = os.environ.pop(TOKEN_VARIABLE, "")
+    bind_to_parent(args.parent_pid)
+    faulthandler.enable(file=sys.__stderr__ or sys.stderr)
+    collector = LogCollector()
+    root = logging.getLogger()
+    root.handlers[:] = [collector]
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    sys.stdout = StreamProxy(collector, "stdout", logging.INFO)
+    sys.stderr = StreamProxy(collector, "stderr", logging.WARNING)
+    service = RunnerService(args.endpoint, args.runner_id, token, collector)
+    return asyncio.run(service.run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

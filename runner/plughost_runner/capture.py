@@ -1,0 +1,117 @@
+"""Forward a plugin's logging records and stray stdout/stderr to the host in batches.
+
+``print`` in a plugin writes to a proxy, never to a file descriptor the
+protocol uses (the protocol runs over a ZeroMQ socket, so nothing a plugin
+prints can corrupt it). Records are tagged with the plugin that produced them:
+the plugin id comes from the ``plugin.<id>`` logger name, or from the call
+being served (a context variable) for prints.
+
+The queue is bounded: a plugin that floods its output loses lines, and the
+host is told how many, instead of the runner running out of memory.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextvars
+import io
+import logging
+import time
+from typing import Any
+
+__all__ = ["LogCollector", "StreamProxy", "current_plugin"]
+
+current_plugin: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "plughost_current_plugin", default=None
+)
+
+_MAX_LINE = 4000
+
+
+class LogCollector(logging.Handler):
+    """A logging handler that queues records for the next ``log.batch`` event."""
+
+    def __init__(self, capacity: int = 5000) -> None:
+        super().__init__(level=logging.DEBUG)
+        self._records: collections.deque[dict[str, Any]] = collections.deque()
+        self._capacity = capacity
+        self.dropped = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Queue a record (the ``logging.Handler`` hook)."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a plugin's bad %-format must not break logging
+            message = str(record.msg)
+        if record.exc_info and record.exc_info[0] is not None:
+            message += "\n" + logging.Formatter().formatException(record.exc_info)
+        self.add(record.levelno, record.name, message, _plugin_of(record.name))
+
+    def add(self, level: int, logger: str, message: str, plugin: str | None) -> None:
+        """Queue one line, dropping it (and counting) when the queue is full."""
+        if len(self._records) >= self._capacity:
+            self.dropped += 1
+            return
+        self._records.append(
+            {
+                "level": level,
+                "logger": logger,
+                "message": message[:_MAX_LINE],
+                "plugin": plugin,
+                "time": time.time(),
+            }
+        )
+
+    def drain(self, limit: int) -> list[dict[str, Any]]:
+        """Take up to ``limit`` queued records, oldest first."""
+        batch: list[dict[str, Any]] = []
+        while self._records and len(batch) < limit:
+            batch.append(self._records.popleft())
+        return batch
+
+    def pending(self) -> int:
+        """How many records wait to be sent."""
+        return len(self._records)
+
+
+def _plugin_of(logger_name: str) -> str | None:
+    if logger_name.startswith("plugin."):
+        return logger_name[len("plugin.") :]
+    return current_plugin.get()
+
+
+class StreamProxy(io.TextIOBase):
+    """Stands in for ``sys.stdout``/``sys.stderr``: complete lines become log records."""
+
+    def __init__(self, collector: LogCollector, name: str, level: int) -> None:
+        super().__init__()
+        self._collector = collector
+        self._name = name
+        self._level = level
+        self._partial: dict[str | None, str] = {}
+
+    def writable(self) -> bool:
+        """Always writable."""
+        return True
+
+    def write(self, text: str) -> int:
+        """Split ``text`` into lines and queue each one tagged with the current plugin."""
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        plugin = current_plugin.get()
+        buffered = self._partial.pop(plugin, "") + text
+        *lines, rest = buffered.split("\n")
+        for line in lines:
+            self._collector.add(self._level, self._name, line, plugin)
+        if rest:
+            if len(rest) > _MAX_LINE:
+                self._collector.add(self._level, self._name, rest, plugin)
+            else:
+                self._partial[plugin] = rest
+        return len(text)
+
+    def flush(self) -> None:
+        """Queue any partial lines."""
+        for plugin, rest in self._partial.items():
+            self._collector.add(self._level, self._name, rest, plugin)
+        self._partial.clear()

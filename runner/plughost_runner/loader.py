@@ -1,0 +1,284 @@
+"""Import plugin folders and bring them to life: module, factory, ctx, config, on_load.
+
+Each ``plugin.py`` is imported under a unique module name as the package of its
+folder, so a plugin's relative imports work and two plugins never share module
+state. Every failure is captured as a :class:`LoadFailure` naming the plugin,
+the stage, the file and line, and the reason; one plugin failing never stops
+the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
+from plughost_sdk.declarations import ToolDeclaration
+from plughost_sdk.plugin import Plugin
+
+__all__ = ["Handler", "LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_plugin"]
+
+_counter = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSpec:
+    """What the host asks a runner to load (the body of ``plugins.load``)."""
+
+    plugin_id: str
+    path: Path
+    config: dict[str, Any]
+    config_version: str
+    data_dir: Path
+    temp_dir: Path
+    on_load_timeout: float = 30.0
+
+    @classmethod
+    def from_wire(cls, body: dict[str, Any]) -> PluginSpec:
+        """Build a spec from its wire form."""
+        return cls(
+            plugin_id=str(body["plugin_id"]),
+            path=Path(body["path"]),
+            config=dict(body.get("config") or {}),
+            config_version=str(body.get("config_version", "")),
+            data_dir=Path(body["data_dir"]),
+            temp_dir=Path(body["temp_dir"]),
+            on_load_timeout=float(body.get("on_load_timeout", 30.0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A tool's bound method and how to call it."""
+
+    declaration: ToolDeclaration
+    function: Callable[..., Any]
+    is_async: bool
+    accepts_any: bool
+    accepted: frozenset[str]
+
+
+@dataclass(slots=True)
+class LoadedPlugin:
+    """A plugin that passed every load stage."""
+
+    spec: PluginSpec
+    instance: Plugin
+    module: ModuleType
+    handlers: dict[str, Handler] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The wire form reported to the host."""
+        return {
+            "plugin_id": self.spec.plugin_id,
+            "path": str(self.spec.path),
+            "tools": [h.declaration.to_wire() for h in self.handlers.values()],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFailure:
+    """Why a plugin did not load."""
+
+    plugin_id: str
+    path: str
+    stage: str
+    reason: str
+    file: str = ""
+    line: int = 0
+    traceback: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        """The wire form reported to the host."""
+        return {
+            "plugin_id": self.plugin_id,
+            "path": self.path,
+            "stage": self.stage,
+            "reason": self.reason,
+            "file": self.file,
+            "line": self.line,
+            "traceback": self.traceback,
+        }
+
+
+class _StageError(Exception):
+    def __init__(self, stage: str, reason: str, exc: BaseException | None = None) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.reason = reason
+        self.exc = exc
+
+
+async def load_plugin(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin | LoadFailure:
+    """Load one plugin; never raises (except cancellation)."""
+    try:
+        return await _load(spec, bridge)
+    except _StageError as err:
+        return _failure(spec, err.stage, err.reason, err.exc)
+
+
+async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
+    module = _import(spec)
+    instance = _create(spec, module)
+    ctx = PluginContext(
+        spec.plugin_id,
+        bridge,
+        config=PluginConfig(spec.config, spec.config_version),
+        paths=PluginPaths(spec.data_dir, spec.temp_dir),
+    )
+    instance.ctx = ctx
+    validate_config(instance, spec.config)
+    handlers = _handlers(spec, instance)
+    try:
+        async with asyncio.timeout(spec.on_load_timeout):
+            await instance.on_load()
+    except TimeoutError as exc:
+        raise _StageError(
+            "on_load", f"on_load did not finish within {spec.on_load_timeout:g} s", exc
+        ) from None
+    except Exception as exc:
+        raise _StageError("on_load", f"on_load raised {_describe(exc)}", exc) from None
+    return LoadedPlugin(spec=spec, instance=instance, module=module, handlers=handlers)
+
+
+def validate_config(instance: Plugin, config: dict[str, Any]) -> None:
+    """Check ``config`` against the plugin's ``config_model`` if it has one.
+
+    Raises:
+        _StageError: with stage ``config`` and every validation problem.
+    """
+    model = type(instance).config_model
+    if model is None:
+        return
+    try:
+        model.model_validate(config)
+    except ValueError as exc:
+        raise _StageError("config", f"config.toml is invalid: {exc}", None) from None
+
+
+def _import(spec: PluginSpec) -> ModuleType:
+    global _counter
+    _counter += 1
+    entry = spec.path / "plugin.py"
+    if not entry.is_file():
+        raise _StageError("import", f"{entry} not found; a plugin folder needs a plugin.py")
+    slug = re.sub(r"\W", "_", spec.plugin_id)
+    name = f"plughost_plugin_{slug}_{_counter}"
+    module_spec = importlib.util.spec_from_file_location(
+        name, entry, submodule_search_locations=[str(spec.path)]
+    )
+    if module_spec is None or module_spec.loader is None:
+        raise _StageError("import", f"{entry} cannot be imported")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        where = f"{exc.filename}:{exc.lineno}"
+        raise _StageError("import", f"syntax error at {where}: {exc.msg}", exc) from None
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
+            raise
+        raise _StageError("import", f"importing plugin.py raised {_describe(exc)}", exc) from None
+    return module
+
+
+def _create(spec: PluginSpec, module: ModuleType) -> Plugin:
+    factory = getattr(module, "create_plugin", None)
+    if not callable(factory):
+        raise _StageError(
+            "factory",
+            "plugin.py must define a module-level create_plugin() that returns the plugin",
+        )
+    try:
+        instance = factory()
+    except Exception as exc:
+        raise _StageError("factory", f"create_plugin() raised {_describe(exc)}", exc) from None
+    if not isinstance(instance, Plugin):
+        raise _StageError(
+            "factory",
+            f"create_plugin() returned {type(instance).__name__}; return an instance of a "
+            "plughost_sdk.Plugin subclass",
+        )
+    return instance
+
+
+def _handlers(spec: PluginSpec, instance: Plugin) -> dict[str, Handler]:
+    handlers: dict[str, Handler] = {}
+    for declaration in type(instance).tool_declarations():
+        function = getattr(instance, declaration.handler_name)
+        signature = inspect.signature(function)
+        params = signature.parameters.values()
+        handlers[declaration.name] = Handler(
+            declaration=declaration,
+            function=function,
+            is_async=inspect.iscoroutinefunction(function),
+            accepts_any=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
+            accepted=frozenset(
+                p.name
+                for p in params
+                if p.kind
+                in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            ),
+        )
+    return handlers
+
+
+async def unload_plugin(plugin: LoadedPlugin, timeout: float) -> str | None:
+    """Run ``on_unload`` under ``timeout``; return a problem description, or None."""
+    try:
+        async with asyncio.timeout(timeout):
+            await plugin.instance.on_unload()
+    except TimeoutError:
+        return f"on_unload did not finish within {timeout:g} s"
+    except Exception as exc:
+        return f"on_unload raised {_describe(exc)}"
+    finally:
+        sys.modules.pop(plugin.module.__name__, None)
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _failure(spec: PluginSpec, stage: str, reason: str, exc: BaseException | None) -> LoadFailure:
+    file, line, text = "", 0, ""
+    if exc is not None:
+        text = "".join(traceback.format_exception(exc))
+        file, line = _plugin_frame(spec.path, exc)
+    if not file:
+        file = str(spec.path / "plugin.py")
+    return LoadFailure(
+        plugin_id=spec.plugin_id,
+        path=str(spec.path),
+        stage=stage,
+        reason=reason,
+        file=file,
+        line=line,
+        traceback=text,
+    )
+
+
+def _plugin_frame(root: Path, exc: BaseException) -> tuple[str, int]:
+    """The deepest traceback frame inside the plugin's folder (file, line)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return exc.filename, exc.lineno or 0
+    found: tuple[str, int] = ("", 0)
+    root_text = str(root.resolve())
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if str(Path(frame.filename).resolve()).startswith(root_text):
+            found = (frame.filename, frame.lineno or 0)
+    return found

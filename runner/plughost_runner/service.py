@@ -1,0 +1,372 @@
+"""The runner's side of the protocol: one DEALER socket, a dispatch table, background beats.
+
+Lifecycle: connect, ``runner.hello`` (token and protocol version), load the
+plugins the host named in its answer, ``runner.ready`` with what loaded and what
+failed, then serve requests concurrently until ``runner.shutdown`` or until the
+host goes away. Every request gets exactly one response; a failure inside a
+handler is a failed result, and a failure of the protocol is a wire error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from plughost_runner.capture import LogCollector
+from plughost_runner.invoker import Invoker, call_deadline
+from plughost_runner.loader import (
+    LoadedPlugin,
+    LoadFailure,
+    PluginSpec,
+    load_plugin,
+    unload_plugin,
+    validate_config,
+)
+from plughost_sdk import __version__ as sdk_version
+from plughost_sdk import wire
+from plughost_sdk.errors import CapabilityError, ProtocolError
+
+__all__ = ["RunnerService"]
+
+log = logging.getLogger("plughost_runner")
+
+_Handler = Callable[[wire.Envelope], Awaitable[Any]]
+
+
+class _RemoteError(Exception):
+    def __init__(self, error: wire.WireError) -> None:
+        super().__init__(error["message"])
+        self.error = error
+
+
+class _Reply(Exception):
+    """Raised by a request handler to answer with a wire error."""
+
+    def __init__(self, code: wire.ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = wire.error_body(code, message)
+
+
+class _Bridge:
+    """Carries one plugin's capability calls; the plugin id is bound here, not by the plugin."""
+
+    def __init__(self, service: RunnerService, plugin_id: str) -> None:
+        self._service = service
+        self._plugin_id = plugin_id
+
+    async def call_capability(
+        self, plugin_id: str, capability: str, args: dict[str, Any], timeout_ms: int | None
+    ) -> Any:
+        del plugin_id  # the caller's claim is ignored: one plugin cannot act as another
+        timeout = (timeout_ms or 30_000) / 1000
+        deadline = call_deadline.get()
+        if deadline is not None:
+            timeout = max(0.001, min(timeout, deadline - asyncio.get_running_loop().time()))
+        body = {"capability": capability, "args": args}
+        try:
+            reply = await self._service.request(
+                "capability.call", body, plugin=self._plugin_id, timeout=timeout
+            )
+        except _RemoteError as exc:
+            raise CapabilityError(exc.error["code"], exc.error["message"]) from None
+        except TimeoutError:
+            raise CapabilityError(
+                "timeout", f"capability {capability} did not answer within {timeout:.3g} s"
+            ) from None
+        return reply.get("value") if isinstance(reply, dict) else reply
+
+
+class RunnerService:
+    """Serves one host over one socket until told to stop."""
+
+    def __init__(self, endpoint: str, runner_id: str, token: str, collector: LogCollector) -> None:
+        self._endpoint = endpoint
+        self._runner_id = runner_id
+        self._token = token
+        self._collector = collector
+        self._ctx = zmq.asyncio.Context()
+        self._sock = self._ctx.socket(zmq.DEALER)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._plugins: dict[str, LoadedPlugin] = {}
+        self._invoker = Invoker()
+        self._next_id = 0
+        self._max_bytes = wire.DEFAULT_MAX_MESSAGE_BYTES
+        self._heartbeat_interval = 0.5
+        self._shutting_down = False
+        self._stopped = asyncio.Event()
+        self._handlers: dict[str, _Handler] = {
+            "tool.invoke": self._on_invoke,
+            "plugins.load": self._on_load,
+            "config.update": self._on_config_update,
+            "runner.health": self._on_health,
+            "runner.shutdown": self._on_shutdown,
+        }
+
+    async def run(self) -> int:
+        """Serve until shutdown; return the process exit code."""
+        self._sock.setsockopt(zmq.LINGER, 2000)
+        self._sock.connect(self._endpoint)
+        exit_code = 0
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._receive_loop(group))
+                group.create_task(self._serve_host(group))
+        except* _StopRunner:
+            pass
+        except* _RemoteError as refused:
+            for exc in refused.exceptions:
+                print(f"plughost runner: the host refused this runner: {exc}", file=sys.__stderr__)
+            exit_code = 3
+        finally:
+            self._invoker.shutdown()
+            self._sock.close()
+            self._ctx.term()
+        return exit_code
+
+    async def _serve_host(self, group: asyncio.TaskGroup) -> None:
+        hello = await self._hello()
+        self._configure(hello)
+        group.create_task(self._beat())
+        group.create_task(self._flush_logs())
+        specs = [PluginSpec.from_wire(p) for p in hello.get("plugins", [])]
+        report = await self._load(specs)
+        await self.request("runner.ready", report, timeout=30.0)
+        await self._stopped.wait()
+        await self._send_logs()
+        raise _StopRunner
+
+    async def _hello(self) -> dict[str, Any]:
+        body = {
+            "token": self._token,
+            "protocol": wire.PROTOCOL_VERSION,
+            "runner_id": self._runner_id,
+            "pid": os.getpid(),
+            "sdk_version": sdk_version,
+        }
+        reply = await self.request("runner.hello", body, timeout=10.0)
+        return reply if isinstance(reply, dict) else {}
+
+    def _configure(self, hello: dict[str, Any]) -> None:
+        self._max_bytes = int(hello.get("max_message_bytes", self._max_bytes))
+        self._heartbeat_interval = float(hello.get("heartbeat_interval", self._heartbeat_interval))
+        logging.getLogger().setLevel(int(hello.get("log_level", logging.INFO)))
+
+    async def request(
+        self, method: wire.Method, body: Any, *, plugin: str | None = None, timeout: float
+    ) -> Any:
+        """Send a request to the host and wait for its response body.
+
+        Raises:
+            _RemoteError: the host answered with an error.
+            TimeoutError: no answer within ``timeout``.
+        """
+        self._next_id += 1
+        request_id = self._next_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        envelope = wire.request(
+            request_id, method, body, plugin=plugin, deadline_ms=int(timeout * 1000)
+        )
+        try:
+            await self._sock.send(wire.encode(envelope))
+            async with asyncio.timeout(timeout):
+                return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def _receive_loop(self, group: asyncio.TaskGroup) -> None:
+        while True:
+            frame = await self._sock.recv()
+            try:
+                envelope = wire.decode(frame)
+            except ProtocolError as exc:
+                log.warning("dropped a frame from the host: %s", exc)
+                continue
+            kind = envelope["kind"]
+            if kind == "response":
+                self._resolve(envelope)
+            elif kind == "request":
+                self._tasks[envelope["id"]] = group.create_task(self._serve(envelope))
+            elif envelope["method"] == "call.cancel":
+                task = self._tasks.get(int((envelope["body"] or {}).get("id", 0)))
+                if task is not None:
+                    task.cancel()
+
+    def _resolve(self, envelope: wire.Envelope) -> None:
+        future = self._pending.get(envelope["id"])
+        if future is None or future.done():
+            return
+        if envelope["error"] is not None:
+            future.set_exception(_RemoteError(envelope["error"]))
+        else:
+            future.set_result(envelope["body"])
+
+    async def _serve(self, envelope: wire.Envelope) -> None:
+        try:
+            handler = self._handlers.get(envelope["method"])
+            if handler is None:
+                raise _Reply("bad_payload", f"unknown method {envelope['method']!r}")
+            frame = self._encode_reply(envelope, await handler(envelope))
+        except _Reply as reply:
+            frame = wire.encode(wire.response(envelope, error=reply.error))
+        except asyncio.CancelledError:
+            return  # the host cancelled the call and no longer waits for it
+        except Exception as exc:
+            log.exception("runner failed serving %s", envelope["method"])
+            error = wire.error_body("internal", f"runner error: {type(exc).__name__}: {exc}")
+            frame = wire.encode(wire.response(envelope, error=error))
+        finally:
+            self._tasks.pop(envelope["id"], None)
+        await self._sock.send(frame)
+
+    def _encode_reply(self, envelope: wire.Envelope, body: Any) -> bytes:
+        try:
+            frame = wire.encode(wire.response(envelope, body))
+        except ProtocolError as exc:
+            message = f"the tool's result cannot be sent to the host ({exc}); return plain data"
+            return wire.encode(
+                wire.response(envelope, error=wire.error_body("bad_payload", message))
+            )
+        if len(frame) > self._max_bytes:
+            limit, size = self._max_bytes / 2**20, len(frame) / 2**20
+            message = (
+                f"the result is {size:.1f} MiB, over the {limit:.0f} MiB message limit; "
+                "return less data, or a resource link instead of the bytes"
+            )
+            error = wire.error_body("message_too_large", message, size=len(frame))
+            return wire.encode(wire.response(envelope, error=error))
+        return frame
+
+    async def _on_invoke(self, envelope: wire.Envelope) -> Any:
+        if self._shutting_down:
+            raise _Reply("shutting_down", "the runner is shutting down; retry the call")
+        plugin = self._plugin(envelope)
+        body = envelope["body"] or {}
+        tool = str(body.get("tool", ""))
+        handler = plugin.handlers.get(tool)
+        if handler is None:
+            raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no tool {tool!r}")
+        timeout = (envelope["deadline_ms"] or 60_000) / 1000
+        try:
+            result = await self._invoker.invoke(
+                plugin.spec.plugin_id, handler, dict(body.get("arguments") or {}), timeout
+            )
+        except TimeoutError:
+            raise _Reply("timeout", f"tool {tool} did not finish within {timeout:g} s") from None
+        return {"result": wire.result_to_wire(result)}
+
+    def _plugin(self, envelope: wire.Envelope) -> LoadedPlugin:
+        plugin = self._plugins.get(envelope["plugin"] or "")
+        if plugin is None:
+            raise _Reply("plugin_not_found", f"plugin {envelope['plugin']!r} is not loaded here")
+        return plugin
+
+    async def _on_load(self, envelope: wire.Envelope) -> Any:
+        specs = [PluginSpec.from_wire(p) for p in (envelope["body"] or {}).get("plugins", [])]
+        return await self._load(specs)
+
+    async def _load(self, specs: list[PluginSpec]) -> dict[str, Any]:
+        loaded: list[dict[str, Any]] = []
+        failed: list[dict[str, Any]] = []
+        for spec in specs:
+            outcome = await load_plugin(spec, _Bridge(self, spec.plugin_id))
+            if isinstance(outcome, LoadFailure):
+                log.error(
+                    "plugin %s failed at %s: %s", spec.plugin_id, outcome.stage, outcome.reason
+                )
+                failed.append(outcome.to_wire())
+            else:
+                self._plugins[spec.plugin_id] = outcome
+                loaded.append(outcome.summary())
+        return {"loaded": loaded, "failed": failed, "pid": os.getpid()}
+
+    async def _on_config_update(self, envelope: wire.Envelope) -> Any:
+        plugin = self._plugin(envelope)
+        body = envelope["body"] or {}
+        config, version = dict(body.get("config") or {}), str(body.get("version", ""))
+        try:
+            validate_config(plugin.instance, config)
+        except Exception as exc:
+            raise _Reply("bad_payload", str(exc)) from None
+        ctx_config = plugin.instance.ctx.config
+        old, old_version = ctx_config.get_all(), ctx_config.version
+        ctx_config._replace(config, version)
+        try:
+            async with asyncio.timeout(float(body.get("timeout", 10.0))):
+                await plugin.instance.on_config_update(
+                    str(body.get("scope", "self")), config, version
+                )
+        except Exception as exc:
+            ctx_config._replace(old, old_version)
+            raise _Reply(
+                "internal", f"on_config_update raised {type(exc).__name__}: {exc}"
+            ) from None
+        return {"version": version}
+
+    async def _on_health(self, envelope: wire.Envelope) -> Any:
+        return {
+            "pid": os.getpid(),
+            "plugins": sorted(self._plugins),
+            "inflight": len(self._tasks),
+            "stuck": self._invoker.stuck_calls(),
+        }
+
+    async def _on_shutdown(self, envelope: wire.Envelope) -> Any:
+        self._shutting_down = True
+        drain = float((envelope["body"] or {}).get("drain", 5.0))
+        others = [t for rid, t in self._tasks.items() if rid != envelope["id"]]
+        if others:
+            await asyncio.wait(others, timeout=drain)
+        problems = {}
+        for plugin_id, plugin in self._plugins.items():
+            problem = await unload_plugin(plugin, timeout=max(0.5, drain / 2))
+            if problem:
+                problems[plugin_id] = problem
+        self._plugins.clear()
+        asyncio.get_running_loop().call_soon(self._stopped.set)
+        return {"unload_problems": problems}
+
+    async def _beat(self) -> None:
+        seq = 0
+        while True:
+            seq += 1
+            body = {"seq": seq, "inflight": len(self._tasks), "stuck": self._invoker.stuck_calls()}
+            await self._sock.send(wire.encode(wire.event("runner.heartbeat", body)))
+            await asyncio.sleep(self._heartbeat_interval)
+
+    async def _flush_logs(self) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            await self._send_logs()
+
+    async def _send_logs(self) -> None:
+        while self._collector.pending() or self._collector.dropped:
+            records = self._collector.drain(500)
+            if self._collector.dropped:
+                dropped, self._collector.dropped = self._collector.dropped, 0
+                records.append(
+                    {
+                        "level": logging.WARNING,
+                        "logger": "plughost_runner",
+                        "message": f"{dropped} log lines dropped: a plugin writes output faster "
+                        "than it can be forwarded",
+                        "plugin": None,
+                        "time": time.time(),
+                    }
+                )
+            await self._sock.send(wire.encode(wire.event("log.batch", {"records": records})))
+            if len(records) < 500:
+                return
+
+
+class _StopRunner(Exception):
+    """Ends the task group when the runner is told to stop."""

@@ -1,0 +1,5 @@
+from plughost_sdk import Plugin
+
+
+class Broken(Plugin)
+    pass
