@@ -110,9 +110,6 @@ class RunnerChannel:
         if envelope["method"] != "runner.hello" or envelope["kind"] != "request":
             self._reject(identity, f"{envelope['method']} before a hello")
             return
-        if self._peer is not None:
-            self._reject(identity, "a second peer tried to connect")
-            return
         if not hmac.compare_digest(str(body.get("token", "")), self._token):
             self._reject(identity, "hello with a wrong token")
             self._send_soon(group, identity, _refusal(envelope, "unauthorized", "wrong token"))
@@ -124,6 +121,11 @@ class RunnerChannel:
             )
             self._reject(identity, message)
             self._send_soon(group, identity, _refusal(envelope, "protocol_mismatch", message))
+            return
+        if self._peer is not None:
+            self._reject(identity, "a second runner tried to connect")
+            message = "another runner is already connected to this endpoint"
+            self._send_soon(group, identity, _refusal(envelope, "unauthorized", message))
             return
         self._peer = identity
         self.hello = body

@@ -76,9 +76,10 @@ class Invoker:
         self._threads_running[key] = time.monotonic() + timeout
         context = contextvars.copy_context()
         call = functools.partial(context.run, handler.function, **kwargs)
-        future = asyncio.get_running_loop().run_in_executor(self._pool, call)
-        future.add_done_callback(lambda _: self._threads_running.pop(key, None))
-        return await future
+        thread_future = self._pool.submit(call)
+        # Done only when the thread really returns, not when the waiting task gives up.
+        thread_future.add_done_callback(lambda _: self._threads_running.pop(key, None))
+        return await asyncio.wrap_future(thread_future)
 
     def shutdown(self) -> None:
         """Stop accepting work; running threads are abandoned (the process is exiting)."""

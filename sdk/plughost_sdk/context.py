@@ -141,9 +141,7 @@ class SendCapability(CapabilityGroup):
             "send.image", image=image, stream_id=stream_id, **options
         )
 
-    async def custom(
-        self, message_type: str, content: Any, stream_id: str, **options: Any
-    ) -> Any:
+    async def custom(self, message_type: str, content: Any, stream_id: str, **options: Any) -> Any:
         """Send a message of a host-defined type to ``stream_id``."""
         return await self._ctx.call_capability(
             "send.custom",

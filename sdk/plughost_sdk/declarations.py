@@ -214,6 +214,8 @@ def _schema_from_dict(parameters: Mapping[str, Any], where: str) -> dict[str, An
         schema = deepcopy(dict(parameters))
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
+        if not isinstance(schema["properties"], dict):
+            raise PluginDeclarationError(f"{where}: 'properties' must be a dict of JSON Schemas")
         for name, fragment in schema["properties"].items():
             _check_fragment(str(name), fragment, where)
         return schema
@@ -237,6 +239,7 @@ def _schema_from_dict(parameters: Mapping[str, Any], where: str) -> dict[str, An
 
 
 def _check_fragment(name: str, fragment: Any, where: str) -> None:
+    """Validate one dict-form fragment in place; ``"float"`` becomes ``"number"``."""
     _check_identifier(name, where)
     if not isinstance(fragment, dict):
         raise PluginDeclarationError(
@@ -246,14 +249,26 @@ def _check_fragment(name: str, fragment: Any, where: str) -> None:
     json_type = fragment.get("type")
     if json_type is None:
         return
+    if isinstance(json_type, list):
+        # A union such as ["string", "null"] is valid JSON Schema; its values go unchecked.
+        fragment["type"] = [
+            "null" if t == "null" else _param_type(name, t, where).json_type for t in json_type
+        ]
+        return
+    param_type = _param_type(name, json_type, where)
+    fragment["type"] = param_type.json_type
+    _check_values(name, param_type, fragment.get("enum"), fragment.get("default"), where)
+
+
+def _param_type(name: str, json_type: Any, where: str) -> ToolParamType:
     try:
-        param_type = ToolParamType(json_type)
-    except ValueError:
+        return ToolParamType(json_type)
+    except (ValueError, TypeError):
         raise PluginDeclarationError(
             f"{where}, parameter {name!r}: unknown type {json_type!r}; use one of "
-            "string, integer, number, boolean, array, object"
+            "string, integer, number, boolean, array, object (a list of them, with "
+            '"null", for a union)'
         ) from None
-    _check_values(name, param_type, fragment.get("enum"), fragment.get("default"), where)
 
 
 def _check_parameter(info: ToolParameterInfo, where: str) -> None:

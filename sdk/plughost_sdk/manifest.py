@@ -35,7 +35,11 @@ __all__ = [
 
 MANIFEST_FILE = "_manifest.json"
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)+$")
-VERSION_PATTERN = re.compile(r"^\d+(\.\d+){0,2}([-+.][0-9A-Za-z.-]+)?$")
+# 1, 1.2, 1.2.3, then a semver "-pre"/"+build" or a PEP 440 "rc1"/".post1"/".dev0" tail.
+# Wildcards such as "2.x" are refused: they would silently compare as 2.0.0.
+VERSION_PATTERN = re.compile(
+    r"^\d+(?:\.\d+){0,2}(?:[-+][0-9A-Za-z.-]+|(?:\.?(?:a|b|rc|dev|post)\d*)+)?$"
+)
 CAPABILITY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*\.(\*|[a-z][a-z0-9_]*)$|^\*$")
 
 
@@ -198,14 +202,26 @@ _FIXES = {
 
 
 def _describe(error: Any) -> str:
-    field = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    field = _field_path(error["loc"])
     message = str(error["msg"]).removeprefix("Value error, ")
-    fix = _FIXES.get(error["type"])
-    if error["type"] == "missing":
+    kind = str(error["type"])
+    fix = _FIXES.get(kind)
+    if kind == "missing":
         return f"field '{field}' is required: add it"
-    if error["type"] == "literal_error" and field == "manifest_version":
+    if kind == "literal_error" and field == "manifest_version":
         return "field 'manifest_version' must be 2: set \"manifest_version\": 2"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        # "Input should be a valid string" says the fix; the value says where to look.
+        message = f"{message}, got {error.get('input')!r}"
     return f"field '{field}': {message}" + (f": {fix}" if fix else "")
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    """Render a pydantic location as ``dependencies[0].type``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
 
 
 def version_in_range(version: str, allowed: VersionRange) -> bool:

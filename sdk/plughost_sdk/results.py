@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, get_args
 from urllib.parse import unquote_to_bytes
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from plughost_sdk.errors import ToolError
 from plughost_sdk.models import ContentItem, ContentType, ToolExecutionResult
@@ -135,8 +135,8 @@ def _to_jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     raise _ItemError(
-        f"tool returned a {type(value).__name__}, which cannot be sent to the model; "
-        "return a dict, a str, a list, or a (bool, str) tuple instead"
+        f"tool returned a value of type {type(value).__name__!r}, which cannot be sent to "
+        "the model; return a dict, a str, a list, or a (bool, str) tuple instead"
     )
 
 
@@ -190,7 +190,7 @@ def _parse_item(index: int, raw: Any) -> ContentItem:
     if not isinstance(raw, Mapping):
         raise _ItemError(f"{where} must be a dict, not {type(raw).__name__}")
     kind = raw.get("type", raw.get("content_type"))
-    if kind not in CONTENT_TYPES:
+    if not isinstance(kind, str) or kind not in CONTENT_TYPES:
         expected = ", ".join(sorted(CONTENT_TYPES))
         raise _ItemError(f"{where} has unknown type {kind!r}; expected one of: {expected}")
     mime = _optional_str(raw.get("mime_type"))
@@ -204,16 +204,22 @@ def _parse_item(index: int, raw: Any) -> ContentItem:
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise _ItemError(f"{where}.metadata must be a dict, not {type(metadata).__name__}")
-    return ContentItem(
-        content_type=kind,
-        data=data,
-        text=text,
-        uri=uri,
-        mime_type=mime or _default_mime(kind, data),
-        name=_optional_str(raw.get("name")),
-        description=_optional_str(raw.get("description")),
-        metadata=dict(metadata),
-    )
+    try:
+        return ContentItem(
+            content_type=kind,
+            data=data,
+            text=text,
+            uri=uri,
+            mime_type=mime or _default_mime(kind, data),
+            name=_optional_str(raw.get("name")),
+            description=_optional_str(raw.get("description")),
+            metadata=dict(metadata),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in exc.errors()
+        )
+        raise _ItemError(f"{where} is invalid ({problems})") from None
 
 
 def _payload(where: str, raw: Mapping[str, Any]) -> tuple[bytes | None, str | None]:
@@ -231,8 +237,10 @@ def _payload(where: str, raw: Mapping[str, Any]) -> tuple[bytes | None, str | No
 
 
 def _decode_base64(where: str, text: str) -> bytes:
+    # Line breaks are legal in MIME base64 (base64.encodebytes writes them); anything
+    # else outside the alphabet is an error rather than silently dropped.
     try:
-        return base64.b64decode(text.strip(), validate=True)
+        return base64.b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise _ItemError(f"{where} is not valid base64 ({exc})") from None
 
@@ -258,8 +266,10 @@ def _require_payload(
     if kind in ("image", "audio", "binary", "resource") and data is None and uri is None:
         if kind == "resource" and text is not None:
             return
+        article = "an" if kind[0] in "aeiou" else "a"
         raise _ItemError(
-            f"{where} is a {kind} item without a payload; give 'data' (base64), 'bytes' or 'uri'"
+            f"{where} is {article} {kind} item without a payload; "
+            "give 'data' (base64), 'bytes' or 'uri'"
         )
 
 

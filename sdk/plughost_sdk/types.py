@@ -9,7 +9,7 @@ alias of NUMBER.
 from __future__ import annotations
 
 from copy import deepcopy
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = ["ToolParamType", "ToolParameterInfo"]
 
 
-class ToolParamType(str, Enum):
+class ToolParamType(StrEnum):
     """The type of one tool parameter."""
 
     STRING = "string"

@@ -93,6 +93,10 @@ class EchoPlugin(Plugin):
     async def config_value(self, **kwargs: Any) -> dict[str, Any]:
         return {"content": "config", "config": self.config.get_all()}
 
+    @Tool("environment", brief_description="List the environment variable names the plugin sees")
+    async def environment(self, **kwargs: Any) -> dict[str, Any]:
+        return {"content": "env", "names": sorted(os.environ)}
+
     @Tool("shout", brief_description="Print to stdout and log, then answer")
     async def shout(self, **kwargs: Any) -> str:
         print("hello from print")
