@@ -30,9 +30,11 @@ from plughost.plugin_provider import PluginToolProvider
 from plughost.plugin_source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.query import ComponentQueryService
 from plughost.registry import ToolRegistry
+from plughost.reloader import PluginReloader
 from plughost.settings import HostSettings
 from plughost.spawn import SocketDirectory
 from plughost.supervisor import RunnerState, RunnerSupervisor
+from plughost.watcher import PluginWatcher
 from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
 
 __all__ = ["PluginHost", "PluginStatus"]
@@ -79,6 +81,8 @@ class PluginHost:
         self._zmq: zmq.asyncio.Context | None = None
         self._sockets: SocketDirectory | None = None
         self._started = False
+        self.reloader = PluginReloader(self)
+        self.watcher: PluginWatcher | None = None
 
     async def __aenter__(self) -> PluginHost:
         await self.start()
@@ -101,7 +105,7 @@ class PluginHost:
         self._sockets = SocketDirectory()
         sources, problems = scan_plugin_dirs(self.settings.plugin_dirs)
         for problem in problems:
-            self._record_problem(problem)
+            self.record_problem(problem)
         await self.start_runners(sources)
 
     async def start_runners(self, sources: list[PluginSource]) -> list[RunnerSupervisor]:
@@ -118,11 +122,60 @@ class PluginHost:
         timeout = self.settings.runner.ready_timeout + self.settings.runner.on_load_timeout
         await asyncio.gather(*(r.wait_settled(timeout) for r in runners))
         for runner in runners:
-            if runner.state is RunnerState.READY and not runner.report.get("loaded"):
+            if runner.state is not RunnerState.STARTING and not runner.report.get("loaded"):
                 await self._retire(runner)
         return runners
 
-    def _launch(self, runner_id: str, sources: list[PluginSource]) -> RunnerSupervisor:
+    async def start_candidate(self, source: PluginSource) -> RunnerSupervisor:
+        """Start a new version of a plugin in its own runner without registering it yet."""
+        runner = self._launch(_runner_id(source.plugin_id), [source], candidate=True)
+        timeout = self.settings.runner.ready_timeout + self.settings.runner.on_load_timeout
+        await runner.wait_settled(timeout)
+        return runner
+
+    def adopt(self, runner: RunnerSupervisor, source: PluginSource) -> None:
+        """Make a candidate runner the plugin's owner: its tools replace the old ones at once."""
+        self.sources[source.plugin_id] = source
+        self.problems.pop(str(source.path), None)
+        runner.on_ready = self._runner_ready
+        runner.on_lost = self._runner_lost
+        self._runner_ready(runner, runner.report)
+
+    async def forget_runner(self, runner: RunnerSupervisor) -> None:
+        """Drop a stopped runner from the host's books."""
+        self._runners.pop(runner.runner_id, None)
+        task = self._tasks.pop(runner.runner_id, None)
+        if task is not None:
+            await task
+
+    def plugin_id_at(self, path: Path) -> str | None:
+        """The id of the plugin known to live at folder ``path``, if any."""
+        path = path.resolve()
+        for plugin_id, source in self.sources.items():
+            if source.path == path:
+                return plugin_id
+        return None
+
+    async def reload_plugin(self, plugin_id: str) -> bool:
+        """Reload one plugin blue/green; True when the new version serves.
+
+        A broken new version is reported (events, ``problems``) and the old one keeps serving.
+
+        Raises:
+            KeyError: no such plugin.
+        """
+        return await self.reloader.reload(plugin_id)
+
+    async def watch(self, *, force_polling: bool = False, step_ms: int = 50) -> None:
+        """Watch the plugin directories and hot-reload changes until cancelled."""
+        self.watcher = PluginWatcher(
+            self.settings.plugin_dirs, step_ms=step_ms, force_polling=force_polling
+        )
+        await self.reloader.watch(self.watcher)
+
+    def _launch(
+        self, runner_id: str, sources: list[PluginSource], *, candidate: bool = False
+    ) -> RunnerSupervisor:
         if self._zmq is None or self._sockets is None:
             raise RuntimeError("the host is not started; use 'async with PluginHost(...)'")
         runner_id = self._unique_runner_id(runner_id)
@@ -136,8 +189,8 @@ class PluginHost:
             capabilities=self.capabilities,
             data_root=self.settings.data_dir,
             temp_root=self.settings.temp_dir,
-            on_ready=self._runner_ready,
-            on_lost=self._runner_lost,
+            on_ready=_ignore if candidate else self._runner_ready,
+            on_lost=_ignore if candidate else self._runner_lost,
         )
         self._runners[runner_id] = runner
         self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))
@@ -192,7 +245,7 @@ class PluginHost:
                 line=int(failed.get("line", 0) or 0),
                 traceback=str(failed.get("traceback", "")),
             )
-            self._record_problem(problem, runner.runner_id)
+            self.record_problem(problem, runner.runner_id)
 
     def _runner_lost(self, runner: RunnerSupervisor, reason: str) -> None:
         for plugin_id in runner.plugin_ids:
@@ -200,11 +253,12 @@ class PluginHost:
                 self.components.remove_plugin(plugin_id)
             source = self.sources.get(plugin_id)
             path = source.path if source else Path()
-            self._record_problem(
+            self.record_problem(
                 PluginProblem(path, "crashed", reason, plugin_id=plugin_id), runner.runner_id
             )
 
-    def _record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None:
+    def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None:
+        """Remember why a plugin is not serving, and tell subscribers."""
         key = problem.plugin_id or str(problem.path)
         self.problems[key] = problem
         self.events.emit(
@@ -291,6 +345,10 @@ class PluginHost:
         if self._sockets is not None:
             self._sockets.remove()
             self._sockets = None
+
+
+def _ignore(*_: Any) -> None:
+    """Callbacks of a reload candidate: nothing is registered until it is adopted."""
 
 
 def _runner_id(plugin_id: str) -> str:

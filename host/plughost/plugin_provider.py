@@ -78,6 +78,13 @@ class PluginToolProvider:
         timeout_ms = component.metadata.get("timeout_ms")
         timeout = timeout_ms / 1000 if isinstance(timeout_ms, int) else self._default_timeout
         result = await owner.invoke(component.plugin_id, component.name, kwargs, timeout)
+        if result.error_code == "shutting_down":
+            # A reload swapped the owner between lookup and send: the new runner takes it.
+            successor = self._components.owner(component.plugin_id)
+            if successor is not None and successor is not owner:
+                result = await successor.invoke(
+                    component.plugin_id, component.name, kwargs, timeout
+                )
         result.tool_name = name
         return result
 

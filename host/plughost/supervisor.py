@@ -87,8 +87,8 @@ class RunnerSupervisor:
         self._events = events
         self._capabilities = capabilities
         self._roots = (data_root, temp_root)
-        self._on_ready = on_ready
-        self._on_lost = on_lost
+        self.on_ready = on_ready
+        self.on_lost = on_lost
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
@@ -146,7 +146,7 @@ class RunnerSupervisor:
             "reload it to try again."
         )
         self._emit(EventKind.RUNNER_GAVE_UP, message, reason=reason)
-        self._on_lost(self, reason)
+        self.on_lost(self, reason)
 
     async def _run_once(self) -> str:
         """Spawn one runner process and serve it until it exits; return why it ended."""
@@ -328,7 +328,7 @@ class RunnerSupervisor:
         self.state = RunnerState.READY
         self._last_beat = asyncio.get_running_loop().time()
         self._stuck_since = None
-        self._on_ready(self, report)
+        self.on_ready(self, report)
         loaded = [p["plugin_id"] for p in report.get("loaded", [])]
         kind = EventKind.RUNNER_RESTARTED if restarted else EventKind.RUNNER_READY
         self._emit(
@@ -364,6 +364,10 @@ class RunnerSupervisor:
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
+            return ToolExecutionResult.failure(
+                tool, f"the runner of plugin {plugin_id} is shutting down", "shutting_down"
+            )
         if self.state is RunnerState.FAILED:
             return ToolExecutionResult.failure(
                 tool,

@@ -1,0 +1,240 @@
+"""Hot reload, one plugin at a time, blue/green, without failing a call.
+
+A source change starts the new version in a fresh runner while the old one
+keeps serving. Only when the new version has loaded (imported, created,
+configured, ``on_load`` done) are the plugin's components and owner swapped
+in one step; calls already running on the old runner finish (it drains under a
+deadline), new calls go to the new one, then the old runner stops. A broken
+edit never reaches the registry: the new runner is discarded, the error is
+reported with file, line and reason, and the old version keeps serving.
+
+A change to ``config.toml`` alone is delivered to the running instance
+(``on_config_update``), with no restart. Requests for a plugin that is
+already reloading are coalesced into one more reload after the current one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from plughost.channel import RemoteError
+from plughost.events import EventKind, LifecycleEvent
+from plughost.plugin_source import PluginProblem, PluginSource, read_config, read_plugin
+from plughost.supervisor import RunnerState, RunnerSupervisor
+from plughost.watcher import ChangeKind, PluginChange, PluginWatcher
+from plughost_sdk.errors import ManifestError, RunnerCrashedError
+
+if TYPE_CHECKING:
+    from plughost.host import PluginHost
+
+__all__ = ["PluginReloader"]
+
+log = logging.getLogger(__name__)
+
+
+class PluginReloader:
+    """Applies plugin folder changes to a running :class:`~plughost.host.PluginHost`."""
+
+    def __init__(self, host: PluginHost) -> None:
+        self._host = host
+        self._busy: dict[Path, asyncio.Event] = {}
+        self._again: dict[Path, PluginChange] = {}
+
+    async def watch(self, watcher: PluginWatcher) -> None:
+        """Apply every change ``watcher`` reports until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            async for batch in watcher.changes():
+                for change in batch:
+                    group.create_task(self.apply(change))
+
+    async def apply(self, change: PluginChange) -> None:
+        """Apply one change; a change for a plugin already being handled is coalesced."""
+        key = change.path.resolve()
+        if key in self._busy:
+            self._again[key] = _merge(self._again.get(key), change)
+            await self._busy[key].wait()
+            return
+        done = self._busy[key] = asyncio.Event()
+        try:
+            while True:
+                await self._apply_once(change)
+                follow_up = self._again.pop(key, None)
+                if follow_up is None:
+                    break
+                change = follow_up
+        finally:
+            del self._busy[key]
+            done.set()
+
+    async def _apply_once(self, change: PluginChange) -> None:
+        plugin_id = self._host.plugin_id_at(change.path)
+        if change.kind is ChangeKind.REMOVED or not change.path.exists():
+            if plugin_id is not None:
+                await self.unload(plugin_id)
+            return
+        serving = plugin_id is not None and self._host.components.owner(plugin_id) is not None
+        if plugin_id is not None and serving and change.kind is ChangeKind.CONFIG:
+            await self.update_config(plugin_id)
+            return
+        await self.reload_path(change.path)
+
+    async def reload(self, plugin_id: str) -> bool:
+        """Reload a plugin by id (the embedder's API); True when the new version serves."""
+        source = self._host.sources.get(plugin_id)
+        if source is None:
+            raise KeyError(f"no plugin {plugin_id!r} is known to this host")
+        return await self.reload_path(source.path)
+
+    async def reload_path(self, path: Path) -> bool:
+        """Load the plugin folder at ``path`` anew; keep the old version if that fails."""
+        old_id = self._host.plugin_id_at(path)
+        started = time.perf_counter()
+        self._emit(
+            EventKind.RELOAD_STARTED, f"reloading {old_id or path.name}", old_id, path=str(path)
+        )
+        try:
+            source = read_plugin(path)
+        except ManifestError as exc:
+            problem = PluginProblem(path, "manifest", "; ".join(exc.problems), old_id, exc.path)
+            return self._failed(problem, old_id)
+        if old_id is not None and old_id != source.plugin_id:
+            await self.unload(old_id)
+        old_owner = self._host.components.owner(source.plugin_id)
+        candidate = await self._host.start_candidate(source)
+        failure = _candidate_failure(candidate, source)
+        if failure is not None:
+            await candidate.stop(drain=0)
+            await self._host.forget_runner(candidate)
+            return self._failed(failure, source.plugin_id)
+        self._host.adopt(candidate, source)
+        if isinstance(old_owner, RunnerSupervisor) and old_owner is not candidate:
+            await self._retire(old_owner, source.plugin_id)
+        elapsed = time.perf_counter() - started
+        self._emit(
+            EventKind.RELOAD_SUCCEEDED,
+            f"plugin {source.plugin_id} {source.manifest.version} reloaded in "
+            f"{elapsed * 1000:.0f} ms (pid {candidate.pid})",
+            source.plugin_id,
+            pid=candidate.pid,
+            seconds=elapsed,
+        )
+        await self._reload_dependents(source.plugin_id)
+        return True
+
+    async def _retire(self, old: RunnerSupervisor, plugin_id: str) -> None:
+        """Let the old runner finish its calls, then stop it (or hand it its other plugins)."""
+        old.sources.pop(plugin_id, None)
+        if old.sources:
+            return  # a shared runner keeps serving its other plugins
+        await old.stop()
+        await self._host.forget_runner(old)
+
+    def _failed(self, problem: PluginProblem, plugin_id: str | None) -> bool:
+        serving = plugin_id is not None and self._host.components.owner(plugin_id) is not None
+        self._emit(
+            EventKind.RELOAD_FAILED,
+            f"reload of {problem.describe()}",
+            plugin_id,
+            stage=problem.stage,
+            reason=problem.reason,
+            file=problem.file,
+            line=problem.line,
+            traceback=problem.traceback,
+        )
+        if serving:
+            self._emit(
+                EventKind.RELOAD_ROLLED_BACK,
+                f"plugin {plugin_id}: the previous version keeps serving; fix the error and save "
+                "again to retry",
+                plugin_id,
+            )
+        else:
+            self._host.record_problem(problem)
+        return False
+
+    async def _reload_dependents(self, plugin_id: str) -> None:
+        dependents = [
+            s.plugin_id
+            for s in self._host.sources.values()
+            if plugin_id in s.manifest.plugin_dependencies
+        ]
+        for dependent in dependents:
+            log.info("reloading %s because it depends on %s", dependent, plugin_id)
+            await self.apply(PluginChange(self._host.sources[dependent].path, ChangeKind.SOURCE))
+
+    async def update_config(self, plugin_id: str) -> bool:
+        """Deliver a changed ``config.toml`` to the running plugin; keep the old one on error."""
+        source = self._host.sources[plugin_id]
+        runner = self._host.runner_for(plugin_id)
+        try:
+            config, version = read_config(source.path)
+            if runner is None:
+                raise RunnerCrashedError("the plugin has no running runner")
+            if version == source.config_version:
+                return True
+            await runner.update_config(plugin_id, config, version)
+        except (ManifestError, RemoteError, RunnerCrashedError, TimeoutError) as exc:
+            self._emit(
+                EventKind.CONFIG_REJECTED,
+                f"config of plugin {plugin_id} rejected, the old configuration stays: {exc}",
+                plugin_id,
+                reason=str(exc),
+                file=str(source.path / "config.toml"),
+            )
+            return False
+        updated = dataclasses.replace(source, config=config, config_version=version)
+        self._host.sources[plugin_id] = updated
+        runner.sources[plugin_id] = updated
+        self._emit(
+            EventKind.CONFIG_UPDATED,
+            f"config of plugin {plugin_id} updated (version {version}, pid {runner.pid})",
+            plugin_id,
+            version=version,
+            pid=runner.pid,
+        )
+        return True
+
+    async def unload(self, plugin_id: str) -> None:
+        """Remove a plugin: tools gone from every registry, runner stopped."""
+        runner = self._host.runner_for(plugin_id)
+        self._host.components.remove_plugin(plugin_id)
+        self._host.sources.pop(plugin_id, None)
+        self._host.problems.pop(plugin_id, None)
+        if runner is not None:
+            await self._retire(runner, plugin_id)
+        self._emit(EventKind.PLUGIN_UNLOADED, f"plugin {plugin_id} unloaded", plugin_id)
+
+    def _emit(self, kind: EventKind, message: str, plugin_id: str | None, **details: Any) -> None:
+        self._host.events.emit(LifecycleEvent(kind, message, plugin_id=plugin_id, details=details))
+
+
+def _candidate_failure(candidate: RunnerSupervisor, source: PluginSource) -> PluginProblem | None:
+    for failed in candidate.report.get("failed", []):
+        if failed.get("plugin_id") == source.plugin_id:
+            return PluginProblem(
+                path=source.path,
+                stage=str(failed.get("stage", "load")),
+                reason=str(failed.get("reason", "")),
+                plugin_id=source.plugin_id,
+                file=str(failed.get("file", "")),
+                line=int(failed.get("line", 0) or 0),
+                traceback=str(failed.get("traceback", "")),
+            )
+    if candidate.state is not RunnerState.READY:
+        reason = (
+            candidate.last_error or f"the new runner did not become ready ({candidate.state.value})"
+        )
+        return PluginProblem(source.path, "start", reason, source.plugin_id)
+    return None
+
+
+def _merge(pending: PluginChange | None, change: PluginChange) -> PluginChange:
+    """Coalesce two changes to one folder: a source change wins over a config change."""
+    if pending is None or change.kind is not ChangeKind.CONFIG:
+        return change
+    return pending
