@@ -1,0 +1,293 @@
+"""The ``plughost`` command line: serve, tools, call, search, new, check.
+
+Exit codes: 0 success; 1 the thing checked or called failed (a tool error, a
+plugin that did not load, a check that found problems); 2 a usage error (bad
+flags, bad JSON, unknown tool); 3 ``serve --strict`` found plugins that failed
+to start; 130 a forced stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from plughost import __version__
+from plughost.console import print_json, result_to_json, stderr, tools_table
+from plughost.host import PluginHost
+from plughost.serve_config import ConfigFileError, ServeConfig
+from plughost.settings import HostSettings
+
+__all__ = ["cli", "main"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_plugins_option = click.option(
+    "--plugins",
+    "plugin_dirs",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A folder of plugin folders, or one plugin folder. Repeat for several.",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="plughost")
+@click.option("-v", "--verbose", count=True, help="More logs (-vv for debug).")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
+    """plughost: run LLM tool plugins in isolated processes and serve them.
+
+    \b
+    Quick start:
+      plughost serve --plugins plugins_example     # run the host, hot reload on
+      plughost tools --plugins plugins_example     # list every tool
+      plughost call get_weather --plugins plugins_example --args '{"city": "Paris"}'
+      plughost new my_plugin --dir plugins         # scaffold a plugin
+      plughost check plugins                       # validate before deploying
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+
+
+@cli.command()
+@_plugins_option
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A TOML configuration file; flags win over it.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="Human-readable lines (default) or JSON lines.",
+)
+@click.option(
+    "--poll",
+    is_flag=True,
+    default=None,
+    help="Poll for file changes (Docker bind mounts, network shares).",
+)
+@click.option("--no-watch", is_flag=True, help="Do not hot-reload plugin folders.")
+@click.option("--mcp-stdio", is_flag=True, help="Also serve every tool over MCP on stdin/stdout.")
+@click.option(
+    "--mcp-http",
+    metavar="HOST:PORT",
+    help="Also serve every tool over MCP streamable HTTP (loopback unless allowed).",
+)
+@click.option("--allow-remote", is_flag=True, help="Allow --mcp-http on a non-loopback address.")
+@click.option("--strict", is_flag=True, help="Exit with code 3 if any plugin fails to start.")
+@click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    plugin_dirs: tuple[Path, ...],
+    config_file: Path | None,
+    log_format: str | None,
+    poll: bool | None,
+    no_watch: bool,
+    mcp_stdio: bool,
+    mcp_http: str | None,
+    allow_remote: bool,
+    strict: bool,
+    print_config: bool,
+) -> None:
+    """Start the host: load plugins, hot-reload edits, stream lifecycle events.
+
+    \b
+    Examples:
+      plughost serve --plugins plugins_example
+      plughost serve --config plughost.toml --log-format json
+      plughost serve --plugins plugins --mcp-http 127.0.0.1:8765
+    """
+    from plughost.serve import configure_logging
+    from plughost.serve import serve as run_serve
+
+    if mcp_stdio and mcp_http:
+        raise click.UsageError("choose one of --mcp-stdio and --mcp-http")
+    config = _load_config(config_file)
+    host = config.host.model_copy(update={"plugin_dirs": [*config.host.plugin_dirs, *plugin_dirs]})
+    serve_settings = config.serve.model_copy(
+        update={
+            k: v
+            for k, v in {
+                "log_format": log_format,
+                "mcp": "stdio" if mcp_stdio else ("http" if mcp_http else None),
+                "mcp_http": mcp_http,
+                "allow_remote": allow_remote or None,
+            }.items()
+            if v is not None
+        }
+    )
+    watch = config.watch.model_copy(
+        update={
+            k: v
+            for k, v in {"poll": poll, "enabled": False if no_watch else None}.items()
+            if v is not None
+        }
+    )
+    config = config.model_copy(update={"host": host, "serve": serve_settings, "watch": watch})
+    if print_config:
+        print_json(config.to_toml_dict())
+        return
+    if not config.host.plugin_dirs:
+        raise click.UsageError("no plugin folders: pass --plugins DIR or set host.plugin_dirs")
+    configure_logging(config.serve.log_format, ctx.obj["verbose"])
+    sys.exit(asyncio.run(run_serve(config, strict=strict)))
+
+
+@cli.command()
+@_plugins_option
+@_json_option
+@click.option("--all", "show_all", is_flag=True, help="Include hidden tools.")
+def tools(plugin_dirs: tuple[Path, ...], as_json: bool, show_all: bool) -> None:
+    """Load the plugins and list their tools (exit 1 if a plugin failed to load).
+
+    \b
+    Example:
+      plughost tools --plugins plugins_example --json
+    """
+    _require_dirs(plugin_dirs)
+    sys.exit(asyncio.run(_tools(plugin_dirs, as_json, show_all)))
+
+
+async def _tools(plugin_dirs: tuple[Path, ...], as_json: bool, show_all: bool) -> int:
+    async with _quiet_host(plugin_dirs) as host:
+        specs = await host.tools.list_tools(include_hidden=show_all)
+        status = host.status()
+        failures = [row for row in status if row.state != "loaded"]
+        if as_json:
+            print_json(
+                {
+                    "tools": [_spec_json(s) for s in specs],
+                    "failures": [{"plugin_id": r.plugin_id, "error": r.error} for r in failures],
+                }
+            )
+        else:
+            Console().print(tools_table(specs))
+            for row in failures:
+                stderr.print(f"[red]✗ {row.error}[/red]")
+        return EXIT_FAILED if failures else 0
+
+
+def _spec_json(spec: Any) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "tool_id": spec.tool_id,
+        "source": spec.metadata.get("plugin_id") or spec.provider_name,
+        "visibility": spec.visibility,
+        "description": spec.description,
+        "parameters": spec.parameters_schema,
+    }
+
+
+@cli.command()
+@click.argument("tool")
+@_plugins_option
+@click.option(
+    "--args", "arguments", default="{}", metavar="JSON", help="The arguments as a JSON object."
+)
+@click.option("--stream-id", default="", help="The chat stream the call happens in.")
+@_json_option
+def call(
+    tool: str, plugin_dirs: tuple[Path, ...], arguments: str, stream_id: str, as_json: bool
+) -> None:
+    """Call one tool through a real runner and print its result.
+
+    Exit 0 when the tool succeeded, 1 when it failed, 2 on a usage error
+    (bad JSON, unknown tool, invalid arguments).
+
+    \b
+    Example:
+      plughost call get_weather --plugins plugins_example --args '{"city": "Paris"}'
+    """
+    _require_dirs(plugin_dirs)
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise click.UsageError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise click.UsageError('--args must be a JSON object, like \'{"city": "Paris"}\'')
+    sys.exit(asyncio.run(_call(plugin_dirs, tool, parsed, stream_id, as_json)))
+
+
+async def _call(
+    plugin_dirs: tuple[Path, ...],
+    tool: str,
+    arguments: dict[str, Any],
+    stream_id: str,
+    as_json: bool,
+) -> int:
+    from plughost_sdk.models import ToolExecutionContext
+
+    async with _quiet_host(plugin_dirs) as host:
+        for row in host.status():
+            if row.state != "loaded":
+                stderr.print(f"[yellow]! {row.error}[/yellow]")
+        context = ToolExecutionContext(stream_id=stream_id)
+        result = await host.invoke(tool, arguments, context)
+    if as_json:
+        print_json(result_to_json(result))
+    elif result.success:
+        click.echo(result.get_history_content())
+    else:
+        stderr.print(f"[red]{result.error_code}: {result.error_message}[/red]")
+    if result.error_code in ("tool_not_found", "invalid_arguments"):
+        return EXIT_USAGE
+    return 0 if result.success else EXIT_FAILED
+
+
+def _require_dirs(plugin_dirs: tuple[Path, ...]) -> None:
+    if not plugin_dirs:
+        raise click.UsageError("pass --plugins DIR (a folder of plugin folders)")
+    missing = [str(d) for d in plugin_dirs if not d.exists()]
+    if missing:
+        raise click.UsageError(f"no such folder: {', '.join(missing)}")
+
+
+def _load_config(path: Path | None) -> ServeConfig:
+    if path is None:
+        return ServeConfig()
+    try:
+        return ServeConfig.load(path)
+    except ConfigFileError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host(dirs)`
+    """A PluginHost for one-shot commands, with a spinner while plugins start."""
+
+    def __init__(self, plugin_dirs: tuple[Path, ...]) -> None:
+        self._host = PluginHost(plugin_dirs, settings=HostSettings())
+
+    async def __aenter__(self) -> PluginHost:
+        import logging
+
+        logging.basicConfig(
+            level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+        )
+        logging.getLogger("plughost.events").setLevel(logging.CRITICAL)
+        if stderr.is_terminal:
+            with stderr.status("starting plugins..."):
+                await self._host.start()
+        else:
+            await self._host.start()
+        return self._host
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._host.aclose()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="plughost")
+
