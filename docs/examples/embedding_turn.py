@@ -1,0 +1,92 @@
+"""One complete model turn through an embedded PluginHost, with a scripted "model".
+
+definitions -> the model's tool calls -> invoke -> history messages, including
+an image that the history split moves out of the tool result into its own
+message. Uses the plugins in plugins_example/ and needs no LLM.
+
+Run: ``python docs/examples/embedding_turn.py``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from plughost.batching import run_tool_batch
+from plughost.capabilities import CapabilityCall
+from plughost.events import LifecycleEvent
+from plughost.history import to_openai_turn
+from plughost.host import PluginHost
+from plughost_sdk import ToolExecutionContext, ToolInvocation
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "plugins_example"
+
+# What a model answered to the definitions below, in OpenAI's tool_calls shape.
+SCRIPTED_TOOL_CALLS = [
+    {"id": "call_1", "function": {"name": "get_weather", "arguments": '{"city": "Tokyo"}'}},
+    {
+        "id": "call_2",
+        "function": {
+            "name": "render_swatch",
+            "arguments": '{"color": "#3366ff", "width": 8, "height": 8}',
+        },
+    },
+    {"id": "call_3", "function": {"name": "notify", "arguments": '{"text": "Report ready"}'}},
+]
+
+
+async def send_text(call: CapabilityCall) -> dict[str, Any]:
+    """The bot runtime's side of ctx.send.text: deliver a plugin's message."""
+    print(f"  [chat {call.args['stream_id']}] {call.plugin_id}: {call.args['text']}")
+    return {"sent": True, "message_id": "m-1"}
+
+
+def shorten(message: dict[str, Any]) -> dict[str, Any]:
+    """Hide base64 payloads so the printout stays readable."""
+    text = json.dumps(message)
+    if "base64," in text:
+        head, _, rest = text.partition("base64,")
+        text = head + "base64,<...>" + rest[rest.index('"') :]
+    return dict(json.loads(text))
+
+
+async def main() -> None:
+    async with PluginHost([EXAMPLES]) as host:
+        host.register_capability("send.text", send_text)
+
+        def show(event: LifecycleEvent) -> None:
+            print(f"  event: {event.kind.value}: {event.message}")
+
+        host.events.add_callback(show)  # runner crashes, reloads... as they happen
+
+        # 1. What the model is offered this turn (stable order: prompt caches keep hitting).
+        definitions = await host.tools.get_llm_definitions(format="openai")
+        print("definitions:", [d["function"]["name"] for d in definitions])
+
+        # 2. The model's tool calls become invocations; JSON-string arguments are fine.
+        context = ToolExecutionContext(session_id="s1", stream_id="group-42", is_group_chat=True)
+        invocations = [
+            ToolInvocation(
+                tool_name=c["function"]["name"],
+                arguments=c["function"]["arguments"],
+                call_id=c["id"],
+            )
+            for c in SCRIPTED_TOOL_CALLS
+        ]
+
+        # 3. Run the batch: read-only calls run together, the rest in order.
+        results = await run_tool_batch(host.tools, invocations, context)
+        for invocation, result in zip(invocations, results, strict=True):
+            status = "ok" if result.success else f"failed ({result.error_code})"
+            print(f"{invocation.tool_name}: {status}")
+
+        # 4. History: tool messages first, then the image as its own user message.
+        messages = to_openai_turn([(i.call_id, r) for i, r in zip(invocations, results)])
+        for message in messages:
+            print(json.dumps(shorten(message), ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
