@@ -1,0 +1,5 @@
+"""``python -m plughost``: the same as the ``plughost`` command."""
+
+from plughost.cli import main
+
+main()

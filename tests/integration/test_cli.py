@@ -1,0 +1,134 @@
+"""The plughost command line, run as a real process: output, JSON and exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from tests.conftest import EXAMPLES, TEST_PLUGINS
+from tests.waiting import wait_until
+
+PLUGHOST = [sys.executable, "-m", "plughost"]
+
+
+def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*PLUGHOST, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_help_teaches_with_examples() -> None:
+    top = run("--help")
+    assert top.returncode == 0
+    assert "plughost serve --plugins plugins_example" in top.stdout
+    for command in ("serve", "tools", "call"):
+        sub = run(command, "--help")
+        assert sub.returncode == 0
+        assert "Example" in sub.stdout
+
+
+def test_tools_lists_every_example_tool_as_json() -> None:
+    done = run("tools", "--plugins", str(EXAMPLES), "--json")
+    assert done.returncode == 0, done.stderr
+    names = {tool["name"] for tool in json.loads(done.stdout)["tools"]}
+    assert {"search_web", "get_weather", "render_swatch", "greet", "notify"} <= names
+
+
+def test_tools_exits_1_and_names_the_plugins_that_failed() -> None:
+    done = run("tools", "--plugins", str(TEST_PLUGINS), "--json")
+    assert done.returncode == 1
+    failures = {f["plugin_id"]: f["error"] for f in json.loads(done.stdout)["failures"]}
+    assert "syntax error" in failures["tests.syntax-error"]
+    assert "plugin.py:4" in failures["tests.syntax-error"]
+
+
+def test_call_prints_the_result_and_exits_0_on_success() -> None:
+    done = run(
+        "call", "get_weather", "--plugins", str(EXAMPLES), "--args", '{"city": "Tokyo"}', "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["success"] is True
+    assert result["structured_content"]["city"] == "Tokyo"
+
+
+def test_call_exits_1_when_the_tool_fails() -> None:
+    done = run("call", "get_weather", "--plugins", str(EXAMPLES), "--args", '{"city": "Atlantis"}')
+    assert done.returncode == 1
+    assert "Atlantis" in done.stderr
+
+
+def test_call_exits_2_on_usage_errors() -> None:
+    unknown = run("call", "get_wether", "--plugins", str(EXAMPLES))
+    assert unknown.returncode == 2
+    assert "Did you mean: get_weather?" in unknown.stderr
+    bad_json = run("call", "get_weather", "--plugins", str(EXAMPLES), "--args", "{city}")
+    assert bad_json.returncode == 2
+    assert "not valid JSON" in bad_json.stderr
+    no_dirs = run("call", "get_weather")
+    assert no_dirs.returncode == 2
+    assert "--plugins" in no_dirs.stderr
+
+
+def test_serve_print_config_merges_file_and_flags(tmp_path: Path) -> None:
+    config = tmp_path / "plughost.toml"
+    config.write_text(
+        '[host]\nplugin_dirs = ["plugins"]\ncall_timeout = 12\n[watch]\npoll = true\n'
+    )
+    done = run("serve", "--config", str(config), "--plugins", "extra", "--print-config")
+    assert done.returncode == 0, done.stderr
+    effective = json.loads(done.stdout)
+    assert effective["host"]["call_timeout"] == 12
+    assert effective["host"]["plugin_dirs"] == [str(tmp_path / "plugins"), "extra"]
+    assert effective["watch"]["poll"] is True
+
+
+def test_serve_rejects_a_bad_config_file_naming_the_field(tmp_path: Path) -> None:
+    config = tmp_path / "plughost.toml"
+    config.write_text("[host]\ncall_timeout = -1\n")
+    done = run("serve", "--config", str(config), "--print-config")
+    assert done.returncode == 2
+    assert "host.call_timeout" in done.stderr
+
+
+async def test_serve_starts_prints_its_plugins_and_stops_cleanly_on_sigint(
+    tmp_path: Path,
+) -> None:
+    process = subprocess.Popen(
+        [*PLUGHOST, "serve", "--plugins", str(EXAMPLES), "--log-format", "json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: list[str] = []
+    try:
+        assert process.stderr is not None
+        stream = process.stderr
+
+        async def started() -> bool:
+            line = await asyncio.to_thread(stream.readline)
+            lines.append(line)
+            return '"serve.started"' in line
+
+        await wait_until(started, timeout=60, interval=0, what="serve start-up summary")
+        summary = json.loads(lines[-1])
+        assert {p["plugin_id"] for p in summary["plugins"]} >= {"plughost.example-search"}
+        runners = [p["pid"] for p in summary["plugins"] if p["pid"]]
+        assert runners
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.to_thread(process.wait, 30) == 0
+        assert not any(psutil.pid_exists(pid) for pid in runners)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        if process.stderr is not None:
+            process.stderr.close()
