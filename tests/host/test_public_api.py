@@ -1,0 +1,37 @@
+"""The public names of plughost: pinned, so a change to them is a deliberate one."""
+
+from __future__ import annotations
+
+import plughost
+
+PUBLIC_NAMES = [
+    "BuiltinTool",
+    "BuiltinToolProvider",
+    "CapabilityCall",
+    "CapabilityHandler",
+    "CapabilityRouter",
+    "ComponentQueryService",
+    "ComponentRegistry",
+    "EventBus",
+    "EventKind",
+    "HostSettings",
+    "LifecycleEvent",
+    "PluginHost",
+    "PluginStatus",
+    "PluginToolProvider",
+    "RunnerSettings",
+    "ToolComponent",
+    "ToolProvider",
+    "ToolRegistry",
+    "__version__",
+    "run_tool_batch",
+]
+
+
+def test_plughost_exports_exactly_the_pinned_names() -> None:
+    assert sorted(plughost.__all__) == PUBLIC_NAMES
+
+
+def test_every_exported_name_resolves() -> None:
+    missing = [name for name in plughost.__all__ if not hasattr(plughost, name)]
+    assert missing == []
