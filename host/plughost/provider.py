@@ -37,9 +37,7 @@ class ToolProvider(Protocol):
     provider_name: str
     provider_type: str
 
-    async def list_tools(
-        self, context: ToolAvailabilityContext | None = None
-    ) -> list[ToolSpec]:
+    async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
         """Return the tools this provider exposes in ``context`` (all if None)."""
         ...
 

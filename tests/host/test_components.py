@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from plughost.components import ComponentRegistry, ToolComponent
+from plughost.plugin_provider import PluginToolProvider
+from plughost.query import ComponentQueryService
+from plughost.registry import ToolRegistry
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
     ToolExecutionResult,
     ToolInvocation,
 )
-
-from plughost.components import ComponentRegistry, ToolComponent
-from plughost.plugin_provider import PluginToolProvider
-from plughost.query import ComponentQueryService
-from plughost.registry import ToolRegistry
 
 
 class FakeOwner:
