@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.table import Table
 
 from plughost import __version__
 from plughost.console import print_json, result_to_json, stderr, tools_table
@@ -246,6 +247,50 @@ async def _call(
     return 0 if result.success else EXIT_FAILED
 
 
+@cli.command()
+@click.argument("query")
+@_plugins_option
+@click.option(
+    "--limit",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="How many matches to show.",
+)
+@_json_option
+def search(query: str, plugin_dirs: tuple[Path, ...], limit: int, as_json: bool) -> None:
+    """Search the tools as tool_search does (BM25 over names, descriptions, parameters).
+
+    Queries may mix English and Chinese. Exit 1 when nothing matches.
+
+    \b
+    Examples:
+      plughost search "weather forecast" --plugins plugins_example
+      plughost search 天气 --plugins plugins_example --json
+    """
+    _require_dirs(plugin_dirs)
+    sys.exit(asyncio.run(_search(plugin_dirs, query, limit, as_json)))
+
+
+async def _search(plugin_dirs: tuple[Path, ...], query: str, limit: int, as_json: bool) -> int:
+    from plughost.tool_search import search_tools
+
+    async with _quiet_host(plugin_dirs) as host:
+        matches = await search_tools(host.tools, query, limit)
+    if as_json:
+        print_json(
+            {"query": query, "matches": [{**m.to_dict(), "tool_id": m.tool_id} for m in matches]}
+        )
+    else:
+        table = Table(title=f"Tools matching {query!r}", title_justify="left")
+        for column in ("Tool", "Score", "Description"):
+            table.add_column(column, overflow="fold")
+        for match in matches:
+            table.add_row(match.name, f"{match.score:.2f}", match.description)
+        Console().print(table if matches else f"No tool matches {query!r}.")
+    return 0 if matches else EXIT_FAILED
+
+
 def _require_dirs(plugin_dirs: tuple[Path, ...]) -> None:
     if not plugin_dirs:
         raise click.UsageError("pass --plugins DIR (a folder of plugin folders)")
@@ -290,4 +335,3 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="plughost")
-

@@ -21,12 +21,14 @@ from typing import Any
 
 from rich.console import Console
 
+from plughost.builtin import BuiltinToolProvider
 from plughost.console import JsonLogFormatter, event_line, plugins_table, stderr
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.mcp_provider import MCPToolProvider
 from plughost.mcp_server import serve_http, serve_stdio
 from plughost.serve_config import ServeConfig
+from plughost.tool_search import ToolSearchService
 
 __all__ = ["EXIT_FORCED", "EXIT_OK", "EXIT_STARTUP_FAILED", "configure_logging", "serve"]
 
@@ -72,6 +74,15 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
             return EXIT_STARTUP_FAILED
         if config.mcp.servers:
             host.tools.register_provider(MCPToolProvider(config.mcp))
+        if config.search.enabled:
+            search = ToolSearchService(
+                host.tools,
+                threshold=config.search.threshold,
+                always_loaded=config.search.always_loaded,
+            )
+            host.tools.register_provider(
+                BuiltinToolProvider([search.tool()], provider_name="builtin")
+            )
         async with asyncio.TaskGroup() as group:
             workers = _start_workers(group, host, config)
             await stop.wait()
