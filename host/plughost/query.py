@@ -65,7 +65,8 @@ class ComponentQueryService:
                 for c in components
             ]
         )
-        self._specs = [(c, _spec(c, names[_tool_id(c)])) for c in components]
+        previous = {id(c): spec for c, spec in self._specs}
+        self._specs = [(c, _reuse(previous.get(id(c)), c, names[_tool_id(c)])) for c in components]
         self._by_name = {spec.name: c for c, spec in self._specs}
         self._version = self._components.version
 
@@ -100,6 +101,13 @@ class ComponentQueryService:
             kwargs["action_data"] = dict(arguments)
             kwargs.setdefault("reasoning", "")
         return kwargs
+
+
+def _reuse(spec: ToolSpec | None, component: ToolComponent, name: str) -> ToolSpec:
+    """Keep the spec object of an unchanged component, so consumers can diff by identity."""
+    if spec is not None and spec.name == name:
+        return spec
+    return _spec(component, name)
 
 
 def _tool_id(component: ToolComponent) -> str:

@@ -1,0 +1,1 @@
+"""The labeled tool-search evaluation set (tools and queries) and its loaders."""
