@@ -1,0 +1,102 @@
+"""The wire codec: envelopes round-trip, and arbitrary bytes only ever give a ProtocolError."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plughost_sdk import wire
+from plughost_sdk.errors import ProtocolError
+from plughost_sdk.models import ContentItem, ToolExecutionResult
+
+
+def test_a_request_and_its_response_share_id_method_and_plugin() -> None:
+    request = wire.request(7, "tool.invoke", {"tool": "x"}, plugin="a.b", deadline_ms=500)
+    decoded = wire.decode(wire.encode(request))
+    reply = wire.response(decoded, {"result": {}})
+    assert (reply["id"], reply["method"], reply["plugin"]) == (7, "tool.invoke", "a.b")
+    assert decoded["deadline_ms"] == 500
+
+
+def test_binary_payloads_travel_as_bytes_not_base64() -> None:
+    image = bytes(range(256)) * 10
+    frame = wire.encode(wire.event("log.batch", {"data": image}))
+    assert image in frame
+    assert wire.decode(frame)["body"]["data"] == image
+
+
+def test_a_frame_of_another_protocol_version_is_refused_with_the_fix() -> None:
+    frame = msgpack.packb({"v": 2, "kind": "request", "id": 1, "method": "runner.hello"})
+    with pytest.raises(ProtocolError, match="install matching"):
+        wire.decode(frame)
+
+
+def test_an_unencodable_body_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="cannot encode"):
+        wire.encode(wire.request(1, "tool.invoke", {"x": object()}))
+
+
+def test_results_round_trip_with_media_as_bytes() -> None:
+    result = ToolExecutionResult(
+        tool_name="draw",
+        content="done",
+        structured_content={"n": 1},
+        content_items=[ContentItem(content_type="image", data=b"\x89PNG", mime_type="image/png")],
+    )
+    back = wire.result_from_wire(
+        wire.decode(wire.encode(wire.event("progress", wire.result_to_wire(result))))["body"]
+    )
+    assert back == result
+
+
+def test_a_body_that_is_not_a_result_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError):
+        wire.result_from_wire({"success": "maybe", "content_items": [{"content_type": "nope"}]})
+    with pytest.raises(ProtocolError):
+        wire.result_from_wire(["not", "a", "map"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=512))
+def test_arbitrary_bytes_decode_or_raise_protocol_error_only(frame: bytes) -> None:
+    try:
+        envelope = wire.decode(frame)
+    except ProtocolError:
+        return
+    assert envelope["v"] == wire.PROTOCOL_VERSION
+    assert envelope["kind"] in ("request", "response", "event")
+
+
+msgpack_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text() | st.binary(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["v", "kind", "id", "method", "body", "error"]), msgpack_values)
+)
+def test_arbitrary_maps_decode_to_an_envelope_or_raise_protocol_error(data: dict) -> None:
+    frame = msgpack.packb(data, use_bin_type=True)
+    try:
+        envelope = wire.decode(frame)
+    except ProtocolError:
+        return
+    assert isinstance(envelope["id"], int)
+    assert isinstance(envelope["method"], str)
+
+
+@settings(max_examples=200, deadline=None)
+@given(msgpack_values)
+def test_arbitrary_result_bodies_give_a_result_or_a_protocol_error(data: object) -> None:
+    try:
+        result = wire.result_from_wire(data)
+    except ProtocolError:
+        return
+    assert isinstance(result, ToolExecutionResult)
