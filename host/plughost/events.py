@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from plughost.redaction import SecretRedactor
 
 __all__ = ["EventBus", "EventKind", "LifecycleEvent"]
 
@@ -77,14 +80,26 @@ class LifecycleEvent:
 class EventBus:
     """Publishes lifecycle events to callbacks and async subscribers."""
 
-    def __init__(self, history: int = 200, queue_size: int = 1000) -> None:
+    def __init__(
+        self,
+        history: int = 200,
+        queue_size: int = 1000,
+        redactor: SecretRedactor | None = None,
+    ) -> None:
+        self._redactor = redactor
         self._history: collections.deque[LifecycleEvent] = collections.deque(maxlen=history)
         self._queues: list[asyncio.Queue[LifecycleEvent]] = []
         self._callbacks: list[Callable[[LifecycleEvent], None]] = []
         self._queue_size = queue_size
 
     def emit(self, event: LifecycleEvent) -> None:
-        """Publish ``event``; never raises, never blocks."""
+        """Publish ``event`` (secrets masked); never raises, never blocks."""
+        if self._redactor is not None:
+            event = dataclasses.replace(
+                event,
+                message=self._redactor.redact(event.message),
+                details=self._redactor.redact_data(event.details),
+            )
         self._history.append(event)
         level = logging.WARNING if event.kind in _PROBLEMS else logging.INFO
         log.log(level, "%s %s", event.kind.value, event.message)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugin_provider import PluginToolProvider
 from plughost.plugin_source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.query import ComponentQueryService
+from plughost.redaction import SecretRedactor
 from plughost.registry import ToolRegistry
 from plughost.reloader import PluginReloader
 from plughost.settings import HostSettings
@@ -65,7 +67,9 @@ class PluginHost:
         base = settings or HostSettings()
         dirs = [*base.plugin_dirs, *(Path(d) for d in plugin_dirs)]
         self.settings = base.model_copy(update={"plugin_dirs": dirs})
-        self.events = EventBus()
+        self.redactor = SecretRedactor()
+        self.redactor.add_environment(os.environ)
+        self.events = EventBus(redactor=self.redactor)
         self.components = ComponentRegistry()
         self.query = ComponentQueryService(self.components)
         self.tool_provider = PluginToolProvider(
@@ -112,6 +116,7 @@ class PluginHost:
         """Start runners for ``sources`` (grouped per the settings) and wait for them."""
         for source in sources:
             self.sources[source.plugin_id] = source
+            self.redactor.add_config(source.config)
             for warning in source.warnings:
                 log.warning("plugin %s: %s (%s)", source.plugin_id, warning, source.path)
         if self.settings.runner_grouping == "single" and sources:
@@ -128,6 +133,7 @@ class PluginHost:
 
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor:
         """Start a new version of a plugin in its own runner without registering it yet."""
+        self.redactor.add_config(source.config)
         runner = self._launch(_runner_id(source.plugin_id), [source], candidate=True)
         timeout = self.settings.runner.ready_timeout + self.settings.runner.on_load_timeout
         await runner.wait_settled(timeout)
@@ -191,6 +197,7 @@ class PluginHost:
             temp_root=self.settings.temp_dir,
             on_ready=_ignore if candidate else self._runner_ready,
             on_lost=_ignore if candidate else self._runner_lost,
+            redactor=self.redactor,
         )
         self._runners[runner_id] = runner
         self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))

@@ -173,6 +173,7 @@ class PluginReloader:
         runner = self._host.runner_for(plugin_id)
         try:
             config, version = read_config(source.path)
+            self._host.redactor.add_config(config)
             if runner is None:
                 raise RunnerCrashedError("the plugin has no running runner")
             if version == source.config_version:

@@ -30,6 +30,7 @@ from plughost.capabilities import CapabilityRouter
 from plughost.channel import RemoteError, RunnerChannel
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugin_source import PluginSource
+from plughost.redaction import SecretRedactor
 from plughost.restart import RestartPolicy
 from plughost.settings import RunnerSettings
 from plughost.spawn import SocketDirectory, new_token, runner_command, runner_env
@@ -74,6 +75,7 @@ class RunnerSupervisor:
         temp_root: Path,
         on_ready: ReadyCallback,
         on_lost: LostCallback,
+        redactor: SecretRedactor | None = None,
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -89,6 +91,7 @@ class RunnerSupervisor:
         self._roots = (data_root, temp_root)
         self.on_ready = on_ready
         self.on_lost = on_lost
+        self._redact = redactor.redact if redactor is not None else _unchanged
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
@@ -286,7 +289,7 @@ class RunnerSupervisor:
                 line = await stream.read(65536)
             if not line:
                 return
-            text = line.decode("utf-8", "replace").rstrip()
+            text = self._redact(line.decode("utf-8", "replace").rstrip())
             if level >= logging.WARNING:
                 self._stderr_tail.append(text)
             logger.log(level, "%s", text)
@@ -351,7 +354,7 @@ class RunnerSupervisor:
                 self._stuck_since = self._last_beat
         elif method == "log.batch":
             for record in body.get("records", []):
-                _forward_log(self.runner_id, record)
+                _forward_log(self.runner_id, record, self._redact)
 
     async def invoke(
         self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
@@ -376,8 +379,9 @@ class RunnerSupervisor:
                 "plugin_crashed",
             )
         try:
-            async with asyncio.timeout_at(deadline):
-                await self._ready.wait()
+            if not self._ready.is_set():  # the runner is (re)starting: wait within the deadline
+                async with asyncio.timeout_at(deadline):
+                    await self._ready.wait()
             channel = self._channel
             if channel is None:
                 raise RunnerCrashedError("no runner")
@@ -472,14 +476,19 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
-def _forward_log(runner_id: str, record: dict[str, Any]) -> None:
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _forward_log(runner_id: str, record: dict[str, Any], redact: Callable[[str], str]) -> None:
     plugin = record.get("plugin")
     logger = logging.getLogger(
         f"plughost.plugin.{plugin}" if plugin else f"plughost.runner.{runner_id}"
     )
     level = int(record.get("level", logging.INFO))
     if logger.isEnabledFor(level):
-        logger.log(level, "%s", record.get("message", ""), extra={"plugin_id": plugin})
+        message = redact(str(record.get("message", "")))
+        logger.log(level, "%s", message, extra={"plugin_id": plugin})
 
 
 async def _first(*awaitables: Any) -> None:
