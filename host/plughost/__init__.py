@@ -11,11 +11,15 @@ from plughost.capabilities import CapabilityCall, CapabilityHandler, CapabilityR
 from plughost.components import ComponentRegistry, ToolComponent
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.host import PluginHost, PluginStatus
+from plughost.mcp_config import MCPConfig, MCPServerConfig
+from plughost.mcp_provider import MCPToolProvider
+from plughost.mcp_server import serve_http, serve_stdio
 from plughost.plugin_provider import PluginToolProvider
 from plughost.provider import ToolProvider
 from plughost.query import ComponentQueryService
 from plughost.registry import ToolRegistry
 from plughost.settings import HostSettings, RunnerSettings
+from plughost.tool_search import ToolSearchService
 
 __version__ = "0.1.0"
 
@@ -31,6 +35,9 @@ __all__ = [
     "EventKind",
     "HostSettings",
     "LifecycleEvent",
+    "MCPConfig",
+    "MCPServerConfig",
+    "MCPToolProvider",
     "PluginHost",
     "PluginStatus",
     "PluginToolProvider",
@@ -38,6 +45,9 @@ __all__ = [
     "ToolComponent",
     "ToolProvider",
     "ToolRegistry",
+    "ToolSearchService",
     "__version__",
     "run_tool_batch",
+    "serve_http",
+    "serve_stdio",
 ]

@@ -16,6 +16,9 @@ PUBLIC_NAMES = [
     "EventKind",
     "HostSettings",
     "LifecycleEvent",
+    "MCPConfig",
+    "MCPServerConfig",
+    "MCPToolProvider",
     "PluginHost",
     "PluginStatus",
     "PluginToolProvider",
@@ -23,8 +26,11 @@ PUBLIC_NAMES = [
     "ToolComponent",
     "ToolProvider",
     "ToolRegistry",
+    "ToolSearchService",
     "__version__",
     "run_tool_batch",
+    "serve_http",
+    "serve_stdio",
 ]
 
 

@@ -1,0 +1,222 @@
+"""Per-call overhead of a trivial tool served over MCP by plughost, next to a plain SDK server.
+
+Both servers run as real subprocesses over stdio and are driven by the official
+MCP client, in the same run and interleaved call by call, so machine noise hits
+both alike:
+
+- ``plughost``: :func:`plughost.mcp_server.serve_stdio` over a ToolRegistry
+  holding one in-process provider with a ``ping`` tool (registry lookup,
+  argument checking and result conversion included);
+- ``plain``: an ``MCPServer`` from the MCP SDK with the same ``ping`` tool (what
+  most SDK-based servers are);
+- ``lowlevel``: the SDK's lowlevel ``Server`` with a hand-written handler and no
+  validation at all, the floor any server on this SDK pays.
+
+Each protocol era is measured: the 2026-07-28 protocol (what a 2.x client
+negotiates) and the handshake-era one (``mode="legacy"``, what most clients in
+the wild speak). Writes the ``mcp`` section of docs/benchmarks.md.
+
+Usage: ``.venv/bin/python scripts/bench_mcp.py [--calls N] [--warmup N] [--no-write]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+import benchlib
+
+SERVERS = ("lowlevel", "plain", "plughost")
+PROTOCOLS = ("auto", "legacy")
+PROTOCOL_LABELS = {"auto": "2026-07-28", "legacy": "handshake (2025-11-25)"}
+
+
+# --- the servers (run in child processes) ------------------------------------------------------
+
+
+def serve_plain() -> None:
+    from mcp.server import MCPServer
+
+    server = MCPServer("plain")
+
+    @server.tool()
+    def ping(text: str) -> str:
+        """Answer pong."""
+        return f"pong {text}"
+
+    server.run()
+
+
+def serve_lowlevel() -> None:
+    import mcp_types as types
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.stdio import stdio_server
+
+    tool = types.Tool(
+        name="ping",
+        description="Answer pong.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        text = (params.arguments or {}).get("text", "")
+        return types.CallToolResult(content=[types.TextContent(text=f"pong {text}")])
+
+    server = Server("lowlevel", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    asyncio.run(run())
+
+
+def serve_plughost() -> None:
+    from plughost.mcp_server import serve_stdio
+    from plughost.registry import ToolRegistry
+    from plughost_sdk.models import (
+        ToolAvailabilityContext,
+        ToolExecutionContext,
+        ToolExecutionResult,
+        ToolInvocation,
+        ToolSpec,
+    )
+
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    }
+
+    class PingProvider:
+        provider_name = "bench"
+        provider_type = "builtin"
+
+        async def list_tools(
+            self, context: ToolAvailabilityContext | None = None
+        ) -> list[ToolSpec]:
+            return [ToolSpec(name="ping", description="Answer pong.", parameters_schema=schema)]
+
+        async def invoke(
+            self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
+        ) -> ToolExecutionResult:
+            arguments = invocation.arguments if isinstance(invocation.arguments, dict) else {}
+            return ToolExecutionResult(tool_name="ping", content=f"pong {arguments['text']}")
+
+        async def close(self) -> None:
+            pass
+
+    registry = ToolRegistry()
+    registry.register_provider(PingProvider())
+    asyncio.run(serve_stdio(registry))
+
+
+# --- the measurement ---------------------------------------------------------------------------
+
+
+async def measure(calls: int, warmup: int) -> dict[tuple[str, str], list[float]]:
+    from mcp import Client, StdioServerParameters
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    for protocol in PROTOCOLS:
+        async with AsyncExitStack() as stack:
+            clients: dict[str, Any] = {}
+            for server in SERVERS:
+                params = StdioServerParameters(
+                    command=sys.executable, args=[__file__, f"--serve-{server}"]
+                )
+                clients[server] = await stack.enter_async_context(
+                    Client(params, mode=protocol, cache=None)
+                )
+            for server in SERVERS:
+                for _ in range(warmup):
+                    await clients[server].call_tool("ping", {"text": "warm"})
+                samples[(server, protocol)] = []
+            for index in range(calls):
+                # Alternate which server goes first, so neither always follows the other.
+                order = SERVERS if index % 2 == 0 else tuple(reversed(SERVERS))
+                for server in order:
+                    started = time.perf_counter()
+                    result = await clients[server].call_tool("ping", {"text": "x"})
+                    samples[(server, protocol)].append(time.perf_counter() - started)
+                    if result.is_error:
+                        raise SystemExit(f"{server} answered with an error: {result.content}")
+    return samples
+
+
+def report(samples: dict[tuple[str, str], list[float]], calls: int, warmup: int) -> str:
+    lines = [
+        "## MCP: per-call overhead of plughost's MCP server",
+        "",
+        "A trivial `ping` tool called through the official MCP client over stdio, served by",
+        "plughost (`serve_stdio` over a ToolRegistry with an in-process provider), by a plain",
+        "SDK `MCPServer` and by the SDK's lowlevel `Server` with no validation (the floor),",
+        "all in real subprocesses and interleaved call by call.",
+        f"{calls} calls each after {warmup} warm-up calls; times in milliseconds.",
+        "",
+        "Command: `.venv/bin/python scripts/bench_mcp.py`",
+        "",
+        "| protocol | server | p50 | p99 | mean |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for protocol in PROTOCOLS:
+        for server in SERVERS:
+            values = samples[(server, protocol)]
+            lines.append(
+                f"| {PROTOCOL_LABELS[protocol]} | {server} | {ms(benchlib.median(values))} | "
+                f"{ms(benchlib.percentile(values, 99))} | {ms(sum(values) / len(values))} |"
+            )
+    lines.append("")
+    for protocol in PROTOCOLS:
+        ours = benchlib.median(samples[("plughost", protocol)])
+        ratios = []
+        for baseline in ("plain", "lowlevel"):
+            theirs = benchlib.median(samples[(baseline, protocol)])
+            ratios.append(f"{baseline} **{ours / theirs:.2f}x** ({ms(ours - theirs)} ms)")
+        lines.append(
+            f"- {PROTOCOL_LABELS[protocol]}: plughost p50 relative to " + ", to ".join(ratios)
+        )
+    lines += ["", benchlib.machine_line()]
+    return "\n".join(lines)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--calls", type=int, default=1000, help="measured calls per server")
+    parser.add_argument("--warmup", type=int, default=100, help="unmeasured calls first")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--serve-plain", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-plughost", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-lowlevel", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_plain:
+        serve_plain()
+        return
+    if args.serve_plughost:
+        serve_plughost()
+        return
+    if args.serve_lowlevel:
+        serve_lowlevel()
+        return
+    if args.calls < 500:
+        parser.error("--calls must be at least 500 for a meaningful p99")
+    samples = asyncio.run(measure(args.calls, args.warmup))
+    markdown = report(samples, args.calls, args.warmup)
+    print(markdown)
+    if not args.no_write:
+        benchlib.write_section("mcp", markdown)
+
+
+if __name__ == "__main__":
+    main()

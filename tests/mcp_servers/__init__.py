@@ -1,0 +1,1 @@
+"""Small MCP servers and a plughost launcher, run as real subprocesses by the MCP tests."""

@@ -1,0 +1,100 @@
+"""Helpers for the MCP tests: free ports and real server processes (HTTP, restartable)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+DEMO_SERVER = HERE / "demo_server.py"
+LAUNCHER = HERE / "plughost_launcher.py"
+INSTALL_SCRIPT = ROOT / "scripts" / "install_test_mcp_servers.sh"
+PUBLISHED = ROOT / ".venv-mcp-servers"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_is_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(port: int, *, timeout: float = 15.0, process: subprocess.Popen[Any]) -> None:
+    """Block until 127.0.0.1:port accepts connections; fail clearly on a deadline or exit."""
+    deadline = time.monotonic() + timeout
+    while not port_is_open(port):
+        if process.poll() is not None:
+            raise AssertionError(f"server exited with {process.returncode} before listening")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nothing listened on port {port} within {timeout} s")
+        time.sleep(0.02)
+
+
+class ServerProcess:
+    """A test MCP server run over HTTP (or SSE) in a real subprocess, restartable on its port."""
+
+    def __init__(self, script: Path, mode: str, port: int | None = None) -> None:
+        self.script = script
+        self.mode = mode
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        path = "/sse" if self.mode == "sse" else "/mcp"
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def start(self) -> ServerProcess:
+        self.process = subprocess.Popen(
+            [sys.executable, str(self.script), self.mode, str(self.port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for_port(self.port, process=self.process)
+        return self
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while port_is_open(self.port):  # the listening socket dies with the process
+            assert time.monotonic() < deadline, f"port {self.port} still open after kill"
+            time.sleep(0.02)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
