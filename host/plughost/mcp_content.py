@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from typing import Any
 
 import mcp_types as types
@@ -169,6 +170,9 @@ def result_to_mcp(result: ToolExecutionResult) -> types.CallToolResult:
     """Convert a registry result into an MCP ``tools/call`` result."""
     blocks: list[types.ContentBlock] = []
     text = result.content
+    if not text and result.structured_content is not None:
+        # Clients that ignore structured content still get the data, as the spec advises.
+        text = json.dumps(result.structured_content, ensure_ascii=False, default=str)
     if not result.success:
         message = result.error_message or result.content or "the tool failed"
         extra = result.content if result.content and result.content != message else ""

@@ -1,0 +1,114 @@
+"""The official MCP client against a real ``plughost serve`` process over stdio and HTTP."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.subscriptions import ToolsListChanged
+
+from tests.conftest import EXAMPLES
+from tests.mcp_servers.harness import free_port, wait_for_port
+
+
+@pytest.fixture
+def plugins(tmp_path: Path) -> Path:
+    """A private copy of the examples, so the test can edit a plugin."""
+    root = tmp_path / "plugins"
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
+    return root
+
+
+def serve_args(plugins: Path, *extra: str) -> list[str]:
+    return ["-m", "plughost", "serve", "--plugins", str(plugins), "--log-format", "json", *extra]
+
+
+@pytest.fixture
+def http_server(plugins: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, *serve_args(plugins, "--mcp-http", f"127.0.0.1:{port}")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, timeout=60, process=process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@asynccontextmanager
+async def connect(
+    transport: str, plugins: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Client]:
+    target: Any
+    if transport == "stdio":
+        target = StdioServerParameters(
+            command=sys.executable, args=serve_args(plugins, "--mcp-stdio")
+        )
+    else:
+        target = request.getfixturevalue("http_server")
+    async with Client(target, cache=None) as client:
+        yield client
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_client_lists_and_calls_plugin_tools_through_plughost_serve(
+    transport: str, plugins: Path, request: pytest.FixtureRequest
+) -> None:
+    async with connect(transport, plugins, request) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        weather = await client.call_tool("get_weather", {"city": "Tokyo"})
+        swatch = await client.call_tool(
+            "render_swatch", {"color": "#ff0000", "width": 4, "height": 2}
+        )
+        bad = await client.call_tool("get_weather", {"cty": "Tokyo"})
+
+    assert {"get_weather", "render_swatch", "search_web", "tool_search"} <= set(tools)
+    assert "Parameter details:" in (tools["search_web"].description or "")
+    assert tools["get_weather"].input_schema["required"] == ["city"]
+    assert not weather.is_error
+    assert "Tokyo" in weather.content[0].text  # type: ignore[union-attr]
+    images = [block for block in swatch.content if isinstance(block, types.ImageContent)]
+    assert len(images) == 1
+    assert images[0].mime_type == "image/png"
+    assert base64.b64decode(images[0].data).startswith(b"\x89PNG")
+    assert bad.is_error
+    assert "did you mean 'city'" in bad.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_client_hears_list_changed_after_a_hot_reload(
+    transport: str, plugins: Path, request: pytest.FixtureRequest
+) -> None:
+    plugin = plugins / "unit_converter" / "plugin.py"
+    source = plugin.read_text()
+    async with connect(transport, plugins, request) as client:
+        before = {tool.name for tool in (await client.list_tools()).tools}
+        async with client.listen(tools_list_changed=True) as changes:
+            plugin.write_text(source.replace('"unit_convert"', '"convert_units"'))
+            with anyio.fail_after(60):
+                async for event in changes:
+                    assert isinstance(event, ToolsListChanged)
+                    names = {tool.name for tool in (await client.list_tools()).tools}
+                    if "convert_units" in names:
+                        break
+        converted = await client.call_tool(
+            "convert_units", {"value": 1, "from_unit": "km", "to_unit": "m"}
+        )
+
+    assert "unit_convert" in before
+    assert "unit_convert" not in names
+    assert not converted.is_error, converted.content
