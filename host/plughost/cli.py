@@ -291,6 +291,90 @@ async def _search(plugin_dirs: tuple[Path, ...], query: str, limit: int, as_json
     return 0 if matches else EXIT_FAILED
 
 
+@cli.command()
+@click.argument("name")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("."),
+    show_default=True,
+    help="Where to create the plugin folder.",
+)
+@click.option("--id", "plugin_id", help="The plugin id (default: local.NAME).")
+def new(name: str, directory: Path, plugin_id: str | None) -> None:
+    """Create a plugin folder: manifest, config.toml, a plugin with one tool, and its test.
+
+    The scaffold passes `plughost check` and its own test out of the box.
+
+    \b
+    Example:
+      plughost new weather_tools --dir plugins
+      pytest plugins/weather_tools/tests
+    """
+    from plughost.scaffold import scaffold_plugin
+
+    try:
+        folder = scaffold_plugin(name, directory, plugin_id=plugin_id)
+    except (ValueError, FileExistsError) as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"Created {folder}")
+    for line in (
+        f"  edit      {folder / 'plugin.py'}",
+        f"  test      pytest {folder / 'tests'}",
+        f"  check     plughost check {folder}",
+        f"  run       plughost serve --plugins {directory}",
+    ):
+        click.echo(line)
+
+
+@cli.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path, file_okay=False))
+@_json_option
+@click.option(
+    "--timeout", default=20.0, show_default=True, help="Seconds each plugin may take to load."
+)
+def check(dirs: tuple[Path, ...], as_json: bool, timeout: float) -> None:
+    """Validate plugin folders before deploying: manifests, imports, declarations, schemas.
+
+    Each plugin is loaded in a throwaway runner. Every problem is reported with
+    its file, line and a fix. Exit 0 when there is no error (warnings allowed),
+    1 otherwise.
+
+    \b
+    Examples:
+      plughost check plugins
+      plughost check plugins/weather_tools --json
+    """
+    sys.exit(asyncio.run(_check(list(dirs), as_json, timeout)))
+
+
+async def _check(dirs: list[Path], as_json: bool, timeout: float) -> int:
+    import logging
+
+    from plughost.checker import check_plugins
+
+    logging.basicConfig(level=logging.CRITICAL)
+    logging.getLogger("plughost").setLevel(logging.CRITICAL)
+    if stderr.is_terminal and not as_json:
+        with stderr.status("loading plugins in throwaway runners..."):
+            report = await check_plugins(dirs, timeout=timeout)
+    else:
+        report = await check_plugins(dirs, timeout=timeout)
+    if as_json:
+        print_json(report.to_dict())
+        return 0 if report.ok else EXIT_FAILED
+    console = Console()
+    for problem in report.problems:
+        style = "red" if problem.severity == "error" else "yellow"
+        console.print(problem.describe(), style=style, markup=False, highlight=False)
+    for plugin_id in report.plugins_ok:
+        console.print(f"ok: {plugin_id}", style="green", highlight=False)
+    summary = f"{len(report.plugins_ok)} ok, {len(report.errors)} error(s), "
+    console.print(summary + f"{len(report.warnings)} warning(s)", highlight=False)
+    return 0 if report.ok else EXIT_FAILED
+
+
 def _require_dirs(plugin_dirs: tuple[Path, ...]) -> None:
     if not plugin_dirs:
         raise click.UsageError("pass --plugins DIR (a folder of plugin folders)")

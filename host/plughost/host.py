@@ -33,7 +33,7 @@ from plughost.query import ComponentQueryService
 from plughost.redaction import SecretRedactor
 from plughost.registry import ToolRegistry
 from plughost.reloader import PluginReloader
-from plughost.settings import HostSettings
+from plughost.settings import HostSettings, ResourceLimits
 from plughost.spawn import SocketDirectory
 from plughost.supervisor import RunnerState, RunnerSupervisor
 from plughost.watcher import PluginWatcher
@@ -198,10 +198,18 @@ class PluginHost:
             on_ready=_ignore if candidate else self._runner_ready,
             on_lost=_ignore if candidate else self._runner_lost,
             redactor=self.redactor,
+            limits=self._limits_for(sources),
         )
         self._runners[runner_id] = runner
         self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))
         return runner
+
+    def _limits_for(self, sources: list[PluginSource]) -> ResourceLimits:
+        """The global runner limits, with a plugin's own overrides when it runs alone."""
+        limits = self.settings.runner.limits
+        if len(sources) == 1:
+            return limits.merged(self.settings.plugin_limits.get(sources[0].plugin_id))
+        return limits
 
     def _unique_runner_id(self, runner_id: str) -> str:
         candidate, n = runner_id, 1

@@ -91,8 +91,10 @@ class ComponentQueryService:
                 if value:
                     kwargs[name] = value
             kwargs.setdefault("stream_id", "")
-            kwargs["is_group_chat"] = context.is_group_chat
-            kwargs["message"] = context.message
+            if context.is_group_chat:
+                kwargs["is_group_chat"] = True
+            if context.message is not None:
+                kwargs["message"] = context.message
             if context.reasoning:
                 kwargs["reasoning"] = context.reasoning
         if call_id:

@@ -15,7 +15,28 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["HostSettings", "RunnerSettings"]
+__all__ = ["HostSettings", "ResourceLimits", "RunnerSettings"]
+
+
+class ResourceLimits(BaseModel):
+    """Operating-system limits applied to a runner process before any plugin code runs.
+
+    A plugin that hits one fails its call (memory, open files) or loses its
+    runner (CPU time) with an error that names the limit; the host stays up.
+    ``None`` means no limit.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_mb: int | None = Field(None, gt=16, description="address space of the runner, MiB")
+    cpu_seconds: int | None = Field(None, gt=0, description="CPU time of the runner, seconds")
+    open_files: int | None = Field(None, gt=16, description="open file descriptors")
+
+    def merged(self, override: ResourceLimits | None) -> ResourceLimits:
+        """These limits with every field ``override`` sets taking precedence."""
+        if override is None:
+            return self
+        return self.model_copy(update=override.model_dump(exclude_none=True))
 
 
 class RunnerSettings(BaseModel):
@@ -37,6 +58,7 @@ class RunnerSettings(BaseModel):
     stuck_grace: float = Field(2.0, gt=0, description="seconds a sync call may overrun")
     max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, gt=1024)
     env_allowlist: list[str] = Field(default_factory=list)
+    limits: ResourceLimits = Field(default_factory=ResourceLimits)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
@@ -51,3 +73,6 @@ class HostSettings(BaseModel):
     call_timeout: float = Field(60.0, gt=0, description="default deadline of a tool call (s)")
     runner_grouping: Literal["per_plugin", "single"] = "per_plugin"
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
+    plugin_limits: dict[str, ResourceLimits] = Field(
+        default_factory=dict, description="per-plugin overrides of runner.limits, by plugin id"
+    )

@@ -32,7 +32,7 @@ from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugin_source import PluginSource
 from plughost.redaction import SecretRedactor
 from plughost.restart import RestartPolicy
-from plughost.settings import RunnerSettings
+from plughost.settings import ResourceLimits, RunnerSettings
 from plughost.spawn import SocketDirectory, new_token, runner_command, runner_env
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
@@ -76,6 +76,7 @@ class RunnerSupervisor:
         on_ready: ReadyCallback,
         on_lost: LostCallback,
         redactor: SecretRedactor | None = None,
+        limits: ResourceLimits | None = None,
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -92,6 +93,7 @@ class RunnerSupervisor:
         self.on_ready = on_ready
         self.on_lost = on_lost
         self._redact = redactor.redact if redactor is not None else _unchanged
+        self.limits = limits or settings.limits
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
@@ -240,6 +242,8 @@ class RunnerSupervisor:
     def _exit_reason(self, code: int | None) -> str:
         if self._stopping.is_set():
             return "stopped"
+        if code is not None and -code == signal.SIGXCPU:
+            return f"CPU time limit of {self.limits.cpu_seconds} s exceeded (limits.cpu_seconds)"
         if code is not None and code < 0:
             with contextlib.suppress(ValueError):
                 what = f"killed by signal {signal.Signals(-code).name}"
@@ -302,6 +306,7 @@ class RunnerSupervisor:
             "heartbeat_interval": self._settings.heartbeat_interval,
             "max_message_bytes": self._settings.max_message_bytes,
             "log_level": logging.getLevelName(self._settings.log_level),
+            "limits": self.limits.model_dump(exclude_none=True),
         }
 
     async def _on_request(self, envelope: wire.Envelope) -> Any:
@@ -392,24 +397,8 @@ class RunnerSupervisor:
                 timeout=max(0.001, deadline - loop.time()),
             )
             return wire.result_from_wire((body or {}).get("result"))
-        except TimeoutError:
-            message = (
-                f"tool {tool} of plugin {plugin_id} did not finish within {timeout:g} s; "
-                "try again later or with a smaller request"
-            )
-            return ToolExecutionResult.failure(tool, message, "timeout")
-        except RemoteError as exc:
-            return ToolExecutionResult.failure(tool, exc.error["message"], exc.code)
-        except RunnerCrashedError as exc:
-            message = (
-                f"plugin {plugin_id} crashed while running {tool} ({exc}); it is being "
-                "restarted, so the call may be retried"
-            )
-            return ToolExecutionResult.failure(tool, message, "plugin_crashed")
-        except ProtocolError as exc:
-            return ToolExecutionResult.failure(
-                tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
-            )
+        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
+            return _call_failure(exc, tool, plugin_id, timeout)
 
     async def update_config(self, plugin_id: str, config: dict[str, Any], version: str) -> None:
         """Deliver new configuration to the running plugin (``on_config_update``).
@@ -441,7 +430,11 @@ class RunnerSupervisor:
         if process is not None and process.returncode is None and channel is not None:
             with contextlib.suppress(Exception):
                 if self._ready.is_set():
-                    await channel.request("runner.shutdown", {"drain": drain}, timeout=drain + 2)
+                    reply = await channel.request(
+                        "runner.shutdown", {"drain": drain}, timeout=drain + 2
+                    )
+                    for plugin_id, problem in (reply or {}).get("unload_problems", {}).items():
+                        log.warning("plugin %s: %s", plugin_id, self._redact(str(problem)))
             await self._reap(process)
         await self._settled.wait()
         self._emit(EventKind.RUNNER_STOPPED, f"runner {self.runner_id} stopped")
@@ -469,6 +462,28 @@ class RunnerSupervisor:
                 kind, message, plugin_id=plugin, runner_id=self.runner_id, details=details
             )
         )
+
+
+def _call_failure(exc: Exception, tool: str, plugin_id: str, timeout: float) -> ToolExecutionResult:
+    """The failed result of a call that raised ``exc``: one wording per failure."""
+    if isinstance(exc, TimeoutError) or (isinstance(exc, RemoteError) and exc.code == "timeout"):
+        # The runner's deadline is a hair earlier than ours, so either side may report first.
+        message = (
+            f"tool {tool} of plugin {plugin_id} did not finish within {timeout:g} s; "
+            "try again later or with a smaller request"
+        )
+        return ToolExecutionResult.failure(tool, message, "timeout")
+    if isinstance(exc, RemoteError):
+        return ToolExecutionResult.failure(tool, exc.error["message"], exc.code)
+    if isinstance(exc, RunnerCrashedError):
+        message = (
+            f"plugin {plugin_id} crashed while running {tool} ({exc}); it is being "
+            "restarted, so the call may be retried"
+        )
+        return ToolExecutionResult.failure(tool, message, "plugin_crashed")
+    return ToolExecutionResult.failure(
+        tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
+    )
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -5,7 +5,8 @@ new event) and then by plugin folder. A change touching only ``config.toml``
 is a config change; anything else in the folder is a source change; a folder
 that appears or disappears is an addition or a removal. Editor droppings and
 bytecode are ignored. Polling mode is for filesystems that deliver no events
-(Docker bind mounts, network shares). Hidden files (``.*``) are ignored, which
+(Docker bind mounts, network shares). Hidden files (``.*``) are ignored, and so are folders named ``_*`` or ``.*``
+(the start-up scan skips them too), which
 also makes ``.plughost-probe`` a safe file to touch when checking that a watch
 is live.
 """
@@ -97,7 +98,7 @@ def classify(paths: set[Path], roots: Iterable[Path]) -> list[PluginChange]:
         if _ignored(path):
             continue
         folder = _plugin_folder(path, roots)
-        if folder is not None:
+        if folder is not None and not folder.name.startswith(("_", ".")):
             by_folder.setdefault(folder, set()).add(_relative(path, folder))
     return [_change(folder, files) for folder, files in sorted(by_folder.items())]
 

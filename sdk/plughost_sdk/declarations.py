@@ -132,17 +132,26 @@ def build_declaration(mark: ToolMark, handler_name: str, *, owner: str) -> ToolD
     detailed = _detailed_description(mark.detailed_description, schema)
     brief = mark.brief_description.strip()
     description = "\n\n".join(part for part in (brief, detailed) if part) or mark.name
+    summary = brief or _first_line(mark.detailed_description) or mark.name.replace("_", " ")
     return ToolDeclaration(
         name=mark.name,
         handler_name=handler_name,
         description=description,
-        brief_description=brief or description.split("\n", 1)[0],
+        brief_description=summary,
         detailed_description=detailed,
         parameters_schema=schema,
         visibility=visibility,
         metadata=metadata,
         legacy_action=mark.legacy_action,
     )
+
+
+def _first_line(text: str) -> str:
+    """The first non-empty line of an author's text (never the generated parameter section)."""
+    for line in inspect.cleandoc(text).splitlines() if text else ():
+        if line.strip() and not line.startswith(PARAMETER_DETAILS_HEADING):
+            return line.strip()
+    return ""
 
 
 def _validated_metadata(mark: ToolMark, where: str) -> dict[str, Any]:

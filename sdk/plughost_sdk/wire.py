@@ -178,7 +178,7 @@ def encode(envelope: Envelope) -> bytes:
     return frame
 
 
-def decode(frame: bytes) -> Envelope:
+def decode(frame: bytes | memoryview) -> Envelope:
     """Decode and check one frame.
 
     Raises:
@@ -191,14 +191,16 @@ def decode(frame: bytes) -> Envelope:
     if not isinstance(data, dict):
         raise ProtocolError("frame is not an envelope (expected a map)")
     version = data.get("v")
-    if version != PROTOCOL_VERSION:
+    if type(version) is not int or version != PROTOCOL_VERSION:  # True == 1 must not pass
         raise ProtocolError(
             f"protocol version {version!r} is not supported (this side speaks {PROTOCOL_VERSION}); "
             "install matching plughost and plughost-runner versions"
         )
+    kind, request_id = data.get("kind"), data.get("id")
     if (
-        data.get("kind") not in _KINDS
-        or not isinstance(data.get("id"), int)
+        not isinstance(kind, str)
+        or kind not in _KINDS
+        or type(request_id) is not int
         or not isinstance(data.get("method"), str)
     ):
         raise ProtocolError("frame is not an envelope (bad kind, id or method)")

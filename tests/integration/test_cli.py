@@ -132,3 +132,39 @@ async def test_serve_starts_prints_its_plugins_and_stops_cleanly_on_sigint(
             process.wait(10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def test_new_scaffolds_a_plugin_that_check_accepts(tmp_path: Path) -> None:
+    created = run("new", "weather_tools", "--dir", str(tmp_path))
+    assert created.returncode == 0, created.stderr
+    assert (tmp_path / "weather_tools" / "plugin.py").is_file()
+    checked = run("check", str(tmp_path), "--json")
+    assert checked.returncode == 0, checked.stdout
+    report = json.loads(checked.stdout)
+    assert report["plugins_ok"] == ["local.weather_tools"]
+    assert report["errors"] == 0
+
+
+def test_new_refuses_a_bad_name_or_an_existing_folder_with_exit_2(tmp_path: Path) -> None:
+    bad = run("new", "2 bad name", "--dir", str(tmp_path))
+    assert bad.returncode == 2
+    assert "Usage" in bad.stderr
+    assert run("new", "twice", "--dir", str(tmp_path)).returncode == 0
+    again = run("new", "twice", "--dir", str(tmp_path))
+    assert again.returncode == 2
+    assert "twice" in again.stderr
+
+
+def test_check_exits_1_and_reports_each_broken_plugin_with_file_and_line() -> None:
+    done = run("check", str(TEST_PLUGINS))
+    assert done.returncode == 1
+    assert "syntax_error/plugin.py:4" in done.stdout.replace("\n", "")
+    assert "raise_on_load/plugin.py:8" in done.stdout.replace("\n", "")
+
+
+def test_search_finds_a_tool_by_meaning_and_exits_1_when_nothing_matches() -> None:
+    found = run("search", "weather in a city", "--plugins", str(EXAMPLES), "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["matches"][0]["name"] == "get_weather"
+    nothing = run("search", "zzzqqq", "--plugins", str(EXAMPLES))
+    assert nothing.returncode == 1
