@@ -83,7 +83,9 @@ async def main() -> None:
             print(f"{invocation.tool_name}: {status}")
 
         # 4. History: tool messages first, then the image as its own user message.
-        messages = to_openai_turn([(i.call_id, r) for i, r in zip(invocations, results)])
+        messages = to_openai_turn(
+            [(i.call_id, r) for i, r in zip(invocations, results, strict=True)]
+        )
         for message in messages:
             print(json.dumps(shorten(message), ensure_ascii=False))
 

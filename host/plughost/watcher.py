@@ -5,8 +5,8 @@ new event) and then by plugin folder. A change touching only ``config.toml``
 is a config change; anything else in the folder is a source change; a folder
 that appears or disappears is an addition or a removal. Editor droppings and
 bytecode are ignored. Polling mode is for filesystems that deliver no events
-(Docker bind mounts, network shares). Hidden files (``.*``) are ignored, and so are folders named ``_*`` or ``.*``
-(the start-up scan skips them too), which
+(Docker bind mounts, network shares). Hidden files (``.*``) are ignored, and
+so are folders named ``_*`` or ``.*`` (the start-up scan skips them too); this
 also makes ``.plughost-probe`` a safe file to touch when checking that a watch
 is live.
 """
