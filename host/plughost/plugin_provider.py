@@ -85,7 +85,8 @@ class PluginToolProvider:
                 result = await successor.invoke(
                     component.plugin_id, component.name, kwargs, timeout
                 )
-        result.tool_name = name
+        if result.tool_name != name:  # a pydantic attribute write costs more than the check
+            result.tool_name = name
         return result
 
     async def close(self) -> None:

@@ -28,7 +28,9 @@ class ResourceLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    memory_mb: int | None = Field(None, gt=16, description="address space of the runner, MiB")
+    memory_mb: int | None = Field(
+        None, gt=16, description="resident memory of the runner and its children, MiB"
+    )
     cpu_seconds: int | None = Field(None, gt=0, description="CPU time of the runner, seconds")
     open_files: int | None = Field(None, gt=16, description="open file descriptors")
 

@@ -24,6 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import psutil
 import zmq.asyncio
 
 from plughost.capabilities import CapabilityRouter
@@ -219,13 +220,16 @@ class RunnerSupervisor:
             asyncio.create_task(self._pipe(process.stdout, logging.INFO)),
             asyncio.create_task(self._pipe(process.stderr, logging.WARNING)),
         ]
-        exited = asyncio.create_task(process.wait())
+        exited = asyncio.create_task(_exited(process, self._settings.heartbeat_interval))
         watchdog = asyncio.create_task(self._watchdog())
         try:
             done, _ = await asyncio.wait(
                 [exited, watchdog, tasks[0]], return_when=asyncio.FIRST_COMPLETED
             )
             if exited in done:
+                # Children the plugin left behind may hold the output pipes open: end them
+                # first, or collecting the crash output waits for them.
+                _signal_group(process.pid, signal.SIGKILL)
                 await asyncio.wait(tasks[1:], timeout=1.0)  # collect the crash output
                 reason = self._exit_reason(process.returncode)
             elif watchdog in done:
@@ -282,6 +286,28 @@ class RunnerSupervisor:
                 and now - self._stuck_since > self._settings.stuck_grace
             ):
                 return "a synchronous tool call ran past its deadline and cannot be interrupted"
+            over = self._memory_over_limit()
+            if over is not None:
+                return over
+
+    def _memory_over_limit(self) -> str | None:
+        """A reason when the runner's resident memory (with its children) passed memory_mb."""
+        limit = self.limits.memory_mb
+        if limit is None or self.pid is None:
+            return None
+        try:
+            process = psutil.Process(self.pid)
+            rss = process.memory_info().rss + sum(
+                child.memory_info().rss for child in process.children(recursive=True)
+            )
+        except psutil.Error:
+            return None
+        if rss <= limit * 1024 * 1024:
+            return None
+        return (
+            f"memory limit exceeded: the runner used {rss / 2**20:.0f} MiB, over its "
+            f"{limit} MiB (limits.memory_mb)"
+        )
 
     async def _pipe(self, stream: asyncio.StreamReader, level: int) -> None:
         """Log what the runner process writes to its real stdout/stderr (crash output)."""
@@ -446,7 +472,7 @@ class RunnerSupervisor:
                 _signal_group(process.pid, sig)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._settings.term_timeout):
-                    await process.wait()
+                    await _exited(process, self._settings.heartbeat_interval)
                 _signal_group(process.pid, signal.SIGKILL)  # leftover children of the plugin
                 return
 
@@ -484,6 +510,25 @@ def _call_failure(exc: Exception, tool: str, plugin_id: str, timeout: float) -> 
     return ToolExecutionResult.failure(
         tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
     )
+
+
+async def _exited(process: asyncio.subprocess.Process, poll: float) -> int:
+    """Wait until ``process`` has exited; return its exit code.
+
+    ``process.wait()`` returns only once the process's pipes are closed as well, and a
+    child the plugin started inherits the runner's stdout and stderr: a crashed runner
+    would look alive (and a stopped one would wait for the ladder) as long as its
+    children lived. The exit status itself arrives at once, so look at it every ``poll``
+    seconds while waiting.
+    """
+    waiter = asyncio.ensure_future(process.wait())
+    try:
+        while process.returncode is None:
+            await asyncio.wait([waiter], timeout=poll)
+        return process.returncode
+    finally:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

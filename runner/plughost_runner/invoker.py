@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from plughost_runner.capture import current_plugin
+from plughost_runner.limits import describe_limit_error
 from plughost_runner.loader import Handler
 from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.results import normalize_exception, normalize_result
@@ -64,6 +65,9 @@ class Invoker:
         except TimeoutError:
             raise
         except Exception as exc:
+            limit = describe_limit_error(exc)
+            if limit is not None:
+                return ToolExecutionResult.failure(name, limit, "resource_limit")
             return normalize_exception(name, exc)
         finally:
             call_deadline.reset(deadline_token)

@@ -9,7 +9,6 @@ parent died before ``prctl`` ran.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -23,10 +22,10 @@ _PR_SET_PDEATHSIG = 1
 def bind_to_parent(parent_pid: int, poll_interval: float = 0.25) -> None:
     """Exit this process as soon as ``parent_pid`` is no longer our parent."""
     if sys.platform.startswith("linux"):
-        libc_name = ctypes.util.find_library("c")
-        if libc_name:
-            libc = ctypes.CDLL(libc_name, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        # The interpreter's own symbols include libc's: no ctypes.util.find_library, which
+        # costs an import chain and an ``ldconfig`` subprocess on every runner start.
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent_pid:
         os._exit(70)
     watcher = threading.Thread(

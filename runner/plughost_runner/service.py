@@ -17,11 +17,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import zmq
-import zmq.asyncio
-
 from plughost_runner.capture import LogCollector
 from plughost_runner.invoker import Invoker, call_deadline
+from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
     LoadedPlugin,
     LoadFailure,
@@ -30,6 +28,7 @@ from plughost_runner.loader import (
     unload_plugin,
     validate_config,
 )
+from plughost_runner.transport import Transport
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
 from plughost_sdk.errors import CapabilityError, ProtocolError
@@ -88,12 +87,10 @@ class RunnerService:
     """Serves one host over one socket until told to stop."""
 
     def __init__(self, endpoint: str, runner_id: str, token: str, collector: LogCollector) -> None:
-        self._endpoint = endpoint
         self._runner_id = runner_id
         self._token = token
         self._collector = collector
-        self._ctx = zmq.asyncio.Context()
-        self._sock = self._ctx.socket(zmq.DEALER)
+        self._transport = Transport(endpoint)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._plugins: dict[str, LoadedPlugin] = {}
@@ -113,12 +110,10 @@ class RunnerService:
 
     async def run(self) -> int:
         """Serve until shutdown; return the process exit code."""
-        self._sock.setsockopt(zmq.LINGER, 2000)
-        self._sock.connect(self._endpoint)
         exit_code = 0
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._receive_loop(group))
+                group.create_task(self._transport.serve(lambda frame: self._on_frame(group, frame)))
                 group.create_task(self._serve_host(group))
         except* _StopRunner:
             pass
@@ -128,8 +123,7 @@ class RunnerService:
             exit_code = 3
         finally:
             self._invoker.shutdown()
-            self._sock.close()
-            self._ctx.term()
+            self._transport.close()
         return exit_code
 
     async def _serve_host(self, group: asyncio.TaskGroup) -> None:
@@ -159,6 +153,7 @@ class RunnerService:
         self._max_bytes = int(hello.get("max_message_bytes", self._max_bytes))
         self._heartbeat_interval = float(hello.get("heartbeat_interval", self._heartbeat_interval))
         logging.getLogger().setLevel(int(hello.get("log_level", logging.INFO)))
+        apply_limits(dict(hello.get("limits") or {}))
 
     async def request(
         self, method: wire.Method, body: Any, *, plugin: str | None = None, timeout: float
@@ -177,29 +172,27 @@ class RunnerService:
             request_id, method, body, plugin=plugin, deadline_ms=int(timeout * 1000)
         )
         try:
-            await self._sock.send(wire.encode(envelope))
+            await self._transport.send(wire.encode(envelope))
             async with asyncio.timeout(timeout):
                 return await future
         finally:
             self._pending.pop(request_id, None)
 
-    async def _receive_loop(self, group: asyncio.TaskGroup) -> None:
-        while True:
-            frame = await self._sock.recv()
-            try:
-                envelope = wire.decode(frame)
-            except ProtocolError as exc:
-                log.warning("dropped a frame from the host: %s", exc)
-                continue
-            kind = envelope["kind"]
-            if kind == "response":
-                self._resolve(envelope)
-            elif kind == "request":
-                self._tasks[envelope["id"]] = group.create_task(self._serve(envelope))
-            elif envelope["method"] == "call.cancel":
-                task = self._tasks.get(int((envelope["body"] or {}).get("id", 0)))
-                if task is not None:
-                    task.cancel()
+    def _on_frame(self, group: asyncio.TaskGroup, frame: bytes) -> None:
+        try:
+            envelope = wire.decode(frame)
+        except ProtocolError as exc:
+            log.warning("dropped a frame from the host: %s", exc)
+            return
+        kind = envelope["kind"]
+        if kind == "response":
+            self._resolve(envelope)
+        elif kind == "request":
+            self._tasks[envelope["id"]] = group.create_task(self._serve(envelope))
+        elif envelope["method"] == "call.cancel":
+            task = self._tasks.get(int((envelope["body"] or {}).get("id", 0)))
+            if task is not None:
+                task.cancel()
 
     def _resolve(self, envelope: wire.Envelope) -> None:
         future = self._pending.get(envelope["id"])
@@ -226,7 +219,7 @@ class RunnerService:
             frame = wire.encode(wire.response(envelope, error=error))
         finally:
             self._tasks.pop(envelope["id"], None)
-        await self._sock.send(frame)
+        await self._transport.send(frame)
 
     def _encode_reply(self, envelope: wire.Envelope, body: Any) -> bytes:
         try:
@@ -340,7 +333,7 @@ class RunnerService:
         while True:
             seq += 1
             body = {"seq": seq, "inflight": len(self._tasks), "stuck": self._invoker.stuck_calls()}
-            await self._sock.send(wire.encode(wire.event("runner.heartbeat", body)))
+            await self._transport.send(wire.encode(wire.event("runner.heartbeat", body)))
             await asyncio.sleep(self._heartbeat_interval)
 
     async def _flush_logs(self) -> None:
@@ -363,7 +356,7 @@ class RunnerService:
                         "time": time.time(),
                     }
                 )
-            await self._sock.send(wire.encode(wire.event("log.batch", {"records": records})))
+            await self._transport.send(wire.encode(wire.event("log.batch", {"records": records})))
             if len(records) < 500:
                 return
 

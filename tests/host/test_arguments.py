@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -380,3 +381,66 @@ def test_prepare_arguments_holds_its_promise_for_generated_schemas(
         assert not prepared.schema_fault
         assert prepared.problems
         assert all(isinstance(p, str) and p for p in prepared.problems)
+
+
+FLAT_FIELDS = [
+    {"type": "string"},
+    {"type": "string", "description": "a city", "title": "City", "default": "Paris"},
+    {"type": "string", "enum": ["c", "f"]},
+    {"type": "integer", "examples": [3]},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "null"},
+]
+PROBES: list[Any] = [
+    *(None, True, False, 0, 1, 3, -7, 10**30, 2.0, 1.5, -0.0, float("nan"), float("inf")),
+    *("x", "c", "f", "60", " 60 ", "1.5", "true", "no", "", "[1]"),
+    *([1], {"a": 1}),
+]
+
+
+def _calls(probe: Any) -> list[Any]:
+    return [
+        {"value": probe},
+        {"value": probe, "other": "o"},
+        {"value": probe, "extra": 1},
+        {"arguments": {"value": probe}},
+        {"arguments": json.dumps({"value": probe})},
+    ]
+
+
+@pytest.mark.parametrize("field", FLAT_FIELDS)
+@pytest.mark.parametrize("required", [True, False])
+@pytest.mark.parametrize("closed", [True, False])
+def test_the_flat_fast_path_answers_exactly_as_the_full_path(
+    field: dict[str, Any], required: bool, closed: bool
+) -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"value": field, "other": {"type": "string"}},
+    }
+    if required:
+        schema["required"] = ["value"]
+    if closed:
+        schema["additionalProperties"] = False
+    assert arguments_module._CACHE.get(schema).flat is not None
+    raws: list[Any] = [{}, {"other": "o"}, *(c for probe in PROBES for c in _calls(probe))]
+    for raw in raws:
+        fast = prepare_arguments(raw, schema)
+        # A mapping that is not a dict never takes the fast path.
+        full = prepare_arguments(MappingProxyType(raw), schema)
+        assert repr(fast) == repr(full), raw  # repr, because True == 1 == 1.0 for ==
+
+
+def test_the_fast_path_is_not_taken_for_schemas_it_cannot_judge_exactly() -> None:
+    not_flat = [
+        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+        {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}},
+        {"type": "object", "properties": {"n": {"type": "integer", "enum": [1, 2]}}},
+        {"type": "object", "properties": {"n": {"type": "array"}}},
+        {"type": "object", "properties": {"n": {"type": "string"}}, "additionalProperties": True},
+        {"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}, "$defs": {"n": {}}},
+        {"properties": {"n": {"type": "string"}}},
+    ]
+    for schema in not_flat:
+        assert arguments_module._CACHE.get(schema).flat is None, schema
