@@ -28,6 +28,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
+from plughost.curve import CurveAuthority
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
 
@@ -69,6 +70,7 @@ class RunnerChannel:
         on_request: RequestHandler,
         on_event: EventHandler,
         max_message_bytes: int,
+        curve: CurveAuthority | None = None,
     ) -> None:
         self._token = token
         self._hello_reply = hello_reply
@@ -81,6 +83,8 @@ class RunnerChannel:
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.setsockopt(zmq.MAXMSGSIZE, max_message_bytes + 64 * 1024)
         self._sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        if curve is not None:
+            curve.secure_server(self._sock)
         self._sock.bind(endpoint)
         self.endpoint: str = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._fd = int(self._sock.getsockopt(zmq.FD))

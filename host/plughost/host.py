@@ -26,6 +26,7 @@ import zmq.asyncio
 
 from plughost.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.components import ComponentRegistry, ToolComponent
+from plughost.curve import CurveAuthority
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugin_provider import PluginToolProvider
 from plughost.plugin_source import PluginProblem, PluginSource, scan_plugin_dirs
@@ -84,6 +85,7 @@ class PluginHost:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._zmq: zmq.asyncio.Context | None = None
         self._sockets: SocketDirectory | None = None
+        self._curve: CurveAuthority | None = None
         self._started = False
         self.reloader = PluginReloader(self)
         self.watcher: PluginWatcher | None = None
@@ -107,6 +109,8 @@ class PluginHost:
         self._started = True
         self._zmq = zmq.asyncio.Context()
         self._sockets = SocketDirectory()
+        if self.settings.runner.transport == "tcp":
+            self._curve = CurveAuthority(self._zmq, self._sockets.path)
         sources, problems = scan_plugin_dirs(self.settings.plugin_dirs)
         for problem in problems:
             self.record_problem(problem)
@@ -199,6 +203,7 @@ class PluginHost:
             on_lost=_ignore if candidate else self._runner_lost,
             redactor=self.redactor,
             limits=self._limits_for(sources),
+            curve=self._curve,
         )
         self._runners[runner_id] = runner
         self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))
@@ -354,6 +359,9 @@ class PluginHost:
                 await task
         self._tasks.clear()
         await self.tools.close()
+        if self._curve is not None:
+            self._curve.stop()
+            self._curve = None
         if self._zmq is not None:
             self._zmq.term()
             self._zmq = None

@@ -29,6 +29,7 @@ import zmq.asyncio
 
 from plughost.capabilities import CapabilityRouter
 from plughost.channel import RemoteError, RunnerChannel
+from plughost.curve import CurveAuthority
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugin_source import PluginSource
 from plughost.redaction import SecretRedactor
@@ -78,6 +79,7 @@ class RunnerSupervisor:
         on_lost: LostCallback,
         redactor: SecretRedactor | None = None,
         limits: ResourceLimits | None = None,
+        curve: CurveAuthority | None = None,
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -95,6 +97,7 @@ class RunnerSupervisor:
         self.on_lost = on_lost
         self._redact = redactor.redact if redactor is not None else _unchanged
         self.limits = limits or settings.limits
+        self._curve = curve
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
@@ -168,13 +171,20 @@ class RunnerSupervisor:
             on_request=self._on_request,
             on_event=self._on_event,
             max_message_bytes=self._settings.max_message_bytes,
+            curve=self._curve if self._settings.transport == "tcp" else None,
         )
         self._sockets.secure(endpoint_id)
         self._channel = channel
+        curve = self._curve if self._settings.transport == "tcp" else None
+        keys = curve.issue() if curve is not None else None
         try:
-            process = await self._spawn(channel.endpoint, token)
+            process = await self._spawn(
+                channel.endpoint, token, curve.environment(keys) if curve and keys else {}
+            )
         except OSError as exc:
             channel.close()
+            if curve is not None and keys is not None:
+                curve.revoke(keys)
             return f"cannot start the runner process: {exc}"
         try:
             return await self._serve(channel, process)
@@ -188,16 +198,20 @@ class RunnerSupervisor:
             if process.returncode is None and not self._stopping.is_set():
                 _signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
             await self._reap(process)
+            if curve is not None and keys is not None:
+                curve.revoke(keys)
 
     def _endpoint(self, endpoint_id: str) -> str:
         if self._settings.transport == "tcp":
             return "tcp://127.0.0.1:*"
         return self._sockets.endpoint(endpoint_id)
 
-    async def _spawn(self, endpoint: str, token: str) -> asyncio.subprocess.Process:
+    async def _spawn(
+        self, endpoint: str, token: str, extra_env: dict[str, str]
+    ) -> asyncio.subprocess.Process:
         process = await asyncio.create_subprocess_exec(
             *runner_command(endpoint, self.runner_id),
-            env=runner_env(token, self._settings.env_allowlist),
+            env={**runner_env(token, self._settings.env_allowlist), **extra_env},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -1,8 +1,9 @@
 """``python -m plughost_runner``: the runner child process's entry point.
 
 The host starts it; nobody else should. The per-spawn token arrives in the
-``PLUGHOST_RUNNER_TOKEN`` environment variable and is removed from the
-environment before any plugin code runs.
+``PLUGHOST_RUNNER_TOKEN`` environment variable, and over ``tcp://`` the CURVE
+keys in ``PLUGHOST_CURVE_*``; all are removed from the environment before any
+plugin code runs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from plughost_runner.lifeline import bind_to_parent
 from plughost_runner.service import RunnerService
 
 TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
+CURVE_VARIABLES = ("PLUGHOST_CURVE_SERVER", "PLUGHOST_CURVE_PUBLIC", "PLUGHOST_CURVE_SECRET")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     token = os.environ.pop(TOKEN_VARIABLE, "")
+    keys = tuple(os.environ.pop(name, "") for name in CURVE_VARIABLES)
+    curve = (keys[0], keys[1], keys[2]) if all(keys) else None
     bind_to_parent(args.parent_pid)
     faulthandler.enable(file=sys.__stderr__ or sys.stderr)
     collector = LogCollector()
@@ -43,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.captureWarnings(True)
     sys.stdout = StreamProxy(collector, "stdout", logging.INFO)
     sys.stderr = StreamProxy(collector, "stderr", logging.WARNING)
-    service = RunnerService(args.endpoint, args.runner_id, token, collector)
+    service = RunnerService(args.endpoint, args.runner_id, token, collector, curve)
     return asyncio.run(service.run())
 
 

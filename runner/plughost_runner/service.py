@@ -86,11 +86,18 @@ class _Bridge:
 class RunnerService:
     """Serves one host over one socket until told to stop."""
 
-    def __init__(self, endpoint: str, runner_id: str, token: str, collector: LogCollector) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        runner_id: str,
+        token: str,
+        collector: LogCollector,
+        curve: tuple[str, str, str] | None = None,
+    ) -> None:
         self._runner_id = runner_id
         self._token = token
         self._collector = collector
-        self._transport = Transport(endpoint)
+        self._transport = Transport(endpoint, curve=curve)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._plugins: dict[str, LoadedPlugin] = {}

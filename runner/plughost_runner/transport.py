@@ -35,10 +35,17 @@ _EVENTS, _POLLIN, _POLLOUT, _NOBLOCK = (
 class Transport:
     """One DEALER socket connected to the host."""
 
-    def __init__(self, endpoint: str, *, linger_ms: int = 2000) -> None:
+    def __init__(
+        self, endpoint: str, *, linger_ms: int = 2000, curve: tuple[str, str, str] | None = None
+    ) -> None:
         self._context = zmq.Context()
         self._sock: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, linger_ms)
+        if curve is not None:  # (server public, own public, own secret), Z85
+            server, public, secret = (key.encode() for key in curve)
+            self._sock.setsockopt(zmq.CURVE_SERVERKEY, server)
+            self._sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+            self._sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
         self._sock.connect(endpoint)
         self._fd = int(self._sock.getsockopt(zmq.FD))
         self._loop: asyncio.AbstractEventLoop | None = None
