@@ -23,14 +23,53 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+import tempfile
 import time
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import benchlib
 
-SERVERS = ("lowlevel", "plain", "plughost")
+SERVERS = ("lowlevel", "plain", "plughost", "plughost_serve")
+
+PING_PLUGIN = {
+    "_manifest.json": json.dumps(
+        {
+            "manifest_version": 2,
+            "id": "bench.ping",
+            "version": "1.0.0",
+            "name": "ping",
+            "author": {"name": "bench"},
+        }
+    ),
+    "plugin.py": (
+        "from plughost_sdk import Plugin, Tool\n"
+        "from plughost_sdk.types import ToolParameterInfo\n\n"
+        "class Ping(Plugin):\n"
+        "    @Tool('ping', brief_description='Answer pong', core_tool=True,\n"
+        "          parameters=[ToolParameterInfo(name='text', description='anything')])\n"
+        "    async def ping(self, text: str, **kwargs):\n"
+        "        return 'pong'\n\n"
+        "def create_plugin():\n"
+        "    return Ping()\n"
+    ),
+}
+
+
+def server_params(server: str, plugins: Path) -> Any:
+    """How to start each contender: a script mode of this file, or ``plughost serve``."""
+    from mcp import StdioServerParameters
+
+    if server == "plughost_serve":
+        args = ["-m", "plughost", "serve", "--plugins", str(plugins), "--mcp-stdio"]
+        args += ["--no-watch", "--log-format", "json"]
+        return StdioServerParameters(command=sys.executable, args=args)
+    return StdioServerParameters(command=sys.executable, args=[__file__, f"--serve-{server}"])
+
+
 PROTOCOLS = ("auto", "legacy")
 PROTOCOL_LABELS = {"auto": "2026-07-28", "legacy": "handshake (2025-11-25)"}
 
@@ -122,16 +161,18 @@ def serve_plughost() -> None:
 
 
 async def measure(calls: int, warmup: int) -> dict[tuple[str, str], list[float]]:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
     samples: dict[tuple[str, str], list[float]] = {}
+    plugins = Path(tempfile.mkdtemp(prefix="plughost-bench-mcp-"))
+    (plugins / "ping").mkdir()
+    for name, text in PING_PLUGIN.items():
+        (plugins / "ping" / name).write_text(text)
     for protocol in PROTOCOLS:
         async with AsyncExitStack() as stack:
             clients: dict[str, Any] = {}
             for server in SERVERS:
-                params = StdioServerParameters(
-                    command=sys.executable, args=[__file__, f"--serve-{server}"]
-                )
+                params = server_params(server, plugins)
                 clients[server] = await stack.enter_async_context(
                     Client(params, mode=protocol, cache=None)
                 )
@@ -156,9 +197,10 @@ def report(samples: dict[tuple[str, str], list[float]], calls: int, warmup: int)
         "## MCP: per-call overhead of plughost's MCP server",
         "",
         "A trivial `ping` tool called through the official MCP client over stdio, served by",
-        "plughost (`serve_stdio` over a ToolRegistry with an in-process provider), by a plain",
-        "SDK `MCPServer` and by the SDK's lowlevel `Server` with no validation (the floor),",
-        "all in real subprocesses and interleaved call by call.",
+        "`plughost serve --mcp-stdio` from a real plugin in its own runner process",
+        "(`plughost_serve`), by plughost's MCP server over an in-process provider (`plughost`),",
+        "by a plain SDK `MCPServer` and by the SDK's lowlevel `Server` with no validation (the",
+        "floor), all in real subprocesses and interleaved call by call.",
         f"{calls} calls each after {warmup} warm-up calls; times in milliseconds.",
         "",
         "Command: `.venv/bin/python scripts/bench_mcp.py`",
@@ -175,14 +217,16 @@ def report(samples: dict[tuple[str, str], list[float]], calls: int, warmup: int)
             )
     lines.append("")
     for protocol in PROTOCOLS:
-        ours = benchlib.median(samples[("plughost", protocol)])
-        ratios = []
-        for baseline in ("plain", "lowlevel"):
-            theirs = benchlib.median(samples[(baseline, protocol)])
-            ratios.append(f"{baseline} **{ours / theirs:.2f}x** ({ms(ours - theirs)} ms)")
-        lines.append(
-            f"- {PROTOCOL_LABELS[protocol]}: plughost p50 relative to " + ", to ".join(ratios)
-        )
+        for contender in ("plughost_serve", "plughost"):
+            ours = benchlib.median(samples[(contender, protocol)])
+            ratios = []
+            for baseline in ("plain", "lowlevel"):
+                theirs = benchlib.median(samples[(baseline, protocol)])
+                ratios.append(f"{baseline} **{ours / theirs:.2f}x** ({ms(ours - theirs)} ms)")
+            lines.append(
+                f"- {PROTOCOL_LABELS[protocol]}: {contender} p50 relative to "
+                + ", to ".join(ratios)
+            )
     lines += ["", benchlib.machine_line()]
     return "\n".join(lines)
 
