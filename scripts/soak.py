@@ -32,7 +32,6 @@ import asyncio
 import bisect
 import collections
 import contextlib
-import gc
 import itertools
 import logging
 import random
@@ -48,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 import benchlib
-import psutil
 
 sys.path.insert(0, str(benchlib.ROOT))
 
@@ -61,11 +59,11 @@ from tests.fault_injection import (
     Intruder,
     alive,
     copy_plugin,
-    endpoint_of,
     invoke_with_deadline,
     outcome,
     pids_recorded,
     processes_mentioning,
+    rss_mb,
     runners_of_this_process,
     write_bare_plugin,
 )
@@ -125,14 +123,12 @@ def _call(
     expect: str,
     target: str,
     deadline: float = 10.0,
-    **arguments: object,
+    **args: Any,
 ) -> FaultKind:
     """A tool-call fault; ``target`` is ``plugin_id:tool``, ``expect`` outcomes joined by |."""
     plugin_id, tool = target.split(":")
     outcomes = frozenset(expect.split("|"))
-    return FaultKind(
-        name, lane, weight, outcomes, plugin_id, tool, deadline, tuple(arguments.items())
-    )
+    return FaultKind(name, lane, weight, outcomes, plugin_id, tool, deadline, tuple(args.items()))
 
 
 def _other(name: str, lane: str, weight: float, expect: str) -> FaultKind:
@@ -140,6 +136,7 @@ def _other(name: str, lane: str, weight: float, expect: str) -> FaultKind:
 
 
 ERRORS, RAISER, LIAR = "tests.faulty-errors", "tests.raiser", WRONG_IDS
+LATE = "plugin_crashed|timeout"  # a hang ends in a timeout, or in the runner being killed
 MIX = [
     # cheap: the runner survives
     _call("raise", "fast", 10, "plugin_exception", f"{RAISER}:oops"),
@@ -162,28 +159,11 @@ MIX = [
     _call("sigsegv", "crash", 2, "plugin_crashed", ":segfault", 5.0),
     _call("children_then_exit", "spawn", 0.5, "plugin_crashed", f"{SPAWN}:spawn_and_exit", 15.0),
     # the runner hangs and is recycled (the next call may find it still being recycled)
-    _call("busy_loop", "hang", 0.5, "plugin_crashed|timeout", f"{HANG}:busy_loop", 5.0),
-    _call("busy_loop_sync", "hang", 0.5, "timeout|plugin_crashed", f"{HANG}:busy_loop_sync", 0.3),
-    _call(
-        "deadlock_sync", "deadlock", 0.5, "timeout|plugin_crashed", f"{DEADLOCK}:deadlock_sync", 0.3
-    ),
-    _call(
-        "deadlock_on_loop",
-        "deadlock",
-        0.5,
-        "plugin_crashed|timeout",
-        f"{DEADLOCK}:deadlock_on_loop",
-        5.0,
-    ),
-    _call(
-        "memory_growth",
-        "memory",
-        0.5,
-        "plugin_crashed|timeout",
-        f"{HOG}:grow",
-        1.0,
-        max_mb=GROW_CAP_MB,
-    ),
+    _call("busy_loop", "hang", 0.5, LATE, f"{HANG}:busy_loop", 5.0),
+    _call("busy_loop_sync", "hang", 0.5, LATE, f"{HANG}:busy_loop_sync", 0.3),
+    _call("deadlock_sync", "deadlock", 0.5, LATE, f"{DEADLOCK}:deadlock_sync", 0.3),
+    _call("deadlock_on_loop", "deadlock", 0.5, LATE, f"{DEADLOCK}:deadlock_on_loop", 5.0),
+    _call("memory_growth", "memory", 0.5, LATE, f"{HOG}:grow", 1.0, max_mb=GROW_CAP_MB),
     # a reload with a broken version (or a good one)
     _other("reload_import_error", "reload", 1, "rolled_back"),
     _other("reload_on_load_raises", "reload", 1, "rolled_back"),
@@ -254,14 +234,8 @@ class Soak:
 
     def by_window(self, times: array[float], values: array[float]) -> dict[str, list[float]]:
         """``values`` split by the kind of window their ``times`` fall in."""
-        found: dict[str, list[float]] = {"quiet": [], "faults": []}
-        windows = sorted(self.windows)
-        starts = [w[0] for w in windows]
-        for when, value in zip(times, values, strict=True):
-            index = bisect.bisect_right(starts, when) - 1
-            if index >= 0 and when < windows[index][1]:
-                found[windows[index][2]].append(value)
-        return found
+        split = self.per_window(times, values)
+        return {kind: [v for window in windows for v in window] for kind, windows in split.items()}
 
 
 async def neighbour_call(soak: Soak, n: int, due: float, slots: asyncio.Semaphore) -> None:
@@ -354,43 +328,16 @@ async def _reload(soak: Soak, kind: FaultKind) -> None:
 
 
 async def _garbage(soak: Soak, kind: FaultKind) -> None:
-    runner = soak.rng.choice(soak.host.runners())
-    channel = runner._channel
-    if channel is None:
-        soak.record(kind, "unreachable")  # restarting: no socket right now
-        return
-    before = channel.rejected_frames
-    await soak.intruder.send(channel.endpoint, [b"\x00\xffnot msgpack"], reply=False)
-    await soak.intruder.send(channel.endpoint, [b"two", b"parts"], reply=False)
-    try:
-        await wait_until(lambda: channel.rejected_frames >= before + 2, timeout=5, what="rejected")
-    except AssertionError:
-        soak.record(kind, "unreachable" if runner._channel is not channel else "not rejected")
-        return
-    soak.record(kind, "rejected")
+    soak.record(kind, await soak.intruder.garbage(soak.rng.choice(soak.host.runners())))
 
 
 async def _forged_hello(soak: Soak, kind: FaultKind) -> None:
-    found = endpoint_of(_neighbour(soak))
-    if found is None:
-        soak.record(kind, "no_socket")
-        return
-    endpoint, token = found
-    choice = soak.rng.randrange(3)  # the neighbours never restart: each hello must be answered
-    if choice == 0:
-        code, expected = await soak.intruder.hello(endpoint, "forged"), "unauthorized"
-    elif choice == 1:
-        code, expected = await soak.intruder.hello(endpoint, token, 999), "protocol_mismatch"
-    else:  # the right token, while the real runner is connected
-        code, expected = await soak.intruder.hello(endpoint, token), "unauthorized"
-    soak.record(kind, "refused" if code == expected else f"answered {code!r}")
-
-
-def _neighbour(soak: Soak) -> plughost.supervisor.RunnerSupervisor:
-    runner = soak.host.runner_for(soak.rng.choice(NEIGHBOURS))
+    runner = soak.host.runner_for(soak.rng.choice(NEIGHBOURS))  # never restarts: must answer
     if runner is None:
         raise RuntimeError("a neighbour has no runner")
-    return runner
+    how = soak.rng.choice(("forged", "old_protocol", "stolen"))
+    answer, refusal = await soak.intruder.forge_hello(runner, how)
+    soak.record(kind, "refused" if answer == refusal else f"answered {answer!r}")
 
 
 def schedule(
@@ -494,11 +441,6 @@ class _Counting(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.name in {"plughost.host", "asyncio"}:
             self.failures.append(record.getMessage()[:200])
-
-
-def rss_mb() -> float:
-    gc.collect()
-    return psutil.Process().memory_info().rss / 2**20
 
 
 @dataclass
@@ -643,8 +585,12 @@ def render(report: Report) -> tuple[str, dict[str, float]]:
         f"{len(report.lanes)} lanes (one per misbehaving runner, one at a time, plus "
         f"{FAST_WORKERS} workers for the cheap faults). "
         f"{report.runners_spawned} runner processes were started in all. Memory growth: {limited}. "
-        "Restarts are never given up on in this run (backoff 0.05 s to 0.2 s); the give-up path "
-        "has its own test in tests/integration/test_fault_storm.py.",
+        f"Runner settings: heartbeat every {SETTINGS.heartbeat_interval:g} s, hung after "
+        f"{SETTINGS.heartbeat_misses} missed beats, a sync call may overrun by "
+        f"{SETTINGS.stuck_grace:g} s, on_load may take {SETTINGS.on_load_timeout:g} s; restarts "
+        f"back off from {SETTINGS.backoff_initial:g} s to {SETTINGS.backoff_max:g} s and are never "
+        "given up on here (the give-up path has its own test in "
+        "tests/integration/test_fault_storm.py).",
         "",
         "| figure | value | target |",
         "|---|---:|---:|",

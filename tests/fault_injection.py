@@ -6,6 +6,7 @@ Nothing here asserts; tests decide what the records must show.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from plughost.supervisor import RunnerSupervisor
 from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionResult
 from tests.conftest import fast_settings
+from tests.waiting import wait_until
 
 MARGIN = 3.0
 """Seconds past a call's deadline within which its result must have arrived."""
@@ -210,17 +212,49 @@ class Intruder:
         error = wire.decode(answer)["error"]
         return "" if error is None else str(error["code"])
 
+    async def garbage(self, runner: RunnerSupervisor) -> str:
+        """Send the runner's socket a frame that is not msgpack and a three-part message.
+
+        Returns ``rejected`` once the host has counted both as rejected, ``unreachable``
+        when the runner restarted meanwhile (its socket is gone), else ``ignored``.
+        """
+        channel = runner._channel
+        if channel is None:
+            return "unreachable"
+        before = channel.rejected_frames
+        await self.send(channel.endpoint, [b"\x00\xffnot msgpack"], reply=False)
+        await self.send(channel.endpoint, [b"three", b"parts"], reply=False)
+        try:
+            await wait_until(lambda: channel.rejected_frames >= before + 2, timeout=5)
+        except AssertionError:
+            return "unreachable" if runner._channel is not channel else "ignored"
+        return "rejected"
+
+    async def forge_hello(self, runner: RunnerSupervisor, how: str) -> tuple[str, str]:
+        """Say hello to the runner's socket as an impostor; return (answer, expected answer).
+
+        ``how``: ``forged`` (a made-up token), ``old_protocol`` (the right token, another
+        protocol version) or ``stolen`` (the right token while the runner is connected).
+        """
+        channel = runner._channel
+        if channel is None:
+            return "unreachable", "unreachable"
+        endpoint, token = channel.endpoint, channel._token
+        if how == "forged":
+            return await self.hello(endpoint, "forged"), "unauthorized"
+        if how == "old_protocol":
+            return await self.hello(endpoint, token, 999), "protocol_mismatch"
+        return await self.hello(endpoint, token), "unauthorized"
+
     def close(self) -> None:
-        """Close the context (sockets linger up to two seconds)."""
+        """Close the context and every socket still open."""
         self._context.destroy(linger=0)
 
 
-def endpoint_of(runner: RunnerSupervisor) -> tuple[str, str] | None:
-    """The endpoint and token of the runner's current socket, or None while it restarts."""
-    channel = runner._channel
-    if channel is None:
-        return None
-    return channel.endpoint, channel._token
+def rss_mb() -> float:
+    """This process's resident memory in MiB, after a full garbage collection."""
+    gc.collect()
+    return psutil.Process().memory_info().rss / 2**20
 
 
 def alive(pid: int) -> bool:
