@@ -175,17 +175,19 @@ class Intruder:
         self.sent = 0
         self.unreachable = 0
 
-    async def send(self, endpoint: str, parts: list[bytes], *, reply: bool) -> bytes | None:
+    async def send(
+        self, endpoint: str, parts: list[bytes], *, reply: bool, patience: float = 5.0
+    ) -> bytes | None:
         """Send one message of ``parts`` to ``endpoint``; return the reply if one is expected.
 
         Returns None when no reply is expected, or when the endpoint went away (its runner
-        restarted) before the message could be delivered or answered.
+        restarted) before the message could be delivered or answered within ``patience``.
         """
         sock = self._context.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 2000)  # deliver the frames even though we close at once
         sock.connect(endpoint)
         try:
-            async with asyncio.timeout(5):  # a DEALER waits forever for a peer that is gone
+            async with asyncio.timeout(patience):  # a DEALER waits forever for a gone peer
                 await sock.send_multipart(parts)
                 if not reply:
                     self.sent += 1
@@ -199,20 +201,26 @@ class Intruder:
         finally:
             sock.close()
 
-    async def hello(self, endpoint: str, token: str, protocol: int = wire.PROTOCOL_VERSION) -> str:
+    async def hello(
+        self,
+        endpoint: str,
+        token: str,
+        protocol: int = wire.PROTOCOL_VERSION,
+        patience: float = 5.0,
+    ) -> str:
         """Say hello with ``token``; return the refusal's error code ('' if accepted).
 
         Returns ``unreachable`` when the endpoint went away first.
         """
         body = {"token": token, "protocol": protocol, "pid": os.getpid()}
         frame = wire.encode(wire.request(1, "runner.hello", body))
-        answer = await self.send(endpoint, [frame], reply=True)
+        answer = await self.send(endpoint, [frame], reply=True, patience=patience)
         if answer is None:
             return "unreachable"
         error = wire.decode(answer)["error"]
         return "" if error is None else str(error["code"])
 
-    async def garbage(self, runner: RunnerSupervisor) -> str:
+    async def garbage(self, runner: RunnerSupervisor, patience: float = 5.0) -> str:
         """Send the runner's socket a frame that is not msgpack and a three-part message.
 
         Returns ``rejected`` once the host has counted both as rejected, ``unreachable``
@@ -222,15 +230,17 @@ class Intruder:
         if channel is None:
             return "unreachable"
         before = channel.rejected_frames
-        await self.send(channel.endpoint, [b"\x00\xffnot msgpack"], reply=False)
-        await self.send(channel.endpoint, [b"three", b"parts"], reply=False)
+        await self.send(channel.endpoint, [b"\x00\xffnot msgpack"], reply=False, patience=patience)
+        await self.send(channel.endpoint, [b"three", b"parts"], reply=False, patience=patience)
         try:
-            await wait_until(lambda: channel.rejected_frames >= before + 2, timeout=5)
+            await wait_until(lambda: channel.rejected_frames >= before + 2, timeout=patience)
         except AssertionError:
             return "unreachable" if runner._channel is not channel else "ignored"
         return "rejected"
 
-    async def forge_hello(self, runner: RunnerSupervisor, how: str) -> tuple[str, str]:
+    async def forge_hello(
+        self, runner: RunnerSupervisor, how: str, patience: float = 5.0
+    ) -> tuple[str, str]:
         """Say hello to the runner's socket as an impostor; return (answer, expected answer).
 
         ``how``: ``forged`` (a made-up token), ``old_protocol`` (the right token, another
@@ -241,10 +251,10 @@ class Intruder:
             return "unreachable", "unreachable"
         endpoint, token = channel.endpoint, channel._token
         if how == "forged":
-            return await self.hello(endpoint, "forged"), "unauthorized"
+            return await self.hello(endpoint, "forged", patience=patience), "unauthorized"
         if how == "old_protocol":
-            return await self.hello(endpoint, token, 999), "protocol_mismatch"
-        return await self.hello(endpoint, token), "unauthorized"
+            return await self.hello(endpoint, token, 999, patience), "protocol_mismatch"
+        return await self.hello(endpoint, token, patience=patience), "unauthorized"
 
     def close(self) -> None:
         """Close the context and every socket still open."""

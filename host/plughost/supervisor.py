@@ -116,27 +116,29 @@ class RunnerSupervisor:
 
     async def run(self) -> None:
         """Supervise until :meth:`stop`; restart on crashes within the policy."""
-        while not self._stopping.is_set():
-            reason = await self._run_once()
-            if self._stopping.is_set():
-                break
-            delay = self._policy.next_delay()
-            self._emit(
-                EventKind.RUNNER_CRASHED,
-                f"runner {self.runner_id} crashed: {reason}",
-                reason=reason,
-                restarts=self._policy.recent_crashes,
-            )
-            if delay is None:
-                self._give_up(reason)
-                break
-            self.state = RunnerState.RESTARTING
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(delay):
-                    await self._stopping.wait()
-        if self.state is not RunnerState.FAILED:
-            self.state = RunnerState.STOPPED
-        self._settled.set()
+        try:
+            while not self._stopping.is_set():
+                reason = await self._run_once()
+                if self._stopping.is_set():
+                    break
+                delay = self._policy.next_delay()
+                self._emit(
+                    EventKind.RUNNER_CRASHED,
+                    f"runner {self.runner_id} crashed: {reason}",
+                    reason=reason,
+                    restarts=self._policy.recent_crashes,
+                )
+                if delay is None:
+                    self._give_up(reason)
+                    break
+                self.state = RunnerState.RESTARTING
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._stopping.wait()
+        finally:  # however supervision ends (even by a bug), stop() must not wait forever
+            if self.state is not RunnerState.FAILED:
+                self.state = RunnerState.STOPPED
+            self._settled.set()
 
     async def wait_settled(self, timeout: float) -> RunnerState:
         """Wait until the first start either reached READY or failed for good."""
@@ -181,10 +183,13 @@ class RunnerSupervisor:
             process = await self._spawn(
                 channel.endpoint, token, curve.environment(keys) if curve and keys else {}
             )
-        except OSError as exc:
+        except BaseException as exc:  # the socket must not outlive a failed spawn of any kind
+            self._channel = None
             channel.close()
             if curve is not None and keys is not None:
                 curve.revoke(keys)
+            if not isinstance(exc, OSError):
+                raise
             return f"cannot start the runner process: {exc}"
         try:
             return await self._serve(channel, process)
