@@ -53,7 +53,7 @@ class _Declared(Plugin):
         return tag
 
 
-def command(endpoint: str, runner_id: str) -> list[str]:
+def command(endpoint: str, runner_id: str, nice: int = 0) -> list[str]:
     """The argv that starts this fake runner, shaped like ``plughost.spawn.runner_command``."""
     return [
         sys.executable,
@@ -67,16 +67,14 @@ def command(endpoint: str, runner_id: str) -> list[str]:
     ]
 
 
-def replacing(
-    real: Callable[[str, str], list[str]], plugin_id: str
-) -> Callable[[str, str], list[str]]:
+def replacing(real: Callable[..., list[str]], plugin_id: str) -> Callable[..., list[str]]:
     """A ``runner_command`` that starts this fake runner for ``plugin_id``, ``real`` for others."""
     prefix = "runner-" + plugin_id.replace(".", "-")
 
-    def runner_command(endpoint: str, runner_id: str) -> list[str]:
+    def runner_command(endpoint: str, runner_id: str, nice: int = 0) -> list[str]:
         if runner_id.startswith(prefix):
-            return command(endpoint, runner_id)
-        return real(endpoint, runner_id)
+            return command(endpoint, runner_id, nice)
+        return real(endpoint, runner_id, nice=nice)
 
     return runner_command
 

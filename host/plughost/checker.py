@@ -280,10 +280,11 @@ def _load_problem(plugin_id: str, problem: PluginProblem) -> CheckProblem:
     stage, message = problem.stage, problem.reason
     if stage == "import" and message.startswith("syntax error"):
         stage, message = "syntax", re.sub(r"^syntax error at .+?:\d+:", "syntax error:", message)
-    if stage == "crashed" and "not ready within" in message:  # the supervisor's ready timeout
+    lost = stage in {"crashed", "start"}  # the runner was given up (it never gets a restart)
+    if lost and "not ready within" in message:  # the supervisor's ready timeout
         stage, message = "start", f"loading did not finish in time: {message}"
-    elif stage == "crashed":
-        message = f"the runner died while loading the plugin: {message}"
+    elif lost and not message.startswith(("unresponsive", "loading did not")):
+        stage, message = "crashed", f"the runner died while loading the plugin: {message}"
     message, fix = _split_fix(message, stage)
     file = problem.file or str(problem.path / "plugin.py")
     return CheckProblem(

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PluginReloader"]
 
+_OVER = frozenset({RunnerState.FAILED, RunnerState.STOPPED})
+
 log = logging.getLogger(__name__)
 
 
@@ -114,6 +116,13 @@ class PluginReloader:
         self._host.adopt(candidate, source)
         if isinstance(old_owner, RunnerSupervisor) and old_owner is not candidate:
             await self._retire(old_owner, source.plugin_id)
+        for stale in self._host.runners():  # e.g. a runner that gave up before this fix
+            if (
+                stale is not candidate
+                and source.plugin_id in stale.sources
+                and stale.state in _OVER
+            ):
+                await self._retire(stale, source.plugin_id)
         elapsed = time.perf_counter() - started
         self._emit(
             EventKind.RELOAD_SUCCEEDED,
@@ -128,10 +137,10 @@ class PluginReloader:
 
     async def _retire(self, old: RunnerSupervisor, plugin_id: str) -> None:
         """Let the old runner finish its calls, then stop it (or hand it its other plugins)."""
-        old.sources.pop(plugin_id, None)
-        if old.sources:
+        if set(old.sources) - {plugin_id}:
+            old.sources.pop(plugin_id, None)
             return  # a shared runner keeps serving its other plugins
-        await old.stop()
+        await old.stop()  # still naming the plugin, so its stop events do too
         await self._host.forget_runner(old)
 
     def _failed(self, problem: PluginProblem, plugin_id: str | None) -> bool:

@@ -44,6 +44,11 @@ class RestartPolicy:
         """Crashes counted in the current window."""
         return len(self._crashes)
 
+    def on_probation(self) -> bool:
+        """Whether a crash still counts, so the next start is one of a crashing plugin."""
+        now = self._clock()
+        return any(now - crashed <= self._settings.restart_window for crashed in self._crashes)
+
     def reset(self) -> None:
         """Forget every crash (after a successful reload)."""
         self._crashes.clear()

@@ -58,6 +58,14 @@ class RunnerSettings(BaseModel):
     shutdown_drain: float = Field(5.0, ge=0, description="seconds calls may finish at shutdown")
     term_timeout: float = Field(2.0, gt=0, description="seconds between SIGTERM and SIGKILL")
     stuck_grace: float = Field(2.0, gt=0, description="seconds a sync call may overrun")
+    nice: int = Field(0, ge=0, le=19, description="CPU niceness added to every runner")
+    probation_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="extra niceness of a runner restarted after a crash, so a plugin that "
+        "keeps crashing or spinning cannot take CPU from healthy ones",
+    )
     max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, gt=1024)
     env_allowlist: list[str] = Field(default_factory=list)
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
@@ -77,4 +85,12 @@ class HostSettings(BaseModel):
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
     plugin_limits: dict[str, ResourceLimits] = Field(
         default_factory=dict, description="per-plugin overrides of runner.limits, by plugin id"
+    )
+    tool_grants: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="tools each plugin may call through ctx.call_tool besides its own, by "
+        "calling plugin id: patterns over tool names (see plughost.tool_grants)",
+    )
+    tool_call_depth: int = Field(
+        4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"
     )

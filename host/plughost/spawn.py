@@ -55,9 +55,17 @@ def runner_env(
     return env
 
 
-def runner_command(endpoint: str, runner_id: str, python: str | None = None) -> list[str]:
-    """The argv that starts a runner (by module name: the host never imports the runner)."""
-    return [
+def runner_command(
+    endpoint: str, runner_id: str, python: str | None = None, nice: int = 0
+) -> list[str]:
+    """The argv that starts a runner (by module name: the host never imports the runner).
+
+    ``nice`` is applied by the runner itself before it imports anything heavy: a
+    ``preexec_fn`` would do it in the child too, but would also stop
+    :mod:`subprocess` from using ``vfork``, which keeps spawning cheap for a host
+    with a large heap.
+    """
+    command = [
         python or sys.executable,
         "-m",
         "plughost_runner",
@@ -68,6 +76,9 @@ def runner_command(endpoint: str, runner_id: str, python: str | None = None) -> 
         "--parent-pid",
         str(os.getpid()),
     ]
+    if nice:
+        command += ["--nice", str(nice)]
+    return command
 
 
 class SocketDirectory:

@@ -105,6 +105,7 @@ class RunnerSupervisor:
         self._stopping = asyncio.Event()
         self._process: asyncio.subprocess.Process | None = None
         self._last_beat = 0.0
+        self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
         self.report: dict[str, Any] = {"loaded": [], "failed": []}
@@ -214,8 +215,11 @@ class RunnerSupervisor:
     async def _spawn(
         self, endpoint: str, token: str, extra_env: dict[str, str]
     ) -> asyncio.subprocess.Process:
+        nice = self._settings.nice
+        if self._policy.on_probation():
+            nice += self._settings.probation_nice
         process = await asyncio.create_subprocess_exec(
-            *runner_command(endpoint, self.runner_id),
+            *runner_command(endpoint, self.runner_id, nice=min(nice, 19)),
             env={**runner_env(token, self._settings.env_allowlist), **extra_env},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -226,8 +230,10 @@ class RunnerSupervisor:
         self.pid = process.pid
         self._emit(
             EventKind.RUNNER_SPAWNED,
-            f"runner {self.runner_id} started, pid {process.pid}",
+            f"runner {self.runner_id} started, pid {process.pid}"
+            + (f", nice {min(nice, 19)}" if nice else ""),
             pid=process.pid,
+            nice=min(nice, 19),
         )
         return process
 
@@ -283,6 +289,7 @@ class RunnerSupervisor:
         interval = self._settings.heartbeat_interval
         spawned = loop.time()
         self._last_beat = spawned
+        self._beating = False
         expected = spawned + interval
         while True:
             await asyncio.sleep(interval)  # a periodic tick, not synchronization
@@ -290,12 +297,19 @@ class RunnerSupervisor:
             if now - expected > interval:  # this loop was stalled: do not blame the runner
                 self._last_beat = now
             expected = now + interval
+            silent = now - self._last_beat
+            hung = silent > interval * self._settings.heartbeat_misses
             if not self._ready.is_set():
+                if hung and self._beating:  # it said hello, then its loop stopped: on_load
+                    return (
+                        f"unresponsive while loading: no heartbeat for {silent:.1f} s (a "
+                        "plugin's import or on_load is probably blocking the runner's event "
+                        "loop; use asyncio or a thread for slow work)"
+                    )
                 if now - spawned > self._settings.ready_timeout:
                     return f"not ready within {self._settings.ready_timeout:g} s"
                 continue
-            silent = now - self._last_beat
-            if silent > interval * self._settings.heartbeat_misses:
+            if hung:
                 return (
                     f"unresponsive: no heartbeat for {silent:.1f} s (a plugin is probably "
                     "blocking the runner's event loop)"
@@ -397,6 +411,7 @@ class RunnerSupervisor:
         method, body = envelope["method"], envelope["body"] or {}
         if method == "runner.heartbeat":
             self._last_beat = asyncio.get_running_loop().time()
+            self._beating = True
             stuck = int(body.get("stuck", 0))
             if not stuck:
                 self._stuck_since = None

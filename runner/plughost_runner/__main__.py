@@ -15,9 +15,7 @@ import logging
 import os
 import sys
 
-from plughost_runner.capture import LogCollector, StreamProxy
 from plughost_runner.lifeline import bind_to_parent
-from plughost_runner.service import RunnerService
 
 TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
 CURVE_VARIABLES = ("PLUGHOST_CURVE_SERVER", "PLUGHOST_CURVE_PUBLIC", "PLUGHOST_CURVE_SECRET")
@@ -33,7 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", required=True, help="the host's ZeroMQ endpoint")
     parser.add_argument("--runner-id", required=True, help="this runner's id, for logs")
     parser.add_argument("--parent-pid", type=int, default=os.getppid(), help="exit when it dies")
+    parser.add_argument(
+        "--nice", type=int, default=0, help="lower this process's CPU priority by this much"
+    )
     args = parser.parse_args(argv)
+    if args.nice > 0:
+        os.nice(args.nice)
+    # Imported only now, so that a runner started at a lower priority pays for its
+    # heavy imports (pyzmq, pydantic) at that priority too.
+    from plughost_runner.capture import LogCollector, StreamProxy
+    from plughost_runner.service import RunnerService
 
     token = os.environ.pop(TOKEN_VARIABLE, "")
     keys = tuple(os.environ.pop(name, "") for name in CURVE_VARIABLES)

@@ -138,6 +138,9 @@ class RunnerService:
         self._configure(hello)
         group.create_task(self._beat())
         group.create_task(self._flush_logs())
+        # Let the first heartbeat out before plugin code runs: the host then knows this
+        # runner is alive, and tells a plugin blocking the loop from a slow start.
+        await asyncio.sleep(0)
         specs = [PluginSpec.from_wire(p) for p in hello.get("plugins", [])]
         report = await self._load(specs)
         await self.request("runner.ready", report, timeout=30.0)

@@ -140,6 +140,24 @@ async def test_an_on_load_that_never_returns_fails_after_its_timeout_while_the_o
     assert (await host.invoke("echo", {"text": "up"})).content == "up"
 
 
+async def test_an_on_load_that_blocks_its_runner_is_reported_with_the_watchdogs_reason(
+    tmp_path: Path, started: Starter
+) -> None:
+    block = copy_plugin(BREAKABLE, tmp_path / "block", "tests.block", fault="on_load_block")
+    settings = fast_settings(tmp_path, on_load_timeout=1.0, ready_timeout=1.5, max_restarts=1)
+    host, events = await started([ECHO, block], settings)
+
+    problem = host.problems["tests.block"]
+    assert problem.stage == "start"
+    assert "heartbeat" in problem.reason
+    assert problem.path == block.resolve()
+    [failed] = events.of("tests.block", {EventKind.PLUGIN_FAILED})
+    assert failed.details["reason"] == problem.reason
+    assert host.runner_for("tests.block") is None
+    assert [r.plugin_ids for r in host.runners()] == [["tests.echo"]]
+    assert (await host.invoke("echo", {"text": "up"})).content == "up"
+
+
 @pytest.mark.parametrize(
     ("tool", "deadline", "code", "reason"),
     [
@@ -334,6 +352,10 @@ async def test_a_crash_looping_plugin_backs_off_gives_up_with_its_reason_and_a_r
     revived = await host.invoke("state", {})
     assert (revived.success, revived.content) == (True, "healthy")
     assert "tests.breakable" not in host.problems
+    # The runner that gave up is gone from the books; only the revived one serves.
+    serving = [r for r in host.runners() if "tests.breakable" in r.sources]
+    assert serving == [host.runner_for("tests.breakable")]
+    assert serving[0].state.value == "ready"
     stop.set()
     await load
     assert (calls.lost, calls.wrong, calls.outcomes["echo ok"] > 0) == ([], [], True)

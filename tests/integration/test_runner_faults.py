@@ -74,6 +74,11 @@ async def test_a_runner_dying_mid_call_fails_only_that_call_and_is_restarted(
     assert new_pid != old_pid
     after = await host.invoke("slow_sync", {})
     assert after.success and after.content == "done"
+    # The restarted runner is on probation: lower CPU priority, the neighbour's unchanged.
+    first_nice = psutil.Process(echo_pid).nice()
+    assert psutil.Process(new_pid).nice() == min(
+        19, first_nice + host.settings.runner.probation_nice
+    )
 
 
 async def test_a_crash_fails_every_call_in_flight_on_that_runner_exactly_once(

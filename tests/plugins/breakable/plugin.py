@@ -2,6 +2,7 @@
 
 Tests copy this folder, write ``fault.txt`` and (re)load it: ``import`` raises
 while importing, ``on_load_raise`` and ``on_load_hang`` fail in ``on_load``,
+``on_load_block`` blocks the runner's event loop in ``on_load`` (so no heartbeat),
 ``crash_after_load`` loads and then kills its runner, every time it starts.
 No file (or an empty one) is a healthy plugin.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,8 @@ class Breakable(Plugin):
             raise ConnectionError("breakable: on_load failed, as fault.txt asks")
         if FAULT == "on_load_hang":
             await asyncio.Event().wait()
+        if FAULT == "on_load_block":
+            time.sleep(3600)  # blocks the whole loop: only the host's watchdog can end it
         if FAULT == "crash_after_load":
             asyncio.get_running_loop().call_later(0.3, os._exit, CRASH_EXIT_CODE)
 
