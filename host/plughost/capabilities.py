@@ -59,6 +59,9 @@ class CapabilityRouter:
     async def dispatch(self, manifest: Manifest, capability: str, args: dict[str, Any]) -> Any:
         """Check and run one call; return the wire body ``{"value": ...}``.
 
+        A handler may raise :class:`RemoteError` to answer with a code of its
+        own; any other exception it raises becomes ``capability_failed``.
+
         Raises:
             RemoteError: ``capability_denied``, ``capability_not_provided`` or
                 ``capability_failed``, with a message for the plugin author.
@@ -84,6 +87,8 @@ class CapabilityRouter:
             )
         try:
             value = await handler(CapabilityCall(plugin_id, capability, args))
+        except RemoteError:
+            raise  # a handler refusing with its own code (a built-in such as tools.call)
         except Exception as exc:
             log.exception("capability %s failed for plugin %s", capability, plugin_id)
             raise RemoteError(

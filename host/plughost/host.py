@@ -5,6 +5,8 @@ starts one supervised runner per plugin (or one for all, as a setting), and
 offers the ComponentRegistry, the ComponentQueryService, the
 PluginToolProvider and a ToolRegistry that already holds the plugin provider.
 Built-in and MCP providers are added to ``host.tools`` by the embedder.
+Plugins may call tools too (``ctx.call_tool``, the ``tools.call`` capability,
+under the operator's grants: :mod:`plughost.tool_calls`).
 A plugin that fails to load is reported (``host.problems``, events) and the
 others load regardless.
 """
@@ -37,6 +39,7 @@ from plughost.reloader import PluginReloader
 from plughost.settings import HostSettings, ResourceLimits
 from plughost.spawn import SocketDirectory
 from plughost.supervisor import RunnerState, RunnerSupervisor
+from plughost.tool_calls import TOOLS_CALL, ToolCallCapability
 from plughost.watcher import PluginWatcher
 from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
 
@@ -79,6 +82,9 @@ class PluginHost:
         self.tools = ToolRegistry()
         self.tools.register_provider(self.tool_provider)
         self.capabilities = CapabilityRouter()
+        # ctx.call_tool: it reads self.settings at every call, so grant changes apply at once.
+        tool_calls = ToolCallCapability(self.tools, lambda: self.settings)
+        self.capabilities.register(TOOLS_CALL, tool_calls)
         self.problems: dict[str, PluginProblem] = {}
         self.sources: dict[str, PluginSource] = {}
         self._runners: dict[str, RunnerSupervisor] = {}
@@ -132,8 +138,18 @@ class PluginHost:
         await asyncio.gather(*(r.wait_settled(timeout) for r in runners))
         for runner in runners:
             if runner.state is not RunnerState.STARTING and not runner.report.get("loaded"):
+                self._never_ready(runner)
                 await self._retire(runner)
         return runners
+
+    def _never_ready(self, runner: RunnerSupervisor) -> None:
+        """Report the plugins of a runner that died before it could say how loading went."""
+        reported = {str(f.get("plugin_id")) for f in runner.report.get("failed", [])}
+        reason = runner.last_error or "the runner stopped before it was ready"
+        for plugin_id, source in runner.sources.items():
+            if plugin_id not in reported and plugin_id not in self.problems:
+                problem = PluginProblem(source.path, "start", reason, plugin_id=plugin_id)
+                self.record_problem(problem, runner.runner_id)
 
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor:
         """Start a new version of a plugin in its own runner without registering it yet."""
@@ -268,13 +284,14 @@ class PluginHost:
             self.record_problem(problem, runner.runner_id)
 
     def _runner_lost(self, runner: RunnerSupervisor, reason: str) -> None:
+        stage = "crashed" if runner.report.get("loaded") else "start"
         for plugin_id in runner.plugin_ids:
             if self.components.owner(plugin_id) is runner:
                 self.components.remove_plugin(plugin_id)
             source = self.sources.get(plugin_id)
             path = source.path if source else Path()
             self.record_problem(
-                PluginProblem(path, "crashed", reason, plugin_id=plugin_id), runner.runner_id
+                PluginProblem(path, stage, reason, plugin_id=plugin_id), runner.runner_id
             )
 
     def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None:
@@ -363,7 +380,7 @@ class PluginHost:
             self._curve.stop()
             self._curve = None
         if self._zmq is not None:
-            self._zmq.term()
+            self._zmq.destroy(linger=0)  # runners are gone; nothing is left worth waiting for
             self._zmq = None
         if self._sockets is not None:
             self._sockets.remove()

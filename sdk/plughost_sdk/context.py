@@ -3,8 +3,9 @@
 Every capability (``ctx.send.text``, ``ctx.db.query``, any ``ctx.<group>.<name>``)
 is a call to the host through a :class:`CapabilityBridge` that the runner
 provides. The host routes it to a handler the embedding application registered,
-after checking the plugin's manifest lists it. ``ctx.config`` and ``ctx.paths``
-are local: the runner keeps them current.
+after checking the plugin's manifest lists it. ``ctx.call_tool`` is the
+capability ``tools.call``, which the host answers itself (under the operator's
+grants). ``ctx.config`` and ``ctx.paths`` are local: the runner keeps them current.
 
 This module defines the interface only; it has no transport in it.
 """
@@ -15,6 +16,9 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
+
+from plughost_sdk import wire
+from plughost_sdk.models import ToolExecutionResult
 
 __all__ = [
     "CapabilityBridge",
@@ -192,6 +196,38 @@ class PluginContext:
         return await self._bridge.call_capability(
             self.plugin_id, capability, dict(kwargs), timeout_ms
         )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> ToolExecutionResult:
+        """Call a tool of the host (this plugin's own, or one the operator granted).
+
+        The call goes through the host's tool registry, as a model's call does:
+        the arguments are checked and cast first, and every failure of the tool
+        (``tool_not_found``, ``invalid_arguments``, ``timeout``...) is a failed
+        result, not an exception.
+
+        Args:
+            name: The tool's model-facing name.
+            arguments: A dict, or the JSON text of one.
+            timeout_ms: How long to wait (30 s by default, and never longer than
+                what is left of the current call's deadline); the host also
+                gives the called tool at most this, and at most its ``call_timeout``.
+
+        Raises:
+            CapabilityError: ``capability_denied`` when the manifest does not list
+                ``tools.call``, the operator has not granted the tool, or the chain
+                of nested calls is too deep; ``timeout`` when no answer came in time.
+        """
+        if isinstance(arguments, Mapping):
+            arguments = dict(arguments)
+        args = {"name": name, "arguments": arguments or {}, "timeout_ms": timeout_ms}
+        value = await self._bridge.call_capability(self.plugin_id, "tools.call", args, timeout_ms)
+        return wire.result_from_wire(value)
 
     def capability(self, group: str) -> CapabilityGroup:
         """Return the capability group ``group`` (same as ``ctx.<group>``)."""

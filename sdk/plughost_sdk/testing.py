@@ -16,8 +16,9 @@ name because the SDK never imports it), speaks the protocol of
 :mod:`plughost_sdk.wire` over a real ZeroMQ socket, and answers the plugin's
 capability calls from stubs after checking that the manifest lists them, as
 the host does. ``ctx.send.*`` calls are recorded in
-:attr:`PluginTestHarness.sent`; any other capability must be stubbed with
-:meth:`PluginTestHarness.stub_capability`.
+:attr:`PluginTestHarness.sent`; ``ctx.call_tool`` runs the plugin's own tools
+(stub ``tools.call`` to answer for other tools); any other capability must be
+stubbed with :meth:`PluginTestHarness.stub_capability`.
 
 What it leaves out: restarting a crashed runner, watching files, scrubbing the
 environment, and casting argument types (the host turns ``"60"`` into ``60``
@@ -61,6 +62,7 @@ from plughost_sdk.errors import (
 )
 from plughost_sdk.manifest import Manifest, load_manifest, version_in_range
 from plughost_sdk.models import ToolExecutionResult
+from plughost_sdk.results import normalize_result
 
 if TYPE_CHECKING:
     import zmq.asyncio
@@ -74,6 +76,10 @@ TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
 # The host closes a top-level schema to unknown arguments unless it says otherwise or is
 # built from one of these (where closing it would reject valid fields).
 _SELF_DESCRIBED = ("unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref", "if")
+
+_TOOLS_CALL = "tools.call"
+_NESTED_CALL_LIMIT = 4
+"""Nested ``ctx.call_tool`` calls in flight at once, like the host's default ``tool_call_depth``."""
 
 CapabilityStub = Callable[..., Any]
 """Answers a capability call: gets the call's arguments as keywords; may be async."""
@@ -197,6 +203,7 @@ class PluginTestHarness:
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_id = 0
+        self._nested_calls = 0
         self._exit_reason = ""
         self._state: Literal["new", "started", "closed"] = "new"
 
@@ -585,6 +592,8 @@ class PluginTestHarness:
         stub = self._stubs.get(name) or self._stubs.get(name.split(".", 1)[0] + ".*")
         if stub is None and name.startswith("send."):
             stub = functools.partial(self._record_sent, name)
+        if stub is None and name == _TOOLS_CALL:
+            return await self._call_own_tool(**args)
         if stub is None:
             raise _Refused(
                 "capability_not_provided",
@@ -593,10 +602,38 @@ class PluginTestHarness:
             )
         try:
             value = stub(**args)
-            return (await value) if inspect.isawaitable(value) else value
+            value = (await value) if inspect.isawaitable(value) else value
         except Exception as exc:
             message = f"capability {name} failed: {type(exc).__name__}: {exc}"
             raise _Refused("capability_failed", message) from None
+        if name == _TOOLS_CALL:  # a stub answers as a tool would: text, a dict, a result...
+            return wire.result_to_wire(normalize_result(str(args.get("name", "")), value))
+        return value
+
+    async def _call_own_tool(
+        self, name: str = "", arguments: Any = None, timeout_ms: int | None = None, **_: Any
+    ) -> dict[str, Any]:
+        """``ctx.call_tool`` with no stub: the plugin's own tools run, as the host allows."""
+        if not any(d.get("name") == name for d in self.tools):
+            raise _Refused(
+                "capability_denied",
+                f"plugin {self.plugin_id} may not call tool {name}: this harness runs only "
+                f"the plugin's own tools; stub {_TOOLS_CALL!r} to answer for others",
+            )
+        if self._nested_calls >= _NESTED_CALL_LIMIT:
+            message = f"the chain of tool calls is deeper than {_NESTED_CALL_LIMIT} nested calls"
+            raise _Refused("capability_denied", message)
+        self._nested_calls += 1
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else arguments or {}
+            if not isinstance(args, dict):
+                raise ValueError(f"arguments of tool {name!r} must be an object")
+            result = await self.call(name, args, timeout=timeout_ms / 1000 if timeout_ms else None)
+        except ValueError as exc:  # bad JSON, or arguments the host would refuse
+            result = ToolExecutionResult.failure(name, str(exc), "invalid_arguments")
+        finally:
+            self._nested_calls -= 1
+        return wire.result_to_wire(result)
 
     def _record_sent(self, capability: str, **args: Any) -> bool:
         self.sent.append(SentMessage(capability, str(args.get("stream_id", "")), args))

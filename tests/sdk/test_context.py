@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from plughost_sdk import CapabilityError, PluginConfig, PluginContext, PluginPaths
+from plughost_sdk import (
+    CapabilityError,
+    PluginConfig,
+    PluginContext,
+    PluginPaths,
+    ToolExecutionResult,
+    wire,
+)
 
 from .fakes import FakeBridge
 
@@ -230,6 +237,39 @@ async def test_capability_errors_from_the_bridge_reach_the_plugin() -> None:
 
     with pytest.raises(CapabilityError) as caught:
         await ctx.send.text("hi", "s")
+
+    assert caught.value.code == "capability_denied"
+
+
+async def test_call_tool_is_the_tools_call_capability_and_rebuilds_the_result() -> None:
+    answer = wire.result_to_wire(ToolExecutionResult(tool_name="echo", content="hi"))
+    bridge = FakeBridge(answers={"tools.call": answer})
+    ctx = PluginContext("p.q", bridge)
+
+    result = await ctx.call_tool("echo", {"text": "hi"}, timeout_ms=500)
+
+    assert result == ToolExecutionResult(tool_name="echo", content="hi")
+    assert bridge.calls == [
+        ("p.q", "tools.call", {"name": "echo", "arguments": {"text": "hi"}, "timeout_ms": 500}, 500)
+    ]
+
+
+async def test_call_tool_passes_json_text_arguments_as_they_are() -> None:
+    answer = wire.result_to_wire(ToolExecutionResult.failure("x", "no", "tool_not_found"))
+    bridge = FakeBridge(answers={"tools.call": answer})
+
+    result = await PluginContext("p.q", bridge).call_tool("x", '{"a": 1}')
+
+    assert result.error_code == "tool_not_found"
+    assert bridge.calls[0][2] == {"name": "x", "arguments": '{"a": 1}', "timeout_ms": None}
+
+
+async def test_call_tool_refusals_reach_the_plugin_as_capability_errors() -> None:
+    denied = CapabilityError("capability_denied", "plugin p.q may not call tool x")
+    ctx = PluginContext("p.q", FakeBridge(answers={"tools.call": denied}))
+
+    with pytest.raises(CapabilityError) as caught:
+        await ctx.call_tool("x")
 
     assert caught.value.code == "capability_denied"
 

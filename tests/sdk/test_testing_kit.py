@@ -17,6 +17,7 @@ from tests.conftest import EXAMPLES, TEST_PLUGINS
 
 ECHO = TEST_PLUGINS / "echo"
 NOTIFIER = EXAMPLES / "notifier"
+CALLER = TEST_PLUGINS / "caller"
 
 
 async def test_a_tool_runs_in_a_runner_process_and_its_result_comes_back() -> None:
@@ -103,6 +104,28 @@ async def test_a_stub_that_raises_reaches_the_plugin_as_a_failed_capability() ->
 
     assert not result.success
     assert "ConnectionError: store is down" in result.error_message
+
+
+async def test_ctx_call_tool_runs_the_plugins_own_tools_as_the_host_does() -> None:
+    async with PluginTestHarness(CALLER) as harness:
+        own = await harness.call("relay", {"name": "shout_back", "arguments": {"text": "hi"}})
+        deep = await harness.call("recurse", {"level": 0})
+
+    assert own.structured_content["content"] == "HI"
+    assert own.structured_content["ok"] is True
+    assert deep.content.startswith("level 0 -> level 1 -> level 2 -> level 3 -> refused at level 4")
+
+
+async def test_ctx_call_tool_for_another_tool_is_denied_until_tools_call_is_stubbed() -> None:
+    async with PluginTestHarness(CALLER) as harness:
+        denied = await harness.call("relay", {"name": "echo", "arguments": {"text": "hi"}})
+        harness.stub_capability("tools.call", lambda name, arguments, timeout_ms: arguments)
+        faked = await harness.call("relay", {"name": "echo", "arguments": {"content": "hi"}})
+
+    assert denied.structured_content["code"] == "capability_denied"
+    assert "stub 'tools.call'" in denied.structured_content["reason"]
+    assert faked.structured_content["content"] == "hi"
+    assert faked.structured_content["ok"] is True
 
 
 async def test_a_plugin_whose_on_load_raises_is_reported_with_stage_file_and_line() -> None:
