@@ -29,6 +29,7 @@ import zmq.asyncio
 
 from plughost.capabilities import CapabilityRouter
 from plughost.channel import RemoteError, RunnerChannel
+from plughost.child_process import ChildProcess, start_child
 from plughost.curve import CurveAuthority
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugin_source import PluginSource
@@ -103,7 +104,7 @@ class RunnerSupervisor:
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: ChildProcess | None = None
         self._last_beat = 0.0
         self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
@@ -193,6 +194,9 @@ class RunnerSupervisor:
                 raise
             return f"cannot start the runner process: {exc}"
         try:
+            if self._stopping.is_set():  # stop() came while this process started: it saw none
+                _signal_group(process.pid, signal.SIGTERM)
+                return "stopped while starting"
             return await self._serve(channel, process)
         finally:
             self._ready.clear()  # calls from now on wait for the next runner
@@ -204,6 +208,7 @@ class RunnerSupervisor:
             if process.returncode is None and not self._stopping.is_set():
                 _signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
             await self._reap(process)
+            process.close()
             if curve is not None and keys is not None:
                 curve.revoke(keys)
 
@@ -212,19 +217,13 @@ class RunnerSupervisor:
             return "tcp://127.0.0.1:*"
         return self._sockets.endpoint(endpoint_id)
 
-    async def _spawn(
-        self, endpoint: str, token: str, extra_env: dict[str, str]
-    ) -> asyncio.subprocess.Process:
+    async def _spawn(self, endpoint: str, token: str, extra_env: dict[str, str]) -> ChildProcess:
         nice = self._settings.nice
         if self._policy.on_probation():
             nice += self._settings.probation_nice
-        process = await asyncio.create_subprocess_exec(
-            *runner_command(endpoint, self.runner_id, nice=min(nice, 19)),
-            env={**runner_env(token, self._settings.env_allowlist), **extra_env},
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+        process = await start_child(
+            runner_command(endpoint, self.runner_id, nice=min(nice, 19)),
+            {**runner_env(token, self._settings.env_allowlist), **extra_env},
         )
         self._process = process
         self.pid = process.pid
@@ -237,15 +236,13 @@ class RunnerSupervisor:
         )
         return process
 
-    async def _serve(self, channel: RunnerChannel, process: asyncio.subprocess.Process) -> str:
-        if process.stdout is None or process.stderr is None:
-            raise RuntimeError("the runner was spawned without stdout/stderr pipes")
+    async def _serve(self, channel: RunnerChannel, process: ChildProcess) -> str:
         tasks = [
             asyncio.create_task(channel.run()),
             asyncio.create_task(self._pipe(process.stdout, logging.INFO)),
             asyncio.create_task(self._pipe(process.stderr, logging.WARNING)),
         ]
-        exited = asyncio.create_task(_exited(process, self._settings.heartbeat_interval))
+        exited = asyncio.create_task(process.wait())
         watchdog = asyncio.create_task(self._watchdog())
         try:
             done, _ = await asyncio.wait(
@@ -499,14 +496,14 @@ class RunnerSupervisor:
         await self._settled.wait()
         self._emit(EventKind.RUNNER_STOPPED, f"runner {self.runner_id} stopped")
 
-    async def _reap(self, process: asyncio.subprocess.Process) -> None:
+    async def _reap(self, process: ChildProcess) -> None:
         """Wait for exit; escalate SIGTERM then SIGKILL to the process group."""
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
                 _signal_group(process.pid, sig)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._settings.term_timeout):
-                    await _exited(process, self._settings.heartbeat_interval)
+                    await process.wait()
                 _signal_group(process.pid, signal.SIGKILL)  # leftover children of the plugin
                 return
 
@@ -544,25 +541,6 @@ def _call_failure(exc: Exception, tool: str, plugin_id: str, timeout: float) -> 
     return ToolExecutionResult.failure(
         tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
     )
-
-
-async def _exited(process: asyncio.subprocess.Process, poll: float) -> int:
-    """Wait until ``process`` has exited; return its exit code.
-
-    ``process.wait()`` returns only once the process's pipes are closed as well, and a
-    child the plugin started inherits the runner's stdout and stderr: a crashed runner
-    would look alive (and a stopped one would wait for the ladder) as long as its
-    children lived. The exit status itself arrives at once, so look at it every ``poll``
-    seconds while waiting.
-    """
-    waiter = asyncio.ensure_future(process.wait())
-    try:
-        while process.returncode is None:
-            await asyncio.wait([waiter], timeout=poll)
-        return process.returncode
-    finally:
-        waiter.cancel()
-        await asyncio.gather(waiter, return_exceptions=True)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
