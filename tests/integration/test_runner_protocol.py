@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -171,6 +172,41 @@ async def test_ipc_sockets_live_in_a_directory_only_the_owner_can_enter(host: Pl
     directory_mode = stat.S_IMODE(socket_file.parent.stat().st_mode)
     assert directory_mode == 0o700
     assert stat.S_IMODE(socket_file.stat().st_mode) & 0o077 == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
+async def test_another_users_process_cannot_connect_to_a_runner_socket(host: PluginHost) -> None:
+    path = _endpoint(host).removeprefix("ipc://")
+    assert _connect_as(os.getuid(), os.getgid(), path) == "connected"  # the owner can
+    assert _connect_as(65534, 65534, path) == "denied"  # nobody cannot
+
+
+def _connect_as(uid: int, gid: int, path: str) -> str:
+    """In a forked child running as ``uid``/``gid``, connect to the unix socket ``path``."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: only system calls, then _exit
+        outcome = "unknown"
+        try:
+            if uid != os.getuid():
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+                peer.connect(path)
+            outcome = "connected"
+        except PermissionError:
+            outcome = "denied"
+        except BaseException as exc:  # reported to the parent, which fails the test
+            outcome = repr(exc)
+        finally:
+            os.write(write_end, outcome.encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as answer:
+        outcome = answer.read().decode()
+    os.waitpid(pid, 0)
+    return outcome
 
 
 async def test_runners_exit_when_their_host_is_sigkilled(tmp_path: Path) -> None:
