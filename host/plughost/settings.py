@@ -33,6 +33,9 @@ class ResourceLimits(BaseModel):
     )
     cpu_seconds: int | None = Field(None, gt=0, description="CPU time of the runner, seconds")
     open_files: int | None = Field(None, gt=16, description="open file descriptors")
+    call_seconds: float | None = Field(
+        None, gt=0, description="wall-clock deadline of any one call, seconds (caps timeout_ms)"
+    )
 
     def merged(self, override: ResourceLimits | None) -> ResourceLimits:
         """These limits with every field ``override`` sets taking precedence."""

@@ -428,6 +428,10 @@ class RunnerSupervisor:
         (within its deadline) instead of failing at once.
         """
         loop = asyncio.get_running_loop()
+        cap = self.limits.call_seconds
+        capped = cap is not None and cap < timeout
+        if cap is not None and capped:
+            timeout = cap
         deadline = loop.time() + timeout
         if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
             return ToolExecutionResult.failure(
@@ -455,7 +459,7 @@ class RunnerSupervisor:
             )
             return wire.result_from_wire((body or {}).get("result"))
         except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
-            return _call_failure(exc, tool, plugin_id, timeout)
+            return _call_failure(exc, tool, plugin_id, timeout, capped)
 
     async def update_config(self, plugin_id: str, config: dict[str, Any], version: str) -> None:
         """Deliver new configuration to the running plugin (``on_config_update``).
@@ -521,12 +525,15 @@ class RunnerSupervisor:
         )
 
 
-def _call_failure(exc: Exception, tool: str, plugin_id: str, timeout: float) -> ToolExecutionResult:
+def _call_failure(
+    exc: Exception, tool: str, plugin_id: str, timeout: float, capped: bool = False
+) -> ToolExecutionResult:
     """The failed result of a call that raised ``exc``: one wording per failure."""
     if isinstance(exc, TimeoutError) or (isinstance(exc, RemoteError) and exc.code == "timeout"):
         # The runner's deadline is a hair earlier than ours, so either side may report first.
+        limit = " (the plugin's wall-clock limit, limits.call_seconds)" if capped else ""
         message = (
-            f"tool {tool} of plugin {plugin_id} did not finish within {timeout:g} s; "
+            f"tool {tool} of plugin {plugin_id} did not finish within {timeout:g} s{limit}; "
             "try again later or with a smaller request"
         )
         return ToolExecutionResult.failure(tool, message, "timeout")

@@ -63,3 +63,17 @@ async def test_plugins_without_overrides_get_the_global_limits(
         assert runner is not None
         assert runner.limits.open_files == 64
         assert (await host.invoke("open_many", {"count": 500})).error_code == "resource_limit"
+
+
+async def test_a_call_past_its_plugins_wall_clock_limit_times_out_naming_it(
+    make_host: HostFactory, tmp_path: Path
+) -> None:
+    settings = fast_settings(tmp_path)  # call_timeout 10 s for everyone else
+    settings.plugin_limits["tests.echo"] = ResourceLimits(call_seconds=0.5)
+    async with make_host([TEST_PLUGINS / "limits", TEST_PLUGINS / "echo"], settings) as host:
+        result = await host.invoke("sleep", {"seconds": 5})
+        assert result.error_code == "timeout"
+        assert "within 0.5 s" in result.error_message
+        assert "limits.call_seconds" in result.error_message
+        assert (await host.invoke("echo", {"text": "after"})).content == "after"
+        assert (await host.invoke("fine", {})).content == "fine"  # its neighbour: no cap
