@@ -194,6 +194,8 @@ class Soak:
     lag_at: array[float] = field(default_factory=lambda: array("d"))
     lag: array[float] = field(default_factory=lambda: array("d"))
     windows: list[tuple[float, float, str]] = field(default_factory=list)
+    spans: list[tuple[float, float, str]] = field(default_factory=list)
+    """(start, end, fault name) of every injected fault, on the loop clock."""
     """(start, end, "quiet" or "faults") on the loop clock; a call counts where it was due."""
     next_fault: float = 0.0
     neighbour_failures: list[str] = field(default_factory=list)
@@ -231,6 +233,14 @@ class Soak:
             if samples:
                 split[kind].append(samples)
         return split
+
+    def window_kind(self, when: float) -> str | None:
+        """ "quiet" or "faults" for the window ``when`` falls in, None between windows."""
+        windows = sorted(self.windows)
+        index = bisect.bisect_right([w[0] for w in windows], when) - 1
+        if index >= 0 and when < windows[index][1]:
+            return windows[index][2]
+        return None
 
     def by_window(self, times: array[float], values: array[float]) -> dict[str, list[float]]:
         """``values`` split by the kind of window their ``times`` fall in."""
@@ -285,7 +295,16 @@ async def watch_loop(soak: Soak, stop: asyncio.Event, tick: float = 0.01) -> Non
 
 
 async def inject(soak: Soak, kind: FaultKind, target: str = "") -> None:
-    """Inject one fault and record its outcome."""
+    """Inject one fault and record its outcome and when it was in progress."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        await _inject(soak, kind, target)
+    finally:
+        soak.spans.append((start, loop.time(), kind.name))
+
+
+async def _inject(soak: Soak, kind: FaultKind, target: str) -> None:
     if kind.name in RELOAD_FAULTS:
         await _reload(soak, kind)
     elif kind.name == "garbage_frames":
@@ -535,6 +554,45 @@ def _ms(samples: list[float], pct: float) -> str:
     return f"{benchlib.percentile(samples, pct) * 1000:.1f}"
 
 
+AFTERMATH = 0.5
+"""Seconds after a fault ends that still count as its doing (the restart follows a crash)."""
+
+
+def attribution(soak: Soak, threshold: float) -> list[tuple[str, float, float]]:
+    """Per fault kind: the share of fault-window neighbour calls due while it was in
+    progress (or within AFTERMATH after), and the same share among calls slower than
+    ``threshold``; most over-represented first."""
+    windows = sorted(w for w in soak.windows if w[2] == "faults")
+    window_starts = [start for start, _, _ in windows]
+    calls = []
+    for due, latency in zip(soak.due, soak.latency, strict=True):
+        index = bisect.bisect_right(window_starts, due) - 1
+        if index >= 0 and due < windows[index][1]:
+            calls.append((due, latency))
+    slow = [due for due, latency in calls if latency >= threshold]
+    rows = []
+    for name in sorted({name for _, _, name in soak.spans}):
+        spans = sorted((start, end + AFTERMATH) for start, end, n in soak.spans if n == name)
+        merged: list[list[float]] = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        starts = [start for start, _ in merged]
+
+        def during(
+            when: float, merged: list[list[float]] = merged, starts: list[float] = starts
+        ) -> bool:
+            index = bisect.bisect_right(starts, when) - 1
+            return index >= 0 and when <= merged[index][1]
+
+        share_all = sum(during(due) for due, _ in calls) / max(1, len(calls))
+        share_slow = sum(during(due) for due in slow) / max(1, len(slow))
+        rows.append((name, share_all, share_slow))
+    return sorted(rows, key=lambda row: row[2] / row[1] if row[1] else 0.0, reverse=True)
+
+
 def render(report: Report) -> tuple[str, dict[str, float]]:
     """The markdown of the section, and the figures that have targets."""
     soak, args = report.soak, report.args
@@ -635,6 +693,22 @@ def render(report: Report) -> tuple[str, dict[str, float]]:
         "| fault | lane | injected | expected | outcomes |",
         "|---|---|---:|---|---|",
         *mix_rows,
+    ]
+    lines += [
+        "",
+        "Where the slowest neighbour calls fall: the share of fault-window neighbour calls that "
+        f"were due while a fault of each kind was in progress (or up to {AFTERMATH:g} s after "
+        "it, while its runner restarted), among all of them and among the slowest 1% (slower "
+        f"than the p99, {p99_faults * 1000:.2f} ms). Faults overlap, so the shares do not add "
+        "up; a ratio well above 1 marks the faults that slow the neighbours.",
+        "",
+        "| fault | share of all calls | share of the slowest 1% | ratio |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {share_all:.1%} | {share_slow:.1%} | "
+            f"{share_slow / share_all if share_all else 0:.1f} |"
+            for name, share_all, share_slow in attribution(soak, p99_faults)
+        ),
     ]
     if soak.unexpected:
         lines += ["", "Unexpected outcomes (first 10):", ""]
