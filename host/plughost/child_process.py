@@ -93,7 +93,11 @@ class ChildProcess:
 
 
 async def start_child(
-    argv: Sequence[str], env: Mapping[str, str], *, new_session: bool = True
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    new_session: bool = True,
+    pass_fds: Sequence[int] = (),
 ) -> ChildProcess:
     """Start ``argv`` in a worker thread, stdin from /dev/null, stdout and stderr piped.
 
@@ -108,6 +112,7 @@ async def start_child(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=new_session,
+        pass_fds=tuple(pass_fds),
     )
     loop = asyncio.get_running_loop()
     readers: list[asyncio.StreamReader] = []

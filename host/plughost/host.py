@@ -30,6 +30,7 @@ from plughost.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.components import ComponentRegistry, ToolComponent
 from plughost.curve import CurveAuthority
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.fork_server import ForkServer, ForkServerError
 from plughost.plugin_provider import PluginToolProvider
 from plughost.plugin_source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.query import ComponentQueryService
@@ -37,7 +38,7 @@ from plughost.redaction import SecretRedactor
 from plughost.registry import ToolRegistry
 from plughost.reloader import PluginReloader
 from plughost.settings import HostSettings, ResourceLimits
-from plughost.spawn import SocketDirectory
+from plughost.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
 from plughost.supervisor import RunnerState, RunnerSupervisor
 from plughost.tool_calls import TOOLS_CALL, ToolCallCapability
 from plughost.watcher import PluginWatcher
@@ -92,6 +93,7 @@ class PluginHost:
         self._zmq: zmq.asyncio.Context | None = None
         self._sockets: SocketDirectory | None = None
         self._curve: CurveAuthority | None = None
+        self._fork_server: ForkServer | None = None
         self._started = False
         self.reloader = PluginReloader(self)
         self.watcher: PluginWatcher | None = None
@@ -117,10 +119,23 @@ class PluginHost:
         self._sockets = SocketDirectory()
         if self.settings.runner.transport == "tcp":
             self._curve = CurveAuthority(self._zmq, self._sockets.path)
+        if self.settings.runner.fork_server:
+            await self._start_fork_server()
         sources, problems = scan_plugin_dirs(self.settings.plugin_dirs)
         for problem in problems:
             self.record_problem(problem)
         await self.start_runners(sources)
+
+    async def _start_fork_server(self) -> None:
+        env = runner_env("", self.settings.runner.env_allowlist)
+        env.pop(TOKEN_VARIABLE, None)
+        server = ForkServer(env, ready_timeout=self.settings.runner.ready_timeout)
+        try:
+            await server.start()
+        except ForkServerError as exc:
+            log.warning("runners start as new interpreters: %s", exc)
+            return
+        self._fork_server = server
 
     async def start_runners(self, sources: list[PluginSource]) -> list[RunnerSupervisor]:
         """Start runners for ``sources`` (grouped per the settings) and wait for them."""
@@ -220,6 +235,7 @@ class PluginHost:
             redactor=self.redactor,
             limits=self._limits_for(sources),
             curve=self._curve,
+            fork_server=self._fork_server,
         )
         self._runners[runner_id] = runner
         self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))
@@ -376,6 +392,9 @@ class PluginHost:
                 await task
         self._tasks.clear()
         await self.tools.close()
+        if self._fork_server is not None:
+            await self._fork_server.aclose()
+            self._fork_server = None
         if self._curve is not None:
             self._curve.stop()
             self._curve = None

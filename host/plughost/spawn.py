@@ -16,7 +16,14 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["BASE_ENV_ALLOWLIST", "SocketDirectory", "new_token", "runner_command", "runner_env"]
+__all__ = [
+    "BASE_ENV_ALLOWLIST",
+    "TOKEN_VARIABLE",
+    "SocketDirectory",
+    "new_token",
+    "runner_command",
+    "runner_env",
+]
 
 TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
 

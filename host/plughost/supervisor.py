@@ -32,6 +32,7 @@ from plughost.channel import RemoteError, RunnerChannel
 from plughost.child_process import ChildProcess, start_child
 from plughost.curve import CurveAuthority
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.fork_server import ForkedProcess, ForkServer, ForkServerError
 from plughost.plugin_source import PluginSource
 from plughost.redaction import SecretRedactor
 from plughost.restart import RestartPolicy
@@ -81,6 +82,7 @@ class RunnerSupervisor:
         redactor: SecretRedactor | None = None,
         limits: ResourceLimits | None = None,
         curve: CurveAuthority | None = None,
+        fork_server: ForkServer | None = None,
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -99,12 +101,13 @@ class RunnerSupervisor:
         self._redact = redactor.redact if redactor is not None else _unchanged
         self.limits = limits or settings.limits
         self._curve = curve
+        self._fork_server = fork_server
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._process: ChildProcess | None = None
+        self._process: ChildProcess | ForkedProcess | None = None
         self._last_beat = 0.0
         self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
@@ -217,14 +220,24 @@ class RunnerSupervisor:
             return "tcp://127.0.0.1:*"
         return self._sockets.endpoint(endpoint_id)
 
-    async def _spawn(self, endpoint: str, token: str, extra_env: dict[str, str]) -> ChildProcess:
+    async def _spawn(
+        self, endpoint: str, token: str, extra_env: dict[str, str]
+    ) -> ChildProcess | ForkedProcess:
         nice = self._settings.nice
         if self._policy.on_probation():
             nice += self._settings.probation_nice
-        process = await start_child(
-            runner_command(endpoint, self.runner_id, nice=min(nice, 19)),
-            {**runner_env(token, self._settings.env_allowlist), **extra_env},
-        )
+        command = runner_command(endpoint, self.runner_id, nice=min(nice, 19))
+        env = {**runner_env(token, self._settings.env_allowlist), **extra_env}
+        process: ChildProcess | ForkedProcess
+        server = self._fork_server
+        if server is not None and server.serves(command):
+            try:
+                process = await server.spawn(command[3:], env)
+            except ForkServerError as exc:
+                log.debug("runner %s: %s; starting an interpreter", self.runner_id, exc)
+                process = await start_child(command, env)
+        else:
+            process = await start_child(command, env)
         self._process = process
         self.pid = process.pid
         self._emit(
@@ -236,7 +249,7 @@ class RunnerSupervisor:
         )
         return process
 
-    async def _serve(self, channel: RunnerChannel, process: ChildProcess) -> str:
+    async def _serve(self, channel: RunnerChannel, process: ChildProcess | ForkedProcess) -> str:
         tasks = [
             asyncio.create_task(channel.run()),
             asyncio.create_task(self._pipe(process.stdout, logging.INFO)),
@@ -500,7 +513,7 @@ class RunnerSupervisor:
         await self._settled.wait()
         self._emit(EventKind.RUNNER_STOPPED, f"runner {self.runner_id} stopped")
 
-    async def _reap(self, process: ChildProcess) -> None:
+    async def _reap(self, process: ChildProcess | ForkedProcess) -> None:
         """Wait for exit; escalate SIGTERM then SIGKILL to the process group."""
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
