@@ -306,7 +306,8 @@ def notes(phases: list[Phase]) -> list[str]:
     lines = [
         f"- The watcher reports a change once no file event came for `step_ms` (50 ms by "
         f"default in `host.watch()`): {p50(phases[0], 'saved', 'started'):.0f} ms here.",
-        "- Spawn to ready is the new runner's interpreter start and imports: "
+        "- Spawn to ready is the new runner's fork from the fork server, its handshake and "
+        "the plugin's import and `on_load`: "
         + ", ".join(
             f"{p50(phase, 'spawned', 'ready'):.0f} ms under {phase.name}" for phase in phases
         )

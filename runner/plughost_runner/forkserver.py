@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import gc
 import os
 import selectors
 import signal
@@ -74,6 +75,9 @@ class _Server:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def serve(self) -> int:
+        # Move everything imported so far out of the collector's sight: a collection in a
+        # runner would otherwise write to (and so copy) every page it shares with us.
+        gc.freeze()
         self._send({"ready": os.getpid()})
         selector = selectors.DefaultSelector()
         selector.register(self._control, selectors.EVENT_READ, "control")
