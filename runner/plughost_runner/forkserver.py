@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent-pid", type=int, required=True, help="exit when it dies")
     args = parser.parse_args(argv)
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        libc.prctl(_PR_SET_NAME, b"plughost-forks", 0, 0, 0)  # ps -o comm, top
     if os.getppid() != args.parent_pid:
         return 70
     control = socket.socket(fileno=args.control_fd)

@@ -29,6 +29,7 @@ async def test_runners_are_forked_from_the_fork_server(make_host: HostFactory) -
         runner = host.runner_for("tests.echo")
         assert runner is not None and runner.pid is not None
         assert psutil.Process(runner.pid).name() == "plughost-runner"
+        assert psutil.Process(server.pid).name() == "plughost-forks"
         assert os.getpgid(runner.pid) == runner.pid  # its own group, for the group kill
         assert (await host.invoke("echo", {"text": "forked"})).content == "forked"
     assert not alive(server.pid)
