@@ -111,19 +111,28 @@ class ToolRegistry:
 
     # --- providers ---------------------------------------------------------------------
 
-    def register_provider(self, provider: ToolProvider) -> ToolProvider | None:
+    def register_provider(
+        self, provider: ToolProvider, *, before: str | None = None
+    ) -> ToolProvider | None:
         """Add a provider, or replace the one with the same name at its position.
+
+        Provider order decides which tool wins a name both offer (the first) and
+        the order of the definitions a model sees.
 
         Args:
             provider: Any object following :class:`ToolProvider`; if it has a
                 ``bind_registry`` method, it is called with this registry first.
+            before: Put a new provider just ahead of the provider of this name (e.g.
+                built-ins ``before="plugins"``); by default it goes last. A
+                replacement keeps its place unless ``before`` is given.
 
         Returns:
             The provider that was replaced, for the caller to close; else None.
 
         Raises:
             TypeError: If ``provider`` does not follow the ToolProvider protocol.
-            ValueError: If its ``provider_name`` is empty.
+            ValueError: If its ``provider_name`` is empty, or ``before`` names no
+                registered provider (or the provider itself).
         """
         if not isinstance(provider, ToolProvider):
             raise TypeError(
@@ -133,14 +142,24 @@ class ToolRegistry:
         name = provider.provider_name
         if not isinstance(name, str) or not name:
             raise ValueError("a provider needs a non-empty provider_name to be registered")
+        anchor = self.get_provider(before) if before is not None else None
+        if before is not None and (anchor is None or before == name):
+            known = ", ".join(p.provider_name for p in self._providers) or "none"
+            raise ValueError(
+                f"cannot register {name!r} before {before!r}: no other provider has that "
+                f"name (registered: {known})"
+            )
         bind = getattr(provider, "bind_registry", None)
         if callable(bind):
             bind(self)
         replaced = self.get_provider(name)
-        if replaced is None:
-            self._providers.append(provider)
-        else:
+        if replaced is not None and anchor is None:
             self._providers[self._providers.index(replaced)] = provider
+        else:
+            if replaced is not None:
+                self._providers.remove(replaced)
+            at = self._providers.index(anchor) if anchor is not None else len(self._providers)
+            self._providers.insert(at, provider)
         log.info("tool provider registered provider=%s replaced=%s", name, replaced is not None)
         self._changed(name)
         return replaced

@@ -108,6 +108,36 @@ async def test_registry_replaces_a_provider_with_the_same_name_in_place() -> Non
     assert await _names(registry) == ["one_v2", "two"]
 
 
+async def test_a_provider_registered_before_another_goes_ahead_of_it_and_wins_its_names() -> None:
+    registry = ToolRegistry()
+    registry.register_provider(FakeProvider("plugins", [_spec("reply"), _spec("search")]))
+    registry.register_provider(FakeProvider("mcp", [_spec("fetch")]))
+    registry.register_provider(FakeProvider("builtin", [_spec("reply")]), before="plugins")
+    assert [p.provider_name for p in registry.providers] == ["builtin", "plugins", "mcp"]
+    assert await _names(registry) == ["reply", "search", "fetch"]
+    spec = await registry.get_tool_spec("reply")
+    assert spec is not None and spec.provider_name == "builtin"
+
+
+async def test_a_replacement_moves_only_when_told_where() -> None:
+    registry = ToolRegistry()
+    for name in ("a", "b", "c"):
+        registry.register_provider(FakeProvider(name, [_spec(f"{name}_tool")]))
+    registry.register_provider(FakeProvider("c", [_spec("c_v2")]), before="a")
+    assert [p.provider_name for p in registry.providers] == ["c", "a", "b"]
+    assert await _names(registry) == ["c_v2", "a_tool", "b_tool"]
+
+
+def test_registering_before_an_unknown_provider_names_the_known_ones() -> None:
+    registry = ToolRegistry()
+    registry.register_provider(FakeProvider("plugins"))
+    with pytest.raises(ValueError, match=r"no other provider .*\(registered: plugins\)"):
+        registry.register_provider(FakeProvider("builtin"), before="plugin")
+    with pytest.raises(ValueError, match="no other provider"):
+        registry.register_provider(FakeProvider("plugins"), before="plugins")
+    assert [p.provider_name for p in registry.providers] == ["plugins"]
+
+
 async def test_unregister_provider_removes_its_tools_and_says_whether_it_existed() -> None:
     registry = ToolRegistry()
     registry.register_provider(FakeProvider("p", [_spec("one")]))
