@@ -28,6 +28,7 @@ from typing import Any
 
 import zmq
 
+from plughost.spawn import runner_command
 from plughost_sdk import Plugin, Tool, wire
 from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.types import ToolParameterInfo, ToolParamType
@@ -54,17 +55,9 @@ class _Declared(Plugin):
 
 
 def command(endpoint: str, runner_id: str, nice: int = 0) -> list[str]:
-    """The argv that starts this fake runner, shaped like ``plughost.spawn.runner_command``."""
-    return [
-        sys.executable,
-        str(SCRIPT),
-        "--endpoint",
-        endpoint,
-        "--runner-id",
-        runner_id,
-        "--parent-pid",
-        str(os.getpid()),
-    ]
+    """``plughost.spawn.runner_command``'s argv, starting this script instead of the runner."""
+    real = runner_command(endpoint, runner_id, nice=nice)
+    return [sys.executable, str(SCRIPT), *real[3:]]
 
 
 def replacing(real: Callable[..., list[str]], plugin_id: str) -> Callable[..., list[str]]:
@@ -182,6 +175,7 @@ def main() -> int:
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--runner-id", required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--nice", type=int, default=0)  # accepted; a fake needs no priority
     args = parser.parse_args()
     runner = FakeRunner(args.endpoint, args.parent_pid)
     try:

@@ -53,13 +53,16 @@ class EventLog:
         self.events.append(event)
         self.changed.set()
 
-    async def next(self, kind: EventKind, plugin_id: str, timeout: float = 20.0) -> LifecycleEvent:
-        """The next event of ``kind`` about ``plugin_id`` (past or future), in order."""
+    async def next(
+        self, kind: EventKind | set[EventKind], plugin_id: str, timeout: float = 20.0
+    ) -> LifecycleEvent:
+        """The next event of ``kind`` (or of any of a set) about ``plugin_id``, in order."""
+        kinds = kind if isinstance(kind, set) else {kind}
         async with asyncio.timeout(timeout):
             while True:
                 for index in range(self.cursor, len(self.events)):
                     event = self.events[index]
-                    if event.kind is kind and event.plugin_id == plugin_id:
+                    if event.kind in kinds and event.plugin_id == plugin_id:
                         self.cursor = index + 1
                         return event
                 self.changed.clear()

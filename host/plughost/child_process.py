@@ -24,8 +24,9 @@ import os
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from typing import IO
 
-__all__ = ["ChildProcess", "start_child"]
+__all__ = ["ChildProcess", "read_pipes", "start_child"]
 
 _STREAM_LIMIT = 2**16
 
@@ -114,27 +115,40 @@ async def start_child(
         start_new_session=new_session,
         pass_fds=tuple(pass_fds),
     )
-    loop = asyncio.get_running_loop()
-    readers: list[asyncio.StreamReader] = []
-    transports: list[asyncio.BaseTransport] = []
     try:
-        for pipe in (popen.stdout, popen.stderr):
-            reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
-            pipe_transport, _ = await loop.connect_read_pipe(
-                functools.partial(_protocol, reader), pipe
-            )
-            readers.append(reader)
-            transports.append(pipe_transport)
+        (stdout, stderr), transports = await read_pipes([popen.stdout, popen.stderr])
     except BaseException:
-        for transport in transports:
-            transport.close()
         popen.kill()
         await asyncio.to_thread(popen.wait)
         raise
-    child = ChildProcess(popen, readers[0], readers[1], transports)
+    child = ChildProcess(popen, stdout, stderr, transports)
     child._watch()
     return child
 
 
-def _protocol(reader: asyncio.StreamReader) -> asyncio.StreamReaderProtocol:
-    return asyncio.StreamReaderProtocol(reader)
+async def read_pipes(
+    pipes: Sequence[IO[bytes] | None],
+) -> tuple[list[asyncio.StreamReader], list[asyncio.BaseTransport]]:
+    """Stream readers over the read ends ``pipes``, and the transports to close them.
+
+    Raises:
+        ValueError: a pipe is missing.
+    """
+    loop = asyncio.get_running_loop()
+    readers: list[asyncio.StreamReader] = []
+    transports: list[asyncio.BaseTransport] = []
+    try:
+        for pipe in pipes:
+            if pipe is None:
+                raise ValueError("a child process's output was not piped")
+            reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
+            pipe_transport, _ = await loop.connect_read_pipe(
+                functools.partial(asyncio.StreamReaderProtocol, reader), pipe
+            )
+            readers.append(reader)
+            transports.append(pipe_transport)
+    except BaseException:
+        for opened in transports:
+            opened.close()
+        raise
+    return readers, transports

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import logging
 import os
@@ -33,13 +32,12 @@ from typing import Any
 
 import msgpack
 
-from plughost.child_process import ChildProcess, start_child
+from plughost.child_process import ChildProcess, read_pipes, start_child
 
 __all__ = ["ForkServer", "ForkServerError", "ForkedProcess"]
 
 log = logging.getLogger(__name__)
 
-_STREAM_LIMIT = 2**16
 _MAX_PACKET = 1 << 20
 MODULE = "plughost_runner"
 
@@ -161,6 +159,8 @@ class ForkServer:
         except (TimeoutError, ForkServerError) as exc:
             await self._stop_process()
             raise ForkServerError(f"the fork server did not become ready: {exc!r}") from exc
+        finally:
+            self._pending.pop(0, None)
         self.pid = int(hello["ready"])
         log.debug("fork server ready, pid %s", self.pid)
 
@@ -195,15 +195,10 @@ class ForkServer:
             self._pending.pop(request_id, None)
             os.close(out_write)
             os.close(err_write)
-        transports: list[asyncio.BaseTransport] = []
-        readers: list[asyncio.StreamReader] = []
-        for fd in (out_read, err_read):
-            reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
-            pipe = os.fdopen(fd, "rb", buffering=0)
-            transport, _ = await loop.connect_read_pipe(functools.partial(_protocol, reader), pipe)
-            readers.append(reader)
-            transports.append(transport)
-        child = ForkedProcess(int(answer["pid"]), readers[0], readers[1], transports)
+        (stdout, stderr), transports = await read_pipes(
+            [os.fdopen(out_read, "rb", buffering=0), os.fdopen(err_read, "rb", buffering=0)]
+        )
+        child = ForkedProcess(int(answer["pid"]), stdout, stderr, transports)
         early = self._early_exits.pop(child.pid, None)  # it exited before this line ran
         if early is not None:
             child.exited(early)
@@ -309,7 +304,3 @@ async def _drain(stream: asyncio.StreamReader, logger: logging.Logger | None = N
     while line := await stream.readline():
         if logger is not None:
             logger.warning("fork server: %s", line.decode(errors="replace").rstrip())
-
-
-def _protocol(reader: asyncio.StreamReader) -> asyncio.StreamReaderProtocol:
-    return asyncio.StreamReaderProtocol(reader)

@@ -223,10 +223,9 @@ class RunnerSupervisor:
     async def _spawn(
         self, endpoint: str, token: str, extra_env: dict[str, str]
     ) -> ChildProcess | ForkedProcess:
-        nice = self._settings.nice
-        if self._policy.on_probation():
-            nice += self._settings.probation_nice
-        command = runner_command(endpoint, self.runner_id, nice=min(nice, 19))
+        probation = self._settings.probation_nice if self._policy.on_probation() else 0
+        nice = min(19, self._settings.nice + probation)
+        command = runner_command(endpoint, self.runner_id, nice=nice)
         env = {**runner_env(token, self._settings.env_allowlist), **extra_env}
         process: ChildProcess | ForkedProcess
         server = self._fork_server
@@ -243,9 +242,9 @@ class RunnerSupervisor:
         self._emit(
             EventKind.RUNNER_SPAWNED,
             f"runner {self.runner_id} started, pid {process.pid}"
-            + (f", nice {min(nice, 19)}" if nice else ""),
+            + (f", nice {nice}" if nice else ""),
             pid=process.pid,
-            nice=min(nice, 19),
+            nice=nice,
         )
         return process
 

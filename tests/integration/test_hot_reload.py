@@ -7,7 +7,7 @@ import json
 import shutil
 import textwrap
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ import pytest
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from tests.conftest import HostFactory
+from tests.fault_injection import EventLog
 
 PLUGIN_ID = "tests.versioned"
 
@@ -69,37 +70,10 @@ def write_plugin(folder: Path, version: str, **kwargs: str) -> None:
 
 
 @dataclass
-class Recorder:
-    """Records events; ``next`` consumes them in order, so none fired in a burst is missed."""
-
-    events: list[LifecycleEvent] = field(default_factory=list)
-    cursor: int = 0
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def __call__(self, event: LifecycleEvent) -> None:
-        self.events.append(event)
-        self.changed.set()
-
-    async def next(self, kinds: set[EventKind], plugin_id: str, timeout: float) -> LifecycleEvent:
-        async with asyncio.timeout(timeout):
-            while True:
-                for index in range(self.cursor, len(self.events)):
-                    event = self.events[index]
-                    if event.kind in kinds and event.plugin_id == plugin_id:
-                        self.cursor = index + 1
-                        return event
-                self.changed.clear()
-                await self.changed.wait()
-
-    def kinds(self, plugin_id: str = PLUGIN_ID) -> list[EventKind]:
-        return [e.kind for e in self.events if e.plugin_id == plugin_id]
-
-
-@dataclass
 class Watched:
     host: PluginHost
     folder: Path
-    recorder: Recorder
+    recorder: EventLog
 
     async def next_event(
         self, kinds: set[EventKind], timeout: float = 20.0, plugin_id: str = PLUGIN_ID
@@ -117,7 +91,7 @@ async def watched(tmp_path: Path, make_host: HostFactory) -> AsyncIterator[Watch
     root = tmp_path / "plugins"
     folder = root / "versioned"
     write_plugin(folder, "v1")
-    recorder = Recorder()
+    recorder = EventLog()
     async with make_host([root]) as host:
         host.events.add_callback(recorder)
         watch = asyncio.create_task(host.watch())
@@ -264,7 +238,7 @@ async def test_rapid_successive_saves_coalesce_into_fewer_reloads(watched: Watch
     for n in range(2, 8):
         write_plugin(watched.folder, f"v{n}")
     await _until_answer(watched, "v7")
-    starts = watched.recorder.kinds().count(EventKind.RELOAD_STARTED)
+    starts = len(watched.recorder.of(PLUGIN_ID, {EventKind.RELOAD_STARTED}))
     assert 1 <= starts < 6
 
 
