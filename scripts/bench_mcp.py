@@ -4,7 +4,7 @@ Both servers run as real subprocesses over stdio and are driven by the official
 MCP client, in the same run and interleaved call by call, so machine noise hits
 both alike:
 
-- ``plughost``: :func:`plughost.mcp_server.serve_stdio` over a ToolRegistry
+- ``plughost``: :func:`plughost.mcp.server.serve_stdio` over a ToolRegistry
   holding one in-process provider with a ``ping`` tool (registry lookup,
   argument checking and result conversion included);
 - ``plain``: an ``MCPServer`` from the MCP SDK with the same ``ping`` tool (what
@@ -118,8 +118,8 @@ def serve_lowlevel() -> None:
 
 
 def serve_plughost() -> None:
-    from plughost.mcp_server import serve_stdio
-    from plughost.registry import ToolRegistry
+    from plughost.mcp.server import serve_stdio
+    from plughost.tools.registry import ToolRegistry
     from plughost_sdk.models import (
         ToolAvailabilityContext,
         ToolExecutionContext,

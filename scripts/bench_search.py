@@ -7,7 +7,7 @@ The 10,000 tools are the evaluation set (tests/search_eval/) expanded with a
 seeded RNG: each synthetic tool copies a random evaluation tool under a new
 name, with zero to two stock sentences (English or Chinese) added to its
 description, grouped 20 to a plugin. Every implementation gets the same
-tokens (plughost.search_text), so only the index differs:
+tokens (plughost.search.text), so only the index differs:
 
 - plughost ``SearchIndex``: an inverted index of dicts, updated per document;
 - ``rank_bm25`` ``BM25Okapi`` and ``BM25Plus``: rebuilt to change anything;
@@ -40,9 +40,9 @@ import numpy as np  # noqa: E402
 from benchlib import machine_line, median, percentile, write_section  # noqa: E402
 from rank_bm25 import BM25Okapi, BM25Plus  # noqa: E402
 
-from plughost.search_index import SearchIndex  # noqa: E402
-from plughost.search_text import tokenize, tool_tokens  # noqa: E402
-from plughost.tool_catalog import ToolCatalogs  # noqa: E402
+from plughost.search.catalog import ToolCatalogs  # noqa: E402
+from plughost.search.index import SearchIndex  # noqa: E402
+from plughost.search.text import tokenize, tool_tokens  # noqa: E402
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec  # noqa: E402
 from tests.search_eval.dataset import EvalQuery, load_queries, load_tools  # noqa: E402
 

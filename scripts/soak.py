@@ -50,7 +50,7 @@ import benchlib
 
 sys.path.insert(0, str(benchlib.ROOT))
 
-import plughost.supervisor
+import plughost.runners.supervisor
 from plughost.host import PluginHost
 from plughost.settings import HostSettings, ResourceLimits, RunnerSettings
 from tests import fake_runner
@@ -479,8 +479,8 @@ async def soak_run(args: argparse.Namespace) -> Report:
     counting = _Counting()
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s %(message)s")
     logging.getLogger().addHandler(counting)
-    real = plughost.supervisor.runner_command
-    plughost.supervisor.runner_command = fake_runner.replacing(real, WRONG_IDS)
+    real = plughost.runners.supervisor.runner_command
+    plughost.runners.supervisor.runner_command = fake_runner.replacing(real, WRONG_IDS)
     settings = HostSettings(
         data_dir=root / "data",
         temp_dir=root / "temp",

@@ -1,7 +1,7 @@
 """A runner that speaks the protocol but lies in its answers, for fault-injection tests.
 
 It is started by the host's own supervisor in place of ``python -m plughost_runner``
-(tests swap ``plughost.supervisor.runner_command`` for :func:`command`). It says
+(tests swap ``plughost.runners.supervisor.runner_command`` for :func:`command`). It says
 hello with the spawn's token, reports every plugin it is asked to load as loaded
 with one tool, ``misbehave``, sends heartbeats, and answers each ``misbehave`` call
 as its ``how`` argument asks:
@@ -28,7 +28,7 @@ from typing import Any
 
 import zmq
 
-from plughost.spawn import runner_command
+from plughost.runners.spawn import runner_command
 from plughost_sdk import Plugin, Tool, wire
 from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.types import ToolParameterInfo, ToolParamType
@@ -55,7 +55,7 @@ class _Declared(Plugin):
 
 
 def command(endpoint: str, runner_id: str, nice: int = 0) -> list[str]:
-    """``plughost.spawn.runner_command``'s argv, starting this script instead of the runner."""
+    """``runner_command``'s argv (plughost.runners.spawn), starting this script instead."""
     real = runner_command(endpoint, runner_id, nice=nice)
     return [sys.executable, str(SCRIPT), *real[3:]]
 

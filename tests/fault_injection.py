@@ -23,8 +23,8 @@ import zmq.asyncio
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
+from plughost.runners.supervisor import RunnerSupervisor
 from plughost.settings import HostSettings
-from plughost.supervisor import RunnerSupervisor
 from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionResult
 from tests.conftest import fast_settings

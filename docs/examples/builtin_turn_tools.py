@@ -13,9 +13,9 @@ import asyncio
 import json
 from typing import Any
 
-from plughost.batching import run_tool_batch
-from plughost.builtin import BuiltinTool, BuiltinToolProvider
-from plughost.registry import ToolRegistry
+from plughost.tools.batching import run_tool_batch
+from plughost.tools.builtin import BuiltinTool, BuiltinToolProvider
+from plughost.tools.registry import ToolRegistry
 from plughost_sdk import ToolError, ToolExecutionContext, ToolInvocation, ToolSpec
 
 

@@ -14,11 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plughost.batching import run_tool_batch
-from plughost.capabilities import CapabilityCall
 from plughost.events import LifecycleEvent
-from plughost.history import to_openai_turn
 from plughost.host import PluginHost
+from plughost.runners.capabilities import CapabilityCall
+from plughost.tools.batching import run_tool_batch
+from plughost.tools.history import to_openai_turn
 from plughost_sdk import ToolExecutionContext, ToolInvocation
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "plugins_example"

@@ -3,25 +3,91 @@
 Embed it with :class:`PluginHost`; run it with ``plughost serve``. Plugins run
 in supervised runner processes; every tool, from plugins, built-ins or MCP
 servers, is routed through one :class:`ToolRegistry`.
+
+The package is laid out by concept; each subpackage's docstring says what lives
+there and what it may import::
+
+    tools/     ToolRegistry, providers, argument validation, definitions, history
+    search/    tool_search: BM25 index, catalog, discovery, strategies
+    mcp/       MCP servers as a tool source; the registry served over MCP
+    plugins/   plugin folders, manifests, components, the plugin tool provider
+    runners/   runner processes, their channel, supervision, capabilities
+    cli/       the ``plughost`` command
+    host.py    PluginHost, the one façade an embedder needs
+
+The names below are the public API. Each is imported on first use, so
+``import plughost`` costs nothing and an embedder who never touches MCP or
+tool search never imports the MCP SDK or jieba.
 """
 
-from plughost.batching import run_tool_batch
-from plughost.builtin import BuiltinTool, BuiltinToolProvider
-from plughost.capabilities import CapabilityCall, CapabilityHandler, CapabilityRouter
-from plughost.components import ComponentRegistry, ToolComponent
-from plughost.events import EventBus, EventKind, LifecycleEvent
-from plughost.host import PluginHost, PluginStatus
-from plughost.mcp_config import MCPConfig, MCPServerConfig
-from plughost.mcp_provider import MCPToolProvider
-from plughost.mcp_server import serve_http, serve_stdio
-from plughost.plugin_provider import PluginToolProvider
-from plughost.provider import ToolProvider
-from plughost.query import ComponentQueryService
-from plughost.registry import ToolRegistry
-from plughost.settings import HostSettings, RunnerSettings
-from plughost.tool_search import ToolSearchService
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from plughost.events import EventBus, EventKind, LifecycleEvent
+    from plughost.host import PluginHost, PluginStatus
+    from plughost.mcp.config import MCPConfig, MCPServerConfig
+    from plughost.mcp.provider import MCPToolProvider
+    from plughost.mcp.server import serve_http, serve_stdio
+    from plughost.plugins.components import ComponentRegistry, ToolComponent
+    from plughost.plugins.provider import PluginToolProvider
+    from plughost.plugins.query import ComponentQueryService
+    from plughost.runners.capabilities import CapabilityCall, CapabilityHandler, CapabilityRouter
+    from plughost.search.service import ToolSearchService
+    from plughost.settings import HostSettings, RunnerSettings
+    from plughost.tools.batching import run_tool_batch
+    from plughost.tools.builtin import BuiltinTool, BuiltinToolProvider
+    from plughost.tools.provider import ToolProvider
+    from plughost.tools.registry import ToolRegistry
 
 __version__ = "0.1.0"
+
+# Every public name is imported from its module on first access (PEP 562): the CLI
+# and an embedder that needs one part do not pay for the others (pyzmq, the JSON
+# Schema validator, jieba, the MCP SDK).
+_LAZY = {
+    "BuiltinTool": "plughost.tools.builtin",
+    "BuiltinToolProvider": "plughost.tools.builtin",
+    "CapabilityCall": "plughost.runners.capabilities",
+    "CapabilityHandler": "plughost.runners.capabilities",
+    "CapabilityRouter": "plughost.runners.capabilities",
+    "ComponentQueryService": "plughost.plugins.query",
+    "ComponentRegistry": "plughost.plugins.components",
+    "EventBus": "plughost.events",
+    "EventKind": "plughost.events",
+    "HostSettings": "plughost.settings",
+    "LifecycleEvent": "plughost.events",
+    "MCPConfig": "plughost.mcp.config",
+    "MCPServerConfig": "plughost.mcp.config",
+    "MCPToolProvider": "plughost.mcp.provider",
+    "PluginHost": "plughost.host",
+    "PluginStatus": "plughost.host",
+    "PluginToolProvider": "plughost.plugins.provider",
+    "RunnerSettings": "plughost.settings",
+    "ToolComponent": "plughost.plugins.components",
+    "ToolProvider": "plughost.tools.provider",
+    "ToolRegistry": "plughost.tools.registry",
+    "ToolSearchService": "plughost.search.service",
+    "run_tool_batch": "plughost.tools.batching",
+    "serve_http": "plughost.mcp.server",
+    "serve_stdio": "plughost.mcp.server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'plughost' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "BuiltinTool",

@@ -1,5 +1,5 @@
 """``python -m plughost``: the same as the ``plughost`` command."""
 
-from plughost.cli import main
+from plughost.cli.main import main
 
 main()

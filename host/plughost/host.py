@@ -6,7 +6,7 @@ offers the ComponentRegistry, the ComponentQueryService, the
 PluginToolProvider and a ToolRegistry that already holds the plugin provider.
 Built-in and MCP providers are added to ``host.tools`` by the embedder.
 Plugins may call tools too (``ctx.call_tool``, the ``tools.call`` capability,
-under the operator's grants: :mod:`plughost.tool_calls`).
+under the operator's grants: :mod:`plughost.runners.tool_calls`).
 A plugin that fails to load is reported (``host.problems``, events) and the
 others load regardless.
 """
@@ -26,22 +26,22 @@ from typing import Any
 
 import zmq.asyncio
 
-from plughost.capabilities import CapabilityHandler, CapabilityRouter
-from plughost.components import ComponentRegistry, ToolComponent
-from plughost.curve import CurveAuthority
 from plughost.events import EventBus, EventKind, LifecycleEvent
-from plughost.fork_server import ForkServer, ForkServerError
-from plughost.plugin_provider import PluginToolProvider
-from plughost.plugin_source import PluginProblem, PluginSource, scan_plugin_dirs
-from plughost.query import ComponentQueryService
+from plughost.plugins.components import ComponentRegistry, ToolComponent
+from plughost.plugins.provider import PluginToolProvider
+from plughost.plugins.query import ComponentQueryService
+from plughost.plugins.source import PluginProblem, PluginSource, scan_plugin_dirs
+from plughost.plugins.watcher import PluginWatcher
 from plughost.redaction import SecretRedactor
-from plughost.registry import ToolRegistry
 from plughost.reloader import PluginReloader
+from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
+from plughost.runners.curve import CurveAuthority
+from plughost.runners.fork_server import ForkServer, ForkServerError
+from plughost.runners.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
+from plughost.runners.supervisor import RunnerState, RunnerSupervisor
+from plughost.runners.tool_calls import TOOLS_CALL, ToolCallCapability
 from plughost.settings import HostSettings, ResourceLimits
-from plughost.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
-from plughost.supervisor import RunnerState, RunnerSupervisor
-from plughost.tool_calls import TOOLS_CALL, ToolCallCapability
-from plughost.watcher import PluginWatcher
+from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
 
 __all__ = ["PluginHost", "PluginStatus"]

@@ -20,29 +20,50 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from plughost.channel import RemoteError
-from plughost.events import EventKind, LifecycleEvent
-from plughost.plugin_source import PluginProblem, PluginSource, read_config, read_plugin
-from plughost.supervisor import RunnerState, RunnerSupervisor
-from plughost.watcher import ChangeKind, PluginChange, PluginWatcher
+from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.plugins.components import ComponentRegistry
+from plughost.plugins.source import PluginProblem, PluginSource, read_config, read_plugin
+from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
+from plughost.redaction import SecretRedactor
+from plughost.runners.channel import RemoteError
+from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost_sdk.errors import ManifestError, RunnerCrashedError
 
-if TYPE_CHECKING:
-    from plughost.host import PluginHost
-
-__all__ = ["PluginReloader"]
+__all__ = ["PluginReloader", "ReloadTarget"]
 
 _OVER = frozenset({RunnerState.FAILED, RunnerState.STOPPED})
 
 log = logging.getLogger(__name__)
 
 
+class ReloadTarget(Protocol):
+    """What the reloader needs of the host it reloads: :class:`~plughost.host.PluginHost`.
+
+    A protocol rather than an import keeps the dependency one way: the host owns a
+    reloader, the reloader only sees this narrow view of the host.
+    """
+
+    components: ComponentRegistry
+    sources: dict[str, PluginSource]
+    problems: dict[str, PluginProblem]
+    redactor: SecretRedactor
+    events: EventBus
+
+    def plugin_id_at(self, path: Path) -> str | None: ...
+    async def start_candidate(self, source: PluginSource) -> RunnerSupervisor: ...
+    def adopt(self, runner: RunnerSupervisor, source: PluginSource) -> None: ...
+    async def forget_runner(self, runner: RunnerSupervisor) -> None: ...
+    def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None: ...
+    def runner_for(self, plugin_id: str) -> RunnerSupervisor | None: ...
+    def runners(self) -> list[RunnerSupervisor]: ...
+
+
 class PluginReloader:
     """Applies plugin folder changes to a running :class:`~plughost.host.PluginHost`."""
 
-    def __init__(self, host: PluginHost) -> None:
+    def __init__(self, host: ReloadTarget) -> None:
         self._host = host
         self._busy: dict[Path, asyncio.Event] = {}
         self._again: dict[Path, PluginChange] = {}

@@ -97,7 +97,7 @@ class HostSettings(BaseModel):
     tool_grants: dict[str, list[str]] = Field(
         default_factory=dict,
         description="tools each plugin may call through ctx.call_tool besides its own, by "
-        "calling plugin id: patterns over tool names (see plughost.tool_grants)",
+        "calling plugin id: patterns over tool names (see plughost.plugins.grants)",
     )
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"

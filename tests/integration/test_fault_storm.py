@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-import plughost.supervisor
+import plughost.runners.supervisor
 from plughost.events import EventKind
 from plughost.host import PluginHost
 from plughost.settings import HostSettings, ResourceLimits
@@ -92,9 +92,9 @@ async def echo_pid(host: PluginHost, tool: str = "echo") -> int:
 
 def use_fake_runner(monkeypatch: pytest.MonkeyPatch, plugin_id: str) -> None:
     """Make the supervisor start tests/fake_runner.py for ``plugin_id``, real runners for others."""
-    real = plughost.supervisor.runner_command
+    real = plughost.runners.supervisor.runner_command
     monkeypatch.setattr(
-        plughost.supervisor, "runner_command", fake_runner.replacing(real, plugin_id)
+        plughost.runners.supervisor, "runner_command", fake_runner.replacing(real, plugin_id)
     )
 
 

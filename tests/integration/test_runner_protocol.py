@@ -20,8 +20,8 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from plughost.capabilities import CapabilityCall
 from plughost.host import PluginHost
+from plughost.runners.capabilities import CapabilityCall
 from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionContext
 from tests.conftest import TEST_PLUGINS, HostFactory

@@ -14,8 +14,8 @@ import logging
 import sys
 from typing import Any
 
-from plughost.mcp_server import serve_http, serve_stdio
-from plughost.registry import ToolRegistry
+from plughost.mcp.server import serve_http, serve_stdio
+from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import (
     ContentItem,
     ToolAvailabilityContext,

@@ -1,0 +1,415 @@
+"""``plughost check DIR...``: every problem of a set of plugin folders, each with a fix.
+
+Three passes, each reporting everything it finds, with the file, the line
+when known, and what to do:
+
+1. **Folders, manifests, configuration**, without running plugin code: every
+   field problem of ``_manifest.json`` on its own (at the line of its key),
+   TOML errors in ``config.toml``, duplicate ids; unknown manifest fields and
+   a missing ``plughost_sdk`` range are warnings.
+2. **Loading**, in the throwaway runners of a private :class:`PluginHost`
+   (its own temporary data directories, no restarts): import, ``create_plugin()``,
+   ``config_model``, ``on_load``.
+3. **Declarations** of the plugins that loaded: model-safe tool names, a valid
+   JSON Schema (Draft 2020-12) of type object, ``required`` names that exist;
+   missing descriptions, legacy ``@Action`` and names the host must qualify
+   because two plugins share them are warnings.
+
+A plugin is ok when it has no error; warnings never fail a check.
+
+What does not live here: printing the report (the CLI).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from plughost.host import PluginHost
+from plughost.plugins.source import (
+    PluginProblem,
+    PluginSource,
+    is_plugin_dir,
+    read_plugin,
+    scan_plugin_dirs,
+)
+from plughost.settings import HostSettings, RunnerSettings
+from plughost_sdk import __version__ as sdk_version
+from plughost_sdk.declarations import PARAMETER_DETAILS_HEADING, TOOL_NAME_PATTERN
+from plughost_sdk.errors import ManifestError
+from plughost_sdk.manifest import MANIFEST_FILE
+
+__all__ = ["CheckProblem", "CheckReport", "Severity", "check_plugins"]
+
+Severity = Literal["error", "warning"]
+
+_GUIDE = "docs/plugin-authors.md"
+# A fix the message already gives follows its last "; " or ": " and starts with one of these.
+_FIX_START = re.compile(
+    r"[;:] (?=(?:add|use|remove|set|widen|write|give|install|return|declare|define|make|"
+    r"choose|pass|rename)\b)"
+)
+_FIXES = {
+    "manifest": f"correct {MANIFEST_FILE}; its fields are described in docs/operators.md",
+    "import": "make plugin.py import without errors; the line shown raised",
+    "syntax": "correct the syntax at the line shown",
+    "factory": "define a module-level create_plugin() that returns an instance of your Plugin",
+    "config": "make config.toml match the plugin's config_model; the message names each field",
+    "on_load": "make on_load succeed, or catch what may fail in it; the line shown raised",
+    "crashed": "find what ends the process while plugin.py loads (os._exit, a crashing C library)",
+    "start": "make importing plugin.py and on_load faster (move slow work to the first call)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckProblem:
+    """One problem: where it is, what it is, and how to fix it."""
+
+    plugin: str
+    file: str
+    line: int
+    message: str
+    fix: str
+    severity: Severity = "error"
+
+    def describe(self) -> str:
+        """One readable line: ``error: plugin: file:line: message (fix: ...)``."""
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{self.severity}: {self.plugin}: {where}: {self.message} (fix: {self.fix})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, for ``plughost check --json``."""
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class CheckReport:
+    """What ``check_plugins`` found.
+
+    Attributes:
+        problems: Every problem, errors and warnings, in the order found.
+        plugins_ok: Ids of the plugins that loaded without an error, sorted.
+    """
+
+    problems: list[CheckProblem] = field(default_factory=list)
+    plugins_ok: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return not self.errors
+
+    @property
+    def errors(self) -> list[CheckProblem]:
+        """The problems of severity ``error``."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[CheckProblem]:
+        """The problems of severity ``warning``."""
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, for ``plughost check --json``."""
+        return {
+            "ok": self.ok,
+            "plugins_ok": list(self.plugins_ok),
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+async def check_plugins(dirs: list[Path], *, timeout: float = 20.0) -> CheckReport:
+    """Check plugin folders (or folders of plugin folders) and report every problem.
+
+    Args:
+        dirs: Plugin folders, or folders holding plugin folders.
+        timeout: Seconds each plugin may take to start and load.
+
+    Returns:
+        The report; ``report.ok`` is False when any plugin has an error.
+    """
+    report = CheckReport()
+    for directory in dirs:
+        report.problems.extend(_directory_problems(Path(directory)))
+    sources, folder_problems = scan_plugin_dirs(dirs)
+    for problem in folder_problems:
+        report.problems.extend(_folder_problems(problem))
+    for source in sources:
+        report.problems.extend(_manifest_warnings(source))
+    outcomes = await _load(sources, timeout)
+    for source in sources:
+        outcome = outcomes[source.plugin_id]
+        if isinstance(outcome, PluginProblem):
+            report.problems.append(_load_problem(source.plugin_id, outcome))
+        else:
+            report.problems.extend(_declaration_problems(source, *outcome))
+    report.problems.sort(key=lambda p: p.plugin)  # stable: each plugin's in the order found
+    failed = {p.plugin for p in report.errors}
+    report.plugins_ok = sorted(
+        s.plugin_id
+        for s in sources
+        if s.plugin_id not in failed and not isinstance(outcomes[s.plugin_id], PluginProblem)
+    )
+    return report
+
+
+def _directory_problems(directory: Path) -> list[CheckProblem]:
+    if not directory.is_dir():
+        return [
+            CheckProblem(
+                str(directory),
+                str(directory),
+                0,
+                "directory not found",
+                "pass a plugin folder, or a folder that holds plugin folders",
+            )
+        ]
+    children = [c for c in directory.iterdir() if not c.name.startswith((".", "_"))]
+    if is_plugin_dir(directory) or any(is_plugin_dir(child) for child in children):
+        return []
+    return [
+        CheckProblem(
+            directory.name,
+            str(directory),
+            0,
+            "no plugin folder here (a plugin folder holds plugin.py and _manifest.json)",
+            "pass a plugin folder or the folder holding them; `plughost new NAME` creates one",
+        )
+    ]
+
+
+def _folder_problems(problem: PluginProblem) -> list[CheckProblem]:
+    """Problems found before any plugin code ran; each manifest problem on its own."""
+    plugin = problem.plugin_id or problem.path.name
+    if problem.stage == "manifest":
+        try:
+            read_plugin(problem.path)
+        except ManifestError as exc:
+            return [_file_problem(plugin, exc.path, text) for text in exc.problems]
+    return [_file_problem(plugin, problem.file or str(problem.path), problem.reason)]
+
+
+def _file_problem(
+    plugin: str, file: str, text: str, severity: Severity = "error", fix: str = ""
+) -> CheckProblem:
+    message, found_fix = _split_fix(text, "manifest")
+    fix = fix or found_fix
+    line = _line_in_text(text)
+    if not line and file.endswith(MANIFEST_FILE):
+        key = re.match(r"(?:field|unknown field) '([^'.\[]+)", text)
+        line = _key_lines(Path(file)).get(key.group(1), 0) if key else 0
+    return CheckProblem(plugin, file, line, message, fix, severity)
+
+
+def _manifest_warnings(source: PluginSource) -> list[CheckProblem]:
+    file = str(source.path / MANIFEST_FILE)
+    found = [
+        _file_problem(source.plugin_id, file, text, "warning", "remove it, or correct its spelling")
+        for text in source.warnings
+    ]
+    if source.manifest.plughost_sdk is None:
+        message = "no 'plughost_sdk' range: the plugin claims to work with every plughost-sdk"
+        wanted = {"min_version": sdk_version, "max_version": sdk_version.split(".")[0] + ".99.99"}
+        fix = f'add "plughost_sdk": {json.dumps(wanted)}'
+        found.append(CheckProblem(source.plugin_id, file, 0, message, fix, "warning"))
+    return found
+
+
+_Loaded = tuple[list[dict[str, Any]], dict[str, str]]
+"""A loaded plugin's tool declarations (wire form) and tool name -> model-facing name."""
+_Finding = tuple[str, str, Severity]
+"""message, fix, severity"""
+
+
+async def _load(sources: list[PluginSource], timeout: float) -> dict[str, _Loaded | PluginProblem]:
+    """Load every plugin in a private host; return its declarations and model names, or why not."""
+    outcomes: dict[str, _Loaded | PluginProblem] = {}
+    if not sources:
+        return outcomes
+    with tempfile.TemporaryDirectory(prefix="plughost-check-") as scratch:
+        runner = RunnerSettings(
+            ready_timeout=timeout,
+            on_load_timeout=timeout,
+            max_restarts=0,  # a crash while loading is the answer, not something to retry
+            shutdown_drain=0.5,
+            term_timeout=1.0,
+        )
+        settings = HostSettings(
+            data_dir=Path(scratch, "data"), temp_dir=Path(scratch, "temp"), runner=runner
+        )
+        host = PluginHost([s.path for s in sources], settings=settings)
+        try:
+            await host.start()
+            for source in sources:
+                outcomes[source.plugin_id] = _outcome(host, source, timeout)
+        finally:
+            await host.aclose()
+    return outcomes
+
+
+def _outcome(host: PluginHost, source: PluginSource, timeout: float) -> _Loaded | PluginProblem:
+    plugin_id = source.plugin_id
+    problem = host.problems.get(plugin_id) or host.problems.get(str(source.path))
+    if problem is not None:
+        return problem
+    runner = host.runner_for(plugin_id)
+    reported = runner.report.get("loaded", []) if runner is not None else []
+    loaded = next((p for p in reported if p.get("plugin_id") == plugin_id), None)
+    if loaded is None:
+        return PluginProblem(
+            source.path,
+            "start",
+            f"loading did not finish within {timeout:g} s",
+            plugin_id,
+        )
+    names = {c.name: host.query.model_name(c) for c in host.components.by_plugin(plugin_id)}
+    return list(loaded.get("tools", [])), names
+
+
+def _load_problem(plugin_id: str, problem: PluginProblem) -> CheckProblem:
+    stage, message = problem.stage, problem.reason
+    if stage == "import" and message.startswith("syntax error"):
+        stage, message = "syntax", re.sub(r"^syntax error at .+?:\d+:", "syntax error:", message)
+    lost = stage in {"crashed", "start"}  # the runner was given up (it never gets a restart)
+    if lost and "not ready within" in message:  # the supervisor's ready timeout
+        stage, message = "start", f"loading did not finish in time: {message}"
+    elif lost and not message.startswith(("unresponsive", "loading did not")):
+        stage, message = "crashed", f"the runner died while loading the plugin: {message}"
+    message, fix = _split_fix(message, stage)
+    file = problem.file or str(problem.path / "plugin.py")
+    return CheckProblem(
+        plugin_id, file, problem.line or _line_in_text(problem.reason), message, fix
+    )
+
+
+def _declaration_problems(
+    source: PluginSource, tools: list[dict[str, Any]], model_names: dict[str, str]
+) -> list[CheckProblem]:
+    plugin_py = source.path / "plugin.py"
+    lines = _declaration_lines(plugin_py)
+    found: list[CheckProblem] = []
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        line = lines.get(str(tool.get("handler", "")), 0)
+        found.extend(
+            CheckProblem(
+                source.plugin_id, str(plugin_py), line, f"tool {name!r}: {message}", fix, severity
+            )
+            for message, fix, severity in _tool_findings(name, tool, model_names.get(name, name))
+        )
+    return found
+
+
+def _tool_findings(name: str, tool: dict[str, Any], model_name: str) -> list[_Finding]:
+    findings: list[_Finding] = []
+    if not TOOL_NAME_PATTERN.match(name):
+        fix = "use letters, digits, '_' and '-', at most 64 characters"
+        findings.append(("the name is not accepted by model APIs", fix, "error"))
+    raw_schema = tool.get("parameters_schema")
+    schema: dict[str, Any] = raw_schema if isinstance(raw_schema, dict) else {"type": None}
+    findings.extend(_schema_findings(schema))
+    brief = str(tool.get("brief_description") or "").strip()
+    # Without a description the SDK falls back to the name or the generated parameter list.
+    if brief in ("", name, PARAMETER_DETAILS_HEADING):
+        message = "has no description, and the model chooses tools by their descriptions"
+        findings.append((message, "give @Tool a brief_description of a sentence or two", "warning"))
+    properties = schema.get("properties")
+    bare = [
+        key
+        for key, fragment in (properties.items() if isinstance(properties, dict) else ())
+        if not (isinstance(fragment, dict) and fragment.get("description"))
+    ]
+    if bare:
+        message = f"parameter {', '.join(map(repr, bare))} has no description"
+        fix = "give each parameter a description saying what the model should put there"
+        findings.append((message, fix, "warning"))
+    if tool.get("legacy_action"):
+        fix = f"declare it with @Tool (see 'Porting' in {_GUIDE})"
+        findings.append(("is declared with the deprecated @Action", fix, "warning"))
+    if model_name != name:
+        message = f"another plugin has a tool of this name, so the model sees it as {model_name!r}"
+        findings.append((message, "give the tool a more specific name", "warning"))
+    return findings
+
+
+def _schema_findings(schema: dict[str, Any]) -> list[_Finding]:
+    fix = f"correct the parameters of @Tool (see 'Parameters and schemas' in {_GUIDE})"
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "the top level"
+        return [
+            (f"parameters_schema is invalid JSON Schema at {where}: {exc.message}", fix, "error")
+        ]
+    if schema.get("type") != "object":
+        return [("parameters_schema must have type 'object', as model APIs require", fix, "error")]
+    properties = schema.get("properties") or {}
+    unknown = [name for name in schema.get("required") or [] if name not in properties]
+    if unknown:
+        message = f"'required' lists {', '.join(map(repr, unknown))}, not among its properties"
+        return [(message, "declare those parameters, or remove them from 'required'", "error")]
+    return []
+
+
+def _split_fix(text: str, stage: str) -> tuple[str, str]:
+    """Split "what is wrong; what to do" messages; otherwise use the stage's usual fix."""
+    matches = list(_FIX_START.finditer(text))
+    if matches:
+        cut = matches[-1].start()
+        return text[:cut], text[cut + 2 :]
+    return text, _FIXES.get(stage, "see the message")
+
+
+def _line_in_text(text: str) -> int:
+    """The line a JSON or TOML parser named in its message (``line 3``), or 0."""
+    match = re.search(r"\bline (\d+)", text)
+    return int(match.group(1)) if match else 0
+
+
+def _key_lines(manifest: Path) -> dict[str, int]:
+    """The line of each top-level key of a JSON object file; {} if it cannot be read."""
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    decoder = json.JSONDecoder()
+    lines: dict[str, int] = {}
+    index = text.find("{") + 1
+    try:
+        while 0 < index < len(text):
+            key_start = text.index('"', index)
+            key, after_key = decoder.raw_decode(text, key_start)
+            lines.setdefault(str(key), text.count("\n", 0, key_start) + 1)
+            value_start = text.index(":", after_key) + 1
+            value_start += len(text[value_start:]) - len(text[value_start:].lstrip())
+            _, index = decoder.raw_decode(text, value_start)
+            index = text.find(",", index) + 1
+    except ValueError:
+        pass  # a malformed tail: keep the keys found so far
+    return lines
+
+
+def _declaration_lines(plugin_py: Path) -> dict[str, int]:
+    """Handler method name -> line of its ``@Tool``/``@Action`` decorator in ``plugin_py``."""
+    try:
+        tree = ast.parse(plugin_py.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return {}
+    lines: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if getattr(target, "id", getattr(target, "attr", "")) in ("Tool", "Action"):
+                    lines[node.name] = decorator.lineno
+    return lines

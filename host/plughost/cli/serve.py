@@ -1,0 +1,194 @@
+"""``plughost serve``: the host as a long-running process.
+
+Starts the plugins with a progress line, prints the plugin table and every
+failure with its reason, then streams lifecycle events while hot reload,
+upstream MCP servers and (optionally) an MCP server of our own run. The first
+Ctrl-C (or SIGTERM) drains calls and stops runners; a second one kills them.
+Human output goes to stderr, so ``--mcp-stdio`` can own stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from plughost.cli.console import JsonLogFormatter, event_line, plugins_table, stderr
+from plughost.cli.serve_config import ServeConfig
+from plughost.events import EventKind, LifecycleEvent
+from plughost.host import PluginHost
+from plughost.mcp.provider import MCPToolProvider
+from plughost.mcp.server import serve_http, serve_stdio
+from plughost.search.service import ToolSearchService
+from plughost.tools.builtin import BuiltinToolProvider
+
+__all__ = ["EXIT_FORCED", "EXIT_OK", "EXIT_STARTUP_FAILED", "configure_logging", "serve"]
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_STARTUP_FAILED = 3
+EXIT_FORCED = 130
+
+
+def configure_logging(log_format: str, verbose: int) -> None:
+    """Route logs to stderr: readable text, or JSON lines for machines."""
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
+        )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose > 1 else logging.INFO)
+    # Lifecycle events are printed by serve itself; their log copies would repeat them.
+    logging.getLogger("plughost.events").setLevel(logging.CRITICAL)
+    if not verbose:
+        for noisy in ("plughost.tools.registry", "watchfiles", "mcp", "httpx2", "uvicorn"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+async def serve(config: ServeConfig, *, strict: bool = False) -> int:
+    """Run the host until interrupted; return the process exit code."""
+    stop = asyncio.Event()
+    host = PluginHost(settings=config.host)
+    printer = _EventPrinter(config.serve.log_format)
+    host.events.add_callback(printer)
+    _install_signals(stop, host)
+    try:
+        async with _progress(host, config):
+            await host.start()
+        _print_summary(host, config.serve.log_format)
+        printer.quiet = False
+        if strict and host.problems:
+            return EXIT_STARTUP_FAILED
+        if config.mcp.servers:
+            host.tools.register_provider(MCPToolProvider(config.mcp))
+        if config.search.enabled:
+            search = ToolSearchService(
+                host.tools,
+                threshold=config.search.threshold,
+                always_loaded=config.search.always_loaded,
+            )
+            host.tools.register_provider(
+                BuiltinToolProvider([search.tool()], provider_name="builtin")
+            )
+        async with asyncio.TaskGroup() as group:
+            workers = _start_workers(group, host, config)
+            await stop.wait()
+            for worker in workers:
+                worker.cancel()
+        return EXIT_OK
+    finally:
+        with contextlib.suppress(Exception):
+            stderr.print("[dim]stopping runners...[/dim]")
+        await host.aclose()
+
+
+def _start_workers(
+    group: asyncio.TaskGroup, host: PluginHost, config: ServeConfig
+) -> list[asyncio.Task[None]]:
+    workers = []
+    if config.watch.enabled:
+        workers.append(
+            group.create_task(
+                host.watch(force_polling=config.watch.poll, step_ms=config.watch.step_ms)
+            )
+        )
+    if config.serve.mcp == "stdio":
+        workers.append(group.create_task(serve_stdio(host.tools)))
+    elif config.serve.mcp == "http":
+        address, _, port = config.serve.mcp_http.rpartition(":")
+        workers.append(
+            group.create_task(
+                serve_http(
+                    host.tools,
+                    address or "127.0.0.1",
+                    int(port),
+                    allow_remote=config.serve.allow_remote,
+                )
+            )
+        )
+        stderr.print(f"MCP over streamable HTTP on http://{config.serve.mcp_http}/mcp")
+    return workers
+
+
+def _install_signals(stop: asyncio.Event, host: PluginHost) -> None:
+    loop = asyncio.get_running_loop()
+
+    def interrupted() -> None:
+        if stop.is_set():
+            stderr.print("[bold red]forced stop: killing runners[/bold red]")
+            for runner in host.runners():
+                runner.kill()
+            os._exit(EXIT_FORCED)
+        stderr.print("[yellow]shutting down: draining calls (Ctrl-C again to force)[/yellow]")
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, interrupted)
+
+
+class _EventPrinter:
+    """Prints lifecycle events as they happen (text lines or JSON lines)."""
+
+    def __init__(self, log_format: str) -> None:
+        self._json = log_format == "json"
+        self._console = Console(stderr=True, highlight=False)
+        self.quiet = True  # startup events are summarised by the table instead
+
+    def __call__(self, event: LifecycleEvent) -> None:
+        if self._json:
+            sys.stderr.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+            sys.stderr.flush()
+            return
+        if self.quiet and event.kind is not EventKind.PLUGIN_FAILED:
+            return
+        self._console.print(event_line(event))
+        traceback = event.details.get("traceback")
+        if traceback and event.kind in (EventKind.PLUGIN_FAILED, EventKind.RELOAD_FAILED):
+            self._console.print(str(traceback).rstrip(), style="dim", markup=False)
+
+
+@contextlib.asynccontextmanager
+async def _progress(host: PluginHost, config: ServeConfig) -> Any:
+    """A spinner with a count of plugins ready, while the host starts."""
+    if config.serve.log_format == "json" or not stderr.is_terminal:
+        yield
+        return
+    ready = 0
+    with stderr.status("starting plugins...") as status:
+
+        def count(event: LifecycleEvent) -> None:
+            nonlocal ready
+            if event.kind in (EventKind.PLUGIN_LOADED, EventKind.PLUGIN_FAILED):
+                ready += 1
+                status.update(f"starting plugins... {ready} done")
+
+        host.events.add_callback(count)
+        try:
+            yield
+        finally:
+            host.events.remove_callback(count)
+
+
+def _print_summary(host: PluginHost, log_format: str) -> None:
+    rows = host.status()
+    if log_format == "json":
+        summary = {"event": "serve.started", "plugins": [dataclasses.asdict(r) for r in rows]}
+        sys.stderr.write(json.dumps(summary, default=str) + "\n")
+        return
+    stderr.print(plugins_table(rows))
+    loaded = sum(1 for r in rows if r.state == "loaded")
+    failed = len(rows) - loaded
+    stderr.print(f"{loaded} plugin(s) loaded, {failed} failed. Watching for changes; Ctrl-C stops.")

@@ -1,0 +1,121 @@
+"""The ``plughost serve`` configuration file (TOML), merged with command-line flags.
+
+::
+
+    [host]                      # HostSettings: plugin_dirs, call_timeout, data_dir...
+    plugin_dirs = ["plugins"]
+    [host.runner]               # RunnerSettings: heartbeats, restarts, env_allowlist...
+    env_allowlist = ["HTTP_PROXY"]
+    [watch]                     # hot reload
+    poll = false
+    [search]                    # the tool_search built-in
+    threshold = 25
+    [mcp.servers.files]         # upstream MCP servers (see docs/mcp.md)
+    command = "mcp-server-files"
+    [serve]                     # what serve exposes and how it logs
+    mcp = "http"
+    mcp_http = "127.0.0.1:8765"
+
+Flags given on the command line win over the file. Every error names the
+file, the field and what is wrong.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from plughost.mcp.config import MCPConfig
+from plughost.settings import HostSettings
+
+__all__ = ["ConfigFileError", "SearchSettings", "ServeConfig", "ServeSettings", "WatchSettings"]
+
+
+class ConfigFileError(ValueError):
+    """The configuration file is unreadable or invalid."""
+
+
+class WatchSettings(BaseModel):
+    """Hot reload of plugin folders."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    poll: bool = Field(False, description="poll instead of OS events (Docker, network shares)")
+    step_ms: int = Field(50, ge=10, description="quiet time that ends a batch of file events")
+
+
+class SearchSettings(BaseModel):
+    """Deferred tool discovery (``tool_search``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    threshold: int = Field(25, ge=0, description="below this many active tools, show them all")
+    always_loaded: list[str] = Field(default_factory=list, description="tools always visible")
+
+
+class ServeSettings(BaseModel):
+    """What ``plughost serve`` exposes and how it reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mcp: Literal["none", "stdio", "http"] = "none"
+    mcp_http: str = "127.0.0.1:8765"
+    allow_remote: bool = Field(False, description="allow --mcp-http on a non-loopback address")
+    log_format: Literal["text", "json"] = "text"
+
+
+class ServeConfig(BaseModel):
+    """The whole configuration of ``plughost serve``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: HostSettings = Field(default_factory=HostSettings)
+    watch: WatchSettings = Field(default_factory=WatchSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    mcp: MCPConfig = Field(default_factory=MCPConfig)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+
+    @classmethod
+    def load(cls, path: Path) -> ServeConfig:
+        """Read and validate a TOML configuration file.
+
+        Raises:
+            ConfigFileError: naming the file, the field and the problem.
+        """
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigFileError(f"{path}: file not found") from None
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigFileError(f"{path}: {exc}") from None
+        base = path.resolve().parent
+        _resolve_paths(data, base)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            lines = [
+                f"  {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            ]
+            raise ConfigFileError(f"{path}: invalid configuration:\n" + "\n".join(lines)) from None
+
+    def to_toml_dict(self) -> dict[str, Any]:
+        """The effective configuration as plain data (for ``--print-config``)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Make relative paths in the file relative to the file, not to the working directory."""
+    host = data.get("host")
+    if not isinstance(host, dict):
+        return
+    dirs = host.get("plugin_dirs")
+    if isinstance(dirs, list):
+        host["plugin_dirs"] = [str(base / d) if isinstance(d, str) else d for d in dirs]
+    for key in ("data_dir", "temp_dir"):
+        if isinstance(host.get(key), str):
+            host[key] = str(base / host[key])

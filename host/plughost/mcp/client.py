@@ -1,0 +1,496 @@
+"""One connection to one upstream MCP server, held by one owner task.
+
+Every anyio context of a connection (the subprocess or HTTP client, the
+transport's task group, the session) is entered and exited by a single owner
+task. Other tasks send requests through the live :class:`mcp.Client`, but they
+never close anything: to stop, they ask the owner (a ``stop`` command when
+connected, else a cancel of the owner's own scope) and wait for it. Closing an
+anyio context from a task that did not enter it corrupts its cancel scopes and
+has been seen to spin a CPU at 100 %.
+
+The lifecycle, as :class:`ServerState`::
+
+    IDLE --connect()--> CONNECTING --> CONNECTED --lost--> IDLE (the next call reconnects)
+                          ^    |
+                 backoff  |    +--failed--> FAILED
+                          +-----------------+
+    any --close()--> CLOSED
+
+Connecting is lazy (the first :meth:`MCPConnection.connect` or
+:meth:`MCPConnection.request`) and bounded by ``connect_timeout``. After a
+failed connect the owner stays and tries again after a backoff
+(``retry_delay``, doubled per failure, at most 60 s), so a server that comes
+back is found without anyone asking; meanwhile calls fail at once with the
+reason. A request that finds the connection lost ("Connection closed",
+"Session terminated", HTTP 404, a closed stream) reconnects and is retried
+once. Change notifications from the server, on either protocol era, make the
+owner list the server again.
+
+What does not live here: the session itself (:mod:`plughost.mcp.session`),
+naming and result conversion (:mod:`plughost.mcp.provider`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import Client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from plughost.mcp.config import MCPServerConfig, TransportKind
+from plughost.mcp.session import (
+    Catalog,
+    describe_error,
+    fetch_catalog,
+    is_connection_lost,
+    open_client,
+)
+from plughost_sdk.errors import PlugHostError
+
+__all__ = ["MCPConnection", "ServerState", "ServerStatus", "ServerUnavailableError"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_MAX_RETRY_DELAY = 60.0
+_STOP_GRACE = 5.0
+_Command = Literal["refresh", "stop", "lost"]
+_ABANDONED: set[asyncio.Task[None]] = set()  # owners that would not stop, kept until they do
+
+
+class ServerState(enum.StrEnum):
+    """Where a connection is in its lifecycle."""
+
+    IDLE = "idle"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """A snapshot of one server's connection, for operators.
+
+    Attributes:
+        state: The lifecycle state.
+        transport: ``stdio``, ``sse`` or ``streamable_http``.
+        reason: Why it failed or was lost; empty when all is well.
+        tools: Tools, resources and prompts the server offered at the last listing.
+        failures: Connect failures in a row (0 once connected).
+        retry_in: Seconds until the next connect attempt (FAILED only).
+        protocol_version: The MCP protocol version negotiated at the last connect.
+    """
+
+    state: ServerState
+    transport: TransportKind
+    reason: str = ""
+    tools: int = 0
+    failures: int = 0
+    retry_in: float | None = None
+    protocol_version: str | None = None
+
+
+class ServerUnavailableError(PlugHostError):
+    """The MCP server could not be reached; the message says why."""
+
+
+class MCPConnection:
+    """The connection to one MCP server; safe to use from many tasks.
+
+    Args:
+        name: The server's configured name.
+        config: How to reach it.
+        on_change: Called with ``name`` whenever :attr:`catalog` changes: a
+            connect, a list_changed refresh, the server failing or recovering.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: MCPServerConfig,
+        *,
+        on_change: Callable[[str], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self._on_change = on_change
+        self._lock = anyio.Lock()
+        self._state = ServerState.IDLE
+        self._reason = ""
+        self._failures = 0
+        self._retry_at = 0.0
+        self._client: Client | None = None
+        self._protocol_version: str | None = None
+        self._catalog: Catalog | None = None
+        self._published: Catalog | None = None
+        self._closed = False
+        self._owner: asyncio.Task[None] | None = None
+        self._owner_scope: anyio.CancelScope | None = None
+        self._owner_done = anyio.Event()
+        self._attempt = anyio.Event()
+        self._commands: MemoryObjectSendStream[_Command] | None = None
+        self._refresh_pending = False
+        self._lost_reason = ""
+
+    # --- public API -----------------------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog | None:
+        """The last catalog, unless the server failed or was closed."""
+        if self._state in (ServerState.FAILED, ServerState.CLOSED):
+            return None
+        return self._catalog
+
+    def status(self) -> ServerStatus:
+        """A snapshot of the connection's state."""
+        retry_in = None
+        if self._state is ServerState.FAILED:
+            retry_in = max(0.0, self._retry_at - time.monotonic())
+        return ServerStatus(
+            state=self._state,
+            transport=self.config.resolved_transport,
+            reason=self._reason,
+            tools=self._catalog.size if self._catalog is not None else 0,
+            failures=self._failures,
+            retry_in=retry_in,
+            protocol_version=self._protocol_version,
+        )
+
+    def wants_connect(self) -> bool:
+        """Whether :meth:`connect` would try (or wait for) a connection now."""
+        if self._closed or self._client is not None:
+            return False
+        return self._state is not ServerState.FAILED or time.monotonic() >= self._retry_at
+
+    async def connect(self) -> Client:
+        """Return the live client, connecting first if needed.
+
+        Raises:
+            ServerUnavailableError: The connect failed or timed out, or the
+                server is in backoff after a failure; the message says which.
+        """
+        client = self._client
+        if client is not None:
+            return client
+        async with self._lock:
+            return await self._connect_locked(ignore_backoff=False)
+
+    async def request(self, operation: Callable[[Client], Awaitable[T]], *, timeout: float) -> T:
+        """Run ``operation`` on the live client under ``timeout`` seconds.
+
+        If the connection turns out to be lost, reconnect and retry once.
+
+        Raises:
+            ServerUnavailableError: No connection could be had.
+            TimeoutError: ``operation`` took longer than ``timeout``.
+            MCPError: The server answered with a JSON-RPC error.
+        """
+        client = await self.connect()
+        try:
+            with anyio.fail_after(timeout):
+                return await operation(client)
+        except Exception as exc:
+            if not is_connection_lost(exc):
+                raise
+            lost = describe_error(exc)
+        log.info("mcp connection lost, reconnecting server=%s reason=%s", self.name, lost)
+        client = await self._reconnect(client, lost)
+        try:
+            with anyio.fail_after(timeout):
+                return await operation(client)
+        except Exception as exc:
+            if is_connection_lost(exc):
+                message = f"connection lost again after reconnecting: {describe_error(exc)}"
+                raise ServerUnavailableError(message) from exc
+            raise
+
+    async def close(self) -> None:
+        """Close the connection from any task; the owner task does the closing."""
+        self._closed = True
+        await self._stop_owner()
+        self._state = ServerState.CLOSED
+        self._reason = ""
+
+    # --- connecting -----------------------------------------------------------------------
+
+    async def _connect_locked(self, *, ignore_backoff: bool) -> Client:
+        if self._client is not None:
+            return self._client
+        if self._closed:
+            raise ServerUnavailableError("the connection is closed")
+        wait = self._retry_at - time.monotonic()
+        if self._state is ServerState.FAILED and wait > 0 and not ignore_backoff:
+            raise ServerUnavailableError(f"{self._reason} (next attempt in {wait:.1f} s)")
+        owner = self._owner
+        if self._state is not ServerState.CONNECTING or owner is None or owner.done():
+            await self._stop_owner()  # one that lost its connection, or waits out a backoff
+            self._start_owner()
+        await self._attempt.wait()  # bounded: an attempt gives up after connect_timeout
+        client = self._live_client()
+        if client is None:
+            raise ServerUnavailableError(self._reason or "the connection was closed")
+        return client
+
+    def _live_client(self) -> Client | None:
+        """Read the client anew (type checkers keep a narrowing across awaits)."""
+        return self._client
+
+    async def _reconnect(self, broken: Client, reason: str) -> Client:
+        async with self._lock:
+            if self._client is not None and self._client is not broken:
+                return self._client  # another caller reconnected already
+            self._reason = f"connection lost: {reason}"
+            await self._stop_owner()
+            return await self._connect_locked(ignore_backoff=True)
+
+    def _start_owner(self) -> None:
+        send, receive = anyio.create_memory_object_stream[_Command](math.inf)
+        self._commands = send
+        self._refresh_pending = False
+        self._lost_reason = ""
+        self._owner_done = anyio.Event()
+        self._begin_attempt()
+        self._owner = asyncio.get_running_loop().create_task(
+            self._own(send, receive), name=f"mcp-server:{self.name}"
+        )
+
+    async def _stop_owner(self) -> None:
+        """Ask the owner task to finish and wait for it: shielded, each step bounded.
+
+        The ladder: a ``stop`` command when connected (a graceful exit, so an HTTP
+        session ends with a DELETE), else a cancel of the owner's scope; then that
+        cancel; then cancelling the task. The owner always does the closing.
+        """
+        owner = self._owner
+        if owner is None:
+            return
+        self._owner = None
+        done = self._owner_done
+        first = self._send_stop if self._client is not None else self._cancel_owner_scope
+        steps: list[Callable[[], object]] = [first, self._cancel_owner_scope, owner.cancel]
+        with anyio.CancelScope(shield=True):
+            for step in steps:
+                if done.is_set() or owner.done():
+                    break
+                step()
+                with anyio.move_on_after(_STOP_GRACE):
+                    await done.wait()
+                if not done.is_set():
+                    log.warning("mcp server owner slow to stop server=%s", self.name)
+        if owner.done():
+            if not owner.cancelled():
+                owner.exception()  # always None: the owner records its own failures
+        else:
+            log.error("mcp server owner would not stop, abandoning it server=%s", self.name)
+            _ABANDONED.add(owner)
+            owner.add_done_callback(_ABANDONED.discard)
+
+    def _send_stop(self) -> None:
+        self._send("stop")
+
+    def _send(self, command: _Command) -> None:
+        if self._commands is not None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._commands.send_nowait(command)
+
+    def _cancel_owner_scope(self) -> None:
+        if self._owner_scope is not None:
+            self._owner_scope.cancel()
+
+    # --- the owner task -------------------------------------------------------------------
+
+    async def _own(
+        self,
+        requests: MemoryObjectSendStream[_Command],
+        commands: MemoryObjectReceiveStream[_Command],
+    ) -> None:
+        """Connect, serve, and after a failed connect retry after a backoff: all in this task."""
+        try:
+            with anyio.CancelScope() as scope:
+                self._owner_scope = scope
+                while True:
+                    connected, failure = await self._connection(commands)
+                    if connected:
+                        self._set_disconnected(failure)
+                        break
+                    self._set_failed(failure)
+                    await anyio.sleep(max(0.0, self._retry_at - time.monotonic()))
+                    self._begin_attempt()
+        finally:
+            self._owner_scope = None
+            self._client = None
+            requests.close()
+            commands.close()
+            if self._closed:
+                self._state = ServerState.CLOSED
+            elif self._state is not ServerState.FAILED:
+                self._state = ServerState.IDLE
+            self._attempt.set()
+            self._owner_done.set()
+
+    async def _connection(self, commands: MemoryObjectReceiveStream[_Command]) -> tuple[bool, str]:
+        """One connection: connect under connect_timeout, then serve until stopped or lost.
+
+        Returns:
+            Whether it got connected, and why it ended ("" for a requested stop).
+        """
+        timeout = self.config.connect_timeout
+        connected, failure = False, ""
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+            try:
+                async with open_client(self.config, self._on_message) as client:
+                    try:
+                        catalog = await fetch_catalog(client, self.config)
+                        scope.deadline = math.inf
+                        connected = True
+                        self._set_connected(client, catalog)
+                        failure = await self._serve(client, commands)
+                    finally:
+                        # Before anything closes, so no caller picks up a half-closed client.
+                        self._client = None
+            except Exception as exc:
+                failure = describe_error(exc)
+        if scope.cancel_called and not connected:
+            failure = f"no answer within {timeout:g} s (connect_timeout)"
+        return connected, failure
+
+    async def _serve(self, client: Client, commands: MemoryObjectReceiveStream[_Command]) -> str:
+        """Serve commands until ``stop`` (returns "") or ``lost`` (returns the reason)."""
+        lost = ""
+        async with anyio.create_task_group() as tg:
+            if _wants_listen(client):
+                tg.start_soon(self._listen, client)
+            async for command in commands:
+                if command == "stop":
+                    break
+                if command == "lost":
+                    lost = self._lost_reason or "the server closed the connection"
+                    break
+                self._refresh_pending = False
+                await self._refresh(client)
+            tg.cancel_scope.cancel()
+        return lost
+
+    async def _refresh(self, client: Client) -> None:
+        try:
+            with anyio.fail_after(self.config.connect_timeout):
+                catalog = await fetch_catalog(client, self.config)
+        except Exception as exc:
+            reason = describe_error(exc)
+            log.warning("mcp catalog refresh failed server=%s reason=%s", self.name, reason)
+            return
+        log.info("mcp catalog refreshed server=%s entries=%d", self.name, catalog.size)
+        self._catalog = catalog
+        self._publish()
+
+    async def _listen(self, client: Client) -> None:
+        """Follow change events on a 2026-era connection (they come only on a listen stream)."""
+        everything = self.config.exposes_everything
+        try:
+            async with client.listen(
+                tools_list_changed=True,
+                prompts_list_changed=everything,
+                resources_list_changed=everything,
+            ) as subscription:
+                async for _event in subscription:
+                    self._request_refresh()
+        except Exception as exc:
+            log.debug("mcp change stream ended server=%s reason=%s", self.name, describe_error(exc))
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            if is_connection_lost(cause):
+                # The stream died with the connection: let the owner close it now, so
+                # the status says so and the next call reconnects without a failed try.
+                self._lost_reason = describe_error(cause)
+                self._send("lost")
+
+    async def _on_message(self, message: Any) -> None:
+        """Session callback: change notifications on handshake-era connections."""
+        if isinstance(
+            message,
+            types.ToolListChangedNotification
+            | types.PromptListChangedNotification
+            | types.ResourceListChangedNotification,
+        ):
+            self._request_refresh()
+        elif isinstance(message, Exception):
+            log.debug("mcp transport error server=%s reason=%s", self.name, describe_error(message))
+
+    def _request_refresh(self) -> None:
+        if not self._refresh_pending:
+            self._refresh_pending = True
+            self._send("refresh")
+
+    # --- state ----------------------------------------------------------------------------
+
+    def _begin_attempt(self) -> None:
+        self._attempt = anyio.Event()
+        self._state = ServerState.CONNECTING
+        transport = self.config.resolved_transport
+        log.info("mcp server connecting server=%s transport=%s", self.name, transport)
+
+    def _set_connected(self, client: Client, catalog: Catalog) -> None:
+        self._client = client
+        self._protocol_version = client.protocol_version
+        self._catalog = catalog
+        self._state = ServerState.CONNECTED
+        self._reason = ""
+        self._failures = 0
+        log.info(
+            "mcp server connected server=%s protocol=%s entries=%d",
+            self.name,
+            client.protocol_version,
+            catalog.size,
+        )
+        self._attempt.set()
+        self._publish()
+
+    def _set_disconnected(self, failure: str) -> None:
+        # A lost connection is not a failed server: its tools stay, the next call reconnects.
+        self._state = ServerState.IDLE
+        if failure:
+            self._reason = f"connection lost: {failure}"
+            log.warning("mcp server connection lost server=%s reason=%s", self.name, failure)
+
+    def _set_failed(self, failure: str) -> None:
+        self._failures += 1
+        delay = min(self.config.retry_delay * 2 ** (self._failures - 1), _MAX_RETRY_DELAY)
+        self._retry_at = time.monotonic() + delay
+        self._state = ServerState.FAILED
+        self._reason = failure
+        log.warning(
+            "mcp server failed server=%s reason=%s failures=%d retry_in=%.1f",
+            self.name,
+            failure,
+            self._failures,
+            delay,
+        )
+        self._attempt.set()
+        self._publish()  # its tools are withdrawn
+
+    def _publish(self) -> None:
+        """Tell ``on_change`` when :attr:`catalog` is not what it last reported."""
+        catalog = self.catalog
+        if catalog == self._published:
+            return
+        self._published = catalog
+        if self._on_change is not None:
+            self._on_change(self.name)
+
+
+def _wants_listen(client: Client) -> bool:
+    tools = client.server_capabilities.tools
+    modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+    return modern and tools is not None and bool(tools.list_changed)

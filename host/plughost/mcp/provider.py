@@ -1,0 +1,416 @@
+"""MCPToolProvider: the tools of upstream MCP servers, as one ToolProvider.
+
+Naming (model-facing names are ``[A-Za-z0-9_-]``, at most 64 characters, with
+an 8-hex SHA-1 suffix when longer; see :mod:`plughost.tools.naming`):
+
+=========  ===========================  ============================
+entry      name                         tool_id
+=========  ===========================  ============================
+tool       ``mcp_{server}_{tool}``      ``mcp:{server}:{tool}``
+resource   ``mcp_{server}_resource_{n}``  ``mcp:{server}:resource:{n}``
+prompt     ``mcp_{server}_prompt_{n}``  ``mcp:{server}:prompt:{n}``
+=========  ===========================  ============================
+
+Calls go out under the server's original name. ``metadata`` records
+``server``, ``original_name`` and ``kind``; a tool's ``readOnlyHint``
+becomes ``metadata["read_only"]`` (a hint, never a guarantee); resources and
+prompts are read-only.
+
+Servers connect lazily on the first :meth:`MCPToolProvider.list_tools` (all
+at once, each bounded by its connect timeout, so a slow or broken server
+never holds up the others) and report their state through
+:meth:`MCPToolProvider.status`. When a server's catalog changes, the provider
+tells its registry with ``notify_changed``.
+
+What does not live here: one server's connection (:mod:`plughost.mcp.client`)
+and result conversion (:mod:`plughost.mcp.content`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError
+from pydantic import ValidationError
+
+from plughost.mcp.client import MCPConnection, ServerStatus, ServerUnavailableError
+from plughost.mcp.config import MCPConfig, MCPServerConfig
+from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
+from plughost.mcp.session import Catalog, describe_error
+from plughost.tools.naming import qualified_name
+from plughost_sdk.models import (
+    ToolAvailabilityContext,
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolInvocation,
+    ToolSpec,
+)
+
+if TYPE_CHECKING:
+    from plughost.tools.registry import ToolRegistry
+
+__all__ = ["MCPToolProvider"]
+
+log = logging.getLogger(__name__)
+
+_Kind = Literal["tool", "resource", "prompt"]
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    server: str
+    kind: _Kind
+    target: str  # the original tool name, the resource URI or the prompt name
+
+
+@dataclass(slots=True)
+class _ServerView:
+    """The specs and routes built from one catalog of one server."""
+
+    catalog: Catalog
+    specs: list[ToolSpec] = field(default_factory=list)
+    routes: dict[str, _Route] = field(default_factory=dict)
+
+
+class MCPToolProvider:
+    """Exposes the tools, resources and prompts of configured MCP servers.
+
+    Args:
+        config: The servers; an :class:`MCPConfig` or a mapping of server name
+            to :class:`MCPServerConfig`.
+        provider_name: Overrides ``config.provider_name``.
+    """
+
+    provider_type = "mcp"
+
+    def __init__(
+        self,
+        config: MCPConfig | Mapping[str, MCPServerConfig],
+        *,
+        provider_name: str | None = None,
+    ) -> None:
+        if not isinstance(config, MCPConfig):
+            config = MCPConfig(servers=dict(config))
+        self.provider_name: str = provider_name or config.provider_name
+        self._connections = {
+            name: MCPConnection(name, server, on_change=self._server_changed)
+            for name, server in config.servers.items()
+            if server.enabled
+        }
+        self._views: dict[str, _ServerView] = {}
+        self._quiet: Counter[str] = Counter()
+        self._registry: ToolRegistry | None = None
+
+    def bind_registry(self, registry: ToolRegistry) -> None:
+        """Remember the registry to notify when a server's tools change."""
+        self._registry = registry
+
+    def status(self) -> dict[str, ServerStatus]:
+        """The connection state of every enabled server, by name."""
+        return {name: conn.status() for name, conn in self._connections.items()}
+
+    async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
+        """Connect the servers not connected yet, then list every reachable server's tools."""
+        await self._connect_pending(quiet=True)
+        specs: list[ToolSpec] = []
+        for name in self._connections:
+            view = self._view(name)
+            if view is not None:
+                specs.extend(view.specs)
+        return specs
+
+    async def invoke(
+        self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
+    ) -> ToolExecutionResult:
+        """Call the tool on its server; every failure comes back as a failed result."""
+        name = invocation.tool_name
+        route = self._route(name)
+        if route is None:
+            await self._connect_pending(quiet=False)  # a call before any listing connects too
+            route = self._route(name)
+        if route is None:
+            return self._not_routed(name)
+        connection = self._connections[route.server]
+        timeout = connection.config.tool_timeout
+        result = await self._call(connection, route, invocation, timeout)
+        metadata = {"server": route.server, "original_name": route.target, **result.metadata}
+        return result.model_copy(update={"tool_name": name, "metadata": metadata})
+
+    async def close(self) -> None:
+        """Close every server connection (each in its own owner task)."""
+        async with anyio.create_task_group() as tg:
+            for connection in self._connections.values():
+                tg.start_soon(connection.close)
+
+    # --- connecting -----------------------------------------------------------------------
+
+    async def _connect_pending(self, *, quiet: bool) -> None:
+        """Connect every server that wants it, concurrently; failures land in the status.
+
+        Args:
+            quiet: The caller is a listing that returns the new tools itself, so
+                the registry needs no change notice for these connects.
+        """
+        pending = [conn for conn in self._connections.values() if conn.wants_connect()]
+        if not pending:
+            return
+        async with anyio.create_task_group() as tg:
+            for connection in pending:
+                tg.start_soon(self._connect_one, connection, quiet)
+
+    async def _connect_one(self, connection: MCPConnection, quiet: bool) -> None:
+        self._quiet[connection.name] += quiet
+        try:
+            with contextlib.suppress(ServerUnavailableError):
+                await connection.connect()
+        finally:
+            self._quiet[connection.name] -= quiet
+
+    def _server_changed(self, server: str) -> None:
+        if self._registry is not None and not self._quiet[server]:
+            self._registry.notify_changed(self.provider_name)
+
+    # --- specs and routes -----------------------------------------------------------------
+
+    def _view(self, server: str) -> _ServerView | None:
+        connection = self._connections[server]
+        catalog = connection.catalog
+        if catalog is None:
+            return None
+        view = self._views.get(server)
+        if view is None or view.catalog is not catalog:
+            view = _build_view(self.provider_name, server, connection.config, catalog)
+            self._views[server] = view
+        return view
+
+    def _not_routed(self, name: str) -> ToolExecutionResult:
+        """The failure for a name no live server offers: unknown, or its server is down."""
+        for server, view in self._views.items():  # the last view of each server, even if down
+            if name in view.routes:
+                status = self._connections[server].status()
+                reason = status.reason or status.state.value
+                if status.retry_in:
+                    reason += f" (next attempt in {status.retry_in:.1f} s)"
+                message = f"MCP server {server!r} is unavailable: {reason}"
+                return ToolExecutionResult.failure(name, message, "server_unavailable")
+        message = f"Tool not found: {name} (no connected MCP server offers it)."
+        return ToolExecutionResult.failure(name, message, "tool_not_found")
+
+    def _route(self, name: str) -> _Route | None:
+        for server in self._connections:
+            view = self._view(server)
+            if view is not None and name in view.routes:
+                return view.routes[name]
+        return None
+
+    # --- calls ----------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        connection: MCPConnection,
+        route: _Route,
+        invocation: ToolInvocation,
+        timeout: float,
+    ) -> ToolExecutionResult:
+        name, server = invocation.tool_name, route.server
+        try:
+            return await connection.request(_operation(route, invocation), timeout=timeout)
+        except TimeoutError:
+            message = (
+                f"MCP server {server!r} did not answer {route.target!r} within "
+                f"{timeout:g} s (tool_timeout); the call was abandoned."
+            )
+            return ToolExecutionResult.failure(name, message, "timeout")
+        except ServerUnavailableError as exc:
+            message = f"MCP server {server!r} is unavailable: {exc}"
+            return ToolExecutionResult.failure(name, message, "server_unavailable")
+        except MCPError as exc:
+            if exc.code == types.REQUEST_TIMEOUT:  # the server's own clock ran out first
+                message = f"MCP server {server!r} reported a timeout: {exc.message}"
+                return ToolExecutionResult.failure(name, message, "timeout")
+            message = f"MCP server {server!r} refused {route.target!r}: {exc.message}"
+            return ToolExecutionResult.failure(
+                name, message, "tool_error", metadata={"mcp_error_code": exc.code}
+            )
+        except ValidationError as exc:
+            message = f"MCP server {server!r} sent a malformed result: {describe_error(exc)}"
+            return ToolExecutionResult.failure(name, message, "invalid_result")
+        except Exception as exc:  # the provider promise: failures are results, never raised
+            log.exception("mcp call failed server=%s tool=%s", server, route.target)
+            message = f"MCP call to {server!r} failed: {describe_error(exc)}"
+            return ToolExecutionResult.failure(name, message, "server_unavailable")
+
+
+def _operation(
+    route: _Route, invocation: ToolInvocation
+) -> Callable[[Client], Awaitable[ToolExecutionResult]]:
+    name, target = invocation.tool_name, route.target
+    arguments = _arguments(invocation)
+    if route.kind == "resource":
+
+        async def read(client: Client) -> ToolExecutionResult:
+            return result_from_resource(name, await client.read_resource(target))
+
+        return read
+    if route.kind == "prompt":
+        texts = {key: _as_text(value) for key, value in arguments.items()}
+
+        async def get(client: Client) -> ToolExecutionResult:
+            return result_from_prompt(name, await client.get_prompt(target, texts))
+
+        return get
+
+    async def call(client: Client) -> ToolExecutionResult:
+        return result_from_mcp(name, await client.call_tool(target, arguments))
+
+    return call
+
+
+def _arguments(invocation: ToolInvocation) -> dict[str, Any]:
+    """The call's arguments as a dict (the registry has parsed them already)."""
+    arguments = invocation.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+# --- building specs -------------------------------------------------------------------------
+
+
+def _build_view(
+    provider_name: str, server: str, config: MCPServerConfig, catalog: Catalog
+) -> _ServerView:
+    view = _ServerView(catalog=catalog)
+    tools = _enabled(server, config, catalog.tools)
+    entries: list[tuple[ToolSpec, _Route]] = [_tool_entry(server, tool) for tool in tools]
+    entries += [_resource_entry(server, resource) for resource in catalog.resources]
+    entries += [_prompt_entry(server, prompt) for prompt in catalog.prompts]
+    for spec, route in entries:
+        update: dict[str, Any] = {"provider_name": provider_name}
+        if spec.name in view.routes:  # two raw names that sanitize alike
+            update["name"] = qualified_name(spec.name, spec.tool_id)
+        spec = spec.model_copy(update=update)
+        view.specs.append(spec)
+        view.routes[spec.name] = route
+    return view
+
+
+def _enabled(
+    server: str, config: MCPServerConfig, tools: tuple[types.Tool, ...]
+) -> list[types.Tool]:
+    if config.exposes_everything:
+        return list(tools)
+    wanted = set(config.enabled_tools)
+    chosen = [t for t in tools if t.name in wanted or _tool_name(server, t.name) in wanted]
+    known = {t.name for t in tools} | {_tool_name(server, t.name) for t in tools}
+    unknown = sorted(wanted - known)
+    if unknown:
+        available = ", ".join(sorted(t.name for t in tools)) or "none"
+        log.warning(
+            "mcp enabled_tools names no tool server=%s unknown=%s available=%s",
+            server,
+            ", ".join(unknown),
+            available,
+        )
+    return chosen
+
+
+def _tool_name(server: str, tool: str) -> str:
+    return qualified_name("mcp", server, tool)
+
+
+def _tool_entry(server: str, tool: types.Tool) -> tuple[ToolSpec, _Route]:
+    metadata: dict[str, Any] = {"server": server, "original_name": tool.name, "kind": "tool"}
+    annotations = tool.annotations
+    if annotations is not None and annotations.read_only_hint is not None:
+        metadata["read_only"] = annotations.read_only_hint
+    title = tool.title or (annotations.title if annotations is not None else None)
+    spec = ToolSpec(
+        name=_tool_name(server, tool.name),
+        description=tool.description or "",
+        title=title,
+        parameters_schema=_object_schema(tool.input_schema),
+        output_schema=tool.output_schema,
+        provider_type="mcp",
+        metadata=metadata,
+        tool_id=f"mcp:{server}:{tool.name}",
+    )
+    return spec, _Route(server, "tool", tool.name)
+
+
+def _resource_entry(server: str, resource: types.Resource) -> tuple[ToolSpec, _Route]:
+    summary = f"Read the MCP resource {resource.uri} from server {server}."
+    description = f"{resource.description}\n{summary}" if resource.description else summary
+    spec = ToolSpec(
+        name=qualified_name("mcp", server, "resource", resource.name),
+        description=description,
+        title=resource.title,
+        parameters_schema=dict(_EMPTY_SCHEMA),
+        provider_type="mcp",
+        metadata={
+            "server": server,
+            "original_name": resource.name,
+            "kind": "resource",
+            "uri": resource.uri,
+            "read_only": True,
+        },
+        tool_id=f"mcp:{server}:resource:{resource.name}",
+    )
+    return spec, _Route(server, "resource", resource.uri)
+
+
+def _prompt_entry(server: str, prompt: types.Prompt) -> tuple[ToolSpec, _Route]:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for argument in prompt.arguments or []:
+        schema: dict[str, Any] = {"type": "string"}
+        if argument.description:
+            schema["description"] = argument.description
+        properties[argument.name] = schema
+        if argument.required:
+            required.append(argument.name)
+    parameters: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        parameters["required"] = required
+    summary = f"Get the filled-in MCP prompt {prompt.name!r} from server {server}."
+    description = f"{prompt.description}\n{summary}" if prompt.description else summary
+    spec = ToolSpec(
+        name=qualified_name("mcp", server, "prompt", prompt.name),
+        description=description,
+        title=prompt.title,
+        parameters_schema=parameters,
+        provider_type="mcp",
+        metadata={
+            "server": server,
+            "original_name": prompt.name,
+            "kind": "prompt",
+            "read_only": True,
+        },
+        tool_id=f"mcp:{server}:prompt:{prompt.name}",
+    )
+    return spec, _Route(server, "prompt", prompt.name)
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """MCP requires an object root; make sure ``properties`` is there for model APIs."""
+    result = dict(schema)
+    result.setdefault("type", "object")
+    if result.get("type") == "object":
+        result.setdefault("properties", {})
+    return result

@@ -1,0 +1,167 @@
+"""One MCP session, as the connection's owner task uses it: open it, list it, read its errors.
+
+- :func:`open_client` enters the official SDK's :class:`mcp.Client` over the
+  configured transport (stdio, SSE or streamable HTTP);
+- :func:`fetch_catalog` lists what the server offers, page by page;
+- :func:`is_connection_lost` and :func:`describe_error` read the exceptions the
+  SDK and its transports raise (often inside exception groups).
+
+What does not live here: who owns a session and when it is opened or closed
+(:mod:`plughost.mcp.client`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from plughost.mcp.config import MCPServerConfig
+
+__all__ = ["Catalog", "describe_error", "fetch_catalog", "is_connection_lost", "open_client"]
+
+log = logging.getLogger(__name__)
+
+_PAGE_CAP = 100
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+_LOST_MESSAGES = ("connection closed", "session terminated", "session not found")
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """What a server offers: its tools, and resources and prompts when exposed."""
+
+    tools: tuple[types.Tool, ...] = ()
+    resources: tuple[types.Resource, ...] = ()
+    prompts: tuple[types.Prompt, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """How many entries the catalog holds."""
+        return len(self.tools) + len(self.resources) + len(self.prompts)
+
+
+@contextlib.asynccontextmanager
+async def open_client(
+    config: MCPServerConfig, message_handler: MessageHandlerFnT
+) -> AsyncIterator[Client]:
+    """Enter a client session with the server; to be entered and exited by one task."""
+    async with contextlib.AsyncExitStack() as stack:
+        server: Any
+        kind = config.resolved_transport
+        if kind == "stdio":
+            server = StdioServerParameters(
+                command=config.command or "",
+                args=list(config.args),
+                env=dict(config.env) or None,
+                cwd=config.cwd,
+            )
+        elif kind == "sse":
+            server = sse_client(
+                config.url or "",
+                headers=dict(config.headers) or None,
+                timeout=config.connect_timeout,
+            )
+        else:
+            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT)
+            await stack.enter_async_context(http)
+            server = streamable_http_client(config.url or "", http_client=http)
+        client = Client(
+            server,
+            mode=config.protocol,
+            message_handler=message_handler,
+            client_info=types.Implementation(name="plughost", version=_version()),
+            cache=None,
+        )
+        yield await stack.enter_async_context(client)
+
+
+async def fetch_catalog(client: Client, config: MCPServerConfig) -> Catalog:
+    """List the server's tools, and its resources and prompts when all are exposed."""
+    capabilities = client.server_capabilities
+    tools: list[types.Tool] = []
+    if capabilities.tools is not None:
+        cursor: str | None = None
+        for _ in range(_PAGE_CAP):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    if not config.exposes_everything:
+        return Catalog(tools=tuple(tools))
+    resources: tuple[types.Resource, ...] = ()
+    prompts: tuple[types.Prompt, ...] = ()
+    # Resources and prompts are extras: a server that lists them badly still serves its tools.
+    if capabilities.resources is not None:
+        try:
+            resources = tuple((await client.list_resources()).resources)
+        except MCPError as exc:
+            log.debug("mcp resources not listed reason=%s", exc.message)
+    if capabilities.prompts is not None:
+        try:
+            prompts = tuple((await client.list_prompts()).prompts)
+        except MCPError as exc:
+            log.debug("mcp prompts not listed reason=%s", exc.message)
+    return Catalog(tools=tuple(tools), resources=resources, prompts=prompts)
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is gone (and a reconnect may help).
+
+    True for "Connection closed" (the process died, the stream ended), "Session
+    terminated" / "Session not found" (an HTTP server that forgot the session,
+    answered with 404), closed or broken streams and transport errors.
+    """
+    for leaf in _leaves(exc):
+        if isinstance(leaf, MCPError):
+            if leaf.code == types.CONNECTION_CLOSED:
+                return True
+            if any(text in leaf.message.lower() for text in _LOST_MESSAGES):
+                return True
+        elif isinstance(leaf, httpx2.HTTPStatusError):
+            if leaf.response.status_code == 404:
+                return True
+        elif isinstance(
+            leaf,
+            anyio.ClosedResourceError
+            | anyio.BrokenResourceError
+            | anyio.EndOfStream
+            | httpx2.TransportError
+            | ConnectionError,
+        ):
+            return True
+    return False
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line reason for logs and model-facing messages."""
+    leaf = next(iter(_leaves(exc)), exc)
+    if isinstance(leaf, MCPError):
+        return leaf.message
+    text = str(leaf)
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("plughost")
+    except metadata.PackageNotFoundError:
+        return "0"

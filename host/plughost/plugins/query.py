@@ -1,0 +1,136 @@
+"""ComponentQueryService: the read-only ToolSpec view over the ComponentRegistry.
+
+It gives each plugin tool its model-facing name (see :mod:`plughost.tools.naming`:
+unique names are kept, colliding ones are qualified with the plugin's name),
+filters by availability, and builds a call: the model's arguments merged with
+the execution context (``stream_id``, ``group_id``, ``user_id``, ``platform``,
+``message``...) that plugin handlers receive as keyword arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plughost.plugins.components import ComponentRegistry, ToolComponent
+from plughost.tools.naming import NameRequest, resolve_names
+from plughost_sdk.models import ToolAvailabilityContext, ToolExecutionContext, ToolSpec
+
+__all__ = ["PLUGIN_PROVIDER_NAME", "ComponentQueryService"]
+
+PLUGIN_PROVIDER_NAME = "plugins"
+
+_CONTEXT_FIELDS = ("session_id", "stream_id", "group_id", "user_id", "platform")
+
+
+class ComponentQueryService:
+    """Specs, name resolution and call building for plugin tools."""
+
+    def __init__(self, components: ComponentRegistry) -> None:
+        self._components = components
+        self._version = -1
+        self._specs: list[tuple[ToolComponent, ToolSpec]] = []
+        self._by_name: dict[str, ToolComponent] = {}
+
+    def specs(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
+        """Specs of the tools available in ``context`` (hidden ones included, marked)."""
+        self._refresh()
+        return [
+            spec
+            for component, spec in self._specs
+            if self._components.is_available(component, context)
+        ]
+
+    def resolve(self, name: str) -> ToolComponent | None:
+        """The component behind a model-facing name (or a ``plugin_id.tool`` full name)."""
+        self._refresh()
+        return self._by_name.get(name) or self._components.get(name)
+
+    def model_name(self, component: ToolComponent) -> str:
+        """The model-facing name of ``component``."""
+        self._refresh()
+        for candidate, spec in self._specs:
+            if candidate is component:
+                return spec.name
+        return component.name
+
+    def _refresh(self) -> None:
+        if self._version == self._components.version:
+            return
+        components = self._components.all()
+        names = resolve_names(
+            [
+                NameRequest(
+                    tool_id=_tool_id(c), preferred=c.name, qualifier=c.plugin_id.rsplit(".", 1)[-1]
+                )
+                for c in components
+            ]
+        )
+        previous = {id(c): spec for c, spec in self._specs}
+        self._specs = [(c, _reuse(previous.get(id(c)), c, names[_tool_id(c)])) for c in components]
+        self._by_name = {spec.name: c for c, spec in self._specs}
+        self._version = self._components.version
+
+    def build_arguments(
+        self,
+        component: ToolComponent,
+        arguments: dict[str, Any],
+        context: ToolExecutionContext | None,
+        *,
+        call_id: str = "",
+    ) -> dict[str, Any]:
+        """The handler's kwargs: the arguments, then the execution context on top.
+
+        Context fields that are set win over same-named arguments, because the
+        host knows which conversation it is in and the model may guess wrong.
+        Legacy actions also get ``action_data`` (the arguments) and ``reasoning``.
+        """
+        kwargs = dict(arguments)
+        if context is not None:
+            for name in _CONTEXT_FIELDS:
+                value = getattr(context, name)
+                if value:
+                    kwargs[name] = value
+            kwargs.setdefault("stream_id", "")
+            if context.is_group_chat:
+                kwargs["is_group_chat"] = True
+            if context.message is not None:
+                kwargs["message"] = context.message
+            if context.reasoning:
+                kwargs["reasoning"] = context.reasoning
+        if call_id:
+            kwargs["call_id"] = call_id
+        if component.legacy_action:
+            kwargs["action_data"] = dict(arguments)
+            kwargs.setdefault("reasoning", "")
+        return kwargs
+
+
+def _reuse(spec: ToolSpec | None, component: ToolComponent, name: str) -> ToolSpec:
+    """Keep the spec object of an unchanged component, so consumers can diff by identity."""
+    if spec is not None and spec.name == name:
+        return spec
+    return _spec(component, name)
+
+
+def _tool_id(component: ToolComponent) -> str:
+    return f"plugin:{component.plugin_id}:{component.name}"
+
+
+def _spec(component: ToolComponent, name: str) -> ToolSpec:
+    metadata = {
+        **component.metadata,
+        "plugin_id": component.plugin_id,
+        "full_name": component.full_name,
+        "visibility": component.visibility,
+        "brief_description": component.brief_description,
+        "component_type": component.component_type,
+    }
+    return ToolSpec(
+        name=name,
+        description=component.description,
+        parameters_schema=component.parameters_schema,
+        provider_name=PLUGIN_PROVIDER_NAME,
+        provider_type="plugin",
+        metadata=metadata,
+        tool_id=_tool_id(component),
+    )

@@ -1,0 +1,140 @@
+"""Watch plugin directories and turn file events into per-plugin changes, nothing more.
+
+Events are grouped by ``watchfiles`` (a batch ends after ``step`` ms without a
+new event) and then by plugin folder. A change touching only ``config.toml``
+is a config change; anything else in the folder is a source change; a folder
+that appears or disappears is an addition or a removal. Editor droppings and
+bytecode are ignored. Polling mode is for filesystems that deliver no events
+(Docker bind mounts, network shares). Hidden files (``.*``) are ignored, and
+so are folders named ``_*`` or ``.*`` (the start-up scan skips them too); this
+also makes ``.plughost-probe`` a safe file to touch when checking that a watch
+is live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import watchfiles
+
+from plughost.plugins.source import CONFIG_FILE, is_plugin_dir
+
+__all__ = ["ChangeKind", "PluginChange", "PluginWatcher", "classify"]
+
+log = logging.getLogger(__name__)
+
+_IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".swx", ".tmp", "~")
+_IGNORED_PARTS = ("__pycache__", ".git", ".mypy_cache", ".pytest_cache")
+
+
+class ChangeKind(Enum):
+    """What happened to a plugin folder."""
+
+    SOURCE = "source"
+    CONFIG = "config"
+    ADDED = "added"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginChange:
+    """One plugin folder changed in one way."""
+
+    path: Path
+    kind: ChangeKind
+    files: tuple[str, ...] = ()
+
+
+class PluginWatcher:
+    """Yields batches of :class:`PluginChange` for the watched plugin directories."""
+
+    def __init__(
+        self,
+        dirs: Iterable[Path],
+        *,
+        step_ms: int = 50,
+        debounce_ms: int = 400,
+        force_polling: bool = False,
+        poll_delay_ms: int = 250,
+    ) -> None:
+        self._dirs = [Path(d).resolve() for d in dirs]
+        self._step = step_ms
+        self._debounce = debounce_ms
+        self._polling = force_polling
+        self._poll_delay = poll_delay_ms
+        self.active = asyncio.Event()
+        """Set once the first batch of file events (of any file) has been seen."""
+
+    async def changes(self) -> AsyncIterator[list[PluginChange]]:
+        """Iterate over batches of plugin changes until cancelled."""
+        roots = [d for d in self._dirs if d.exists()]
+        if not roots:
+            log.warning("nothing to watch: none of %s exists", [str(d) for d in self._dirs])
+            return
+        async for batch in watchfiles.awatch(
+            *roots,
+            step=self._step,
+            debounce=self._debounce,
+            force_polling=self._polling,
+            poll_delay_ms=self._poll_delay,
+            recursive=True,
+            ignore_permission_denied=True,
+        ):
+            self.active.set()
+            changes = classify({Path(path) for _, path in batch}, self._dirs)
+            if changes:
+                yield changes
+
+
+def classify(paths: set[Path], roots: Iterable[Path]) -> list[PluginChange]:
+    """Group changed paths by plugin folder and decide what kind of change each is."""
+    by_folder: dict[Path, set[str]] = {}
+    for path in paths:
+        if _ignored(path):
+            continue
+        folder = _plugin_folder(path, roots)
+        if folder is not None and not folder.name.startswith(("_", ".")):
+            by_folder.setdefault(folder, set()).add(_relative(path, folder))
+    return [_change(folder, files) for folder, files in sorted(by_folder.items())]
+
+
+def _change(folder: Path, files: set[str]) -> PluginChange:
+    ordered = tuple(sorted(files))
+    if not folder.exists():
+        return PluginChange(folder, ChangeKind.REMOVED, ordered)
+    if not is_plugin_dir(folder):
+        return PluginChange(folder, ChangeKind.REMOVED, ordered)
+    if files == {CONFIG_FILE}:
+        return PluginChange(folder, ChangeKind.CONFIG, ordered)
+    if "" in files:
+        return PluginChange(folder, ChangeKind.ADDED, ordered)
+    return PluginChange(folder, ChangeKind.SOURCE, ordered)
+
+
+def _plugin_folder(path: Path, roots: Iterable[Path]) -> Path | None:
+    for root in roots:
+        if is_plugin_dir(root) and (path == root or root in path.parents):
+            return root
+        if path.parent == root and path != root:
+            return path
+        if root in path.parents:
+            return root / path.relative_to(root).parts[0]
+    return None
+
+
+def _relative(path: Path, folder: Path) -> str:
+    return "" if path == folder else str(path.relative_to(folder))
+
+
+def _ignored(path: Path) -> bool:
+    name = path.name
+    return (
+        name.endswith(_IGNORED_SUFFIXES)
+        or name.startswith((".", "#"))
+        or any(part in _IGNORED_PARTS for part in path.parts)
+    )

@@ -1,0 +1,100 @@
+"""Capability calls from plugins (``ctx.send.text(...)``) routed to the embedder's handlers.
+
+The embedding application registers a handler per capability (``send.text``)
+or per group (``send.*``). Every call is checked against the calling plugin's
+manifest first: a capability it does not list is denied, whatever handlers
+exist. The plugin id is bound by the runner and checked by the supervisor, so
+a plugin cannot call in another plugin's name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from plughost.runners.channel import RemoteError
+from plughost_sdk import wire
+from plughost_sdk.manifest import Manifest
+
+__all__ = ["CapabilityCall", "CapabilityHandler", "CapabilityRouter"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityCall:
+    """One capability call as a handler sees it."""
+
+    plugin_id: str
+    capability: str
+    args: dict[str, Any]
+
+
+CapabilityHandler = Callable[[CapabilityCall], Awaitable[Any]]
+"""An async function answering a capability call; its return value goes back to the plugin."""
+
+
+class CapabilityRouter:
+    """Holds capability handlers and dispatches plugin calls to them."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, CapabilityHandler] = {}
+
+    def register(self, name: str, handler: CapabilityHandler) -> None:
+        """Handle ``name`` (``group.name``, or ``group.*`` for a whole group)."""
+        if "." not in name:
+            raise ValueError(f"capability names look like 'send.text' or 'send.*', got {name!r}")
+        self._handlers[name] = handler
+
+    def unregister(self, name: str) -> None:
+        """Stop handling ``name``."""
+        self._handlers.pop(name, None)
+
+    def provided(self) -> list[str]:
+        """The capability names with a handler."""
+        return sorted(self._handlers)
+
+    async def dispatch(self, manifest: Manifest, capability: str, args: dict[str, Any]) -> Any:
+        """Check and run one call; return the wire body ``{"value": ...}``.
+
+        A handler may raise :class:`RemoteError` to answer with a code of its
+        own; any other exception it raises becomes ``capability_failed``.
+
+        Raises:
+            RemoteError: ``capability_denied``, ``capability_not_provided`` or
+                ``capability_failed``, with a message for the plugin author.
+        """
+        plugin_id = manifest.id
+        if not manifest.allows_capability(capability):
+            raise RemoteError(
+                wire.error_body(
+                    "capability_denied",
+                    f"plugin {plugin_id} may not call {capability}: add {capability!r} to "
+                    "'capabilities' in its _manifest.json",
+                )
+            )
+        handler = self._handlers.get(capability) or self._handlers.get(
+            capability.split(".", 1)[0] + ".*"
+        )
+        if handler is None:
+            raise RemoteError(
+                wire.error_body(
+                    "capability_not_provided",
+                    f"capability {capability} is not provided by this host",
+                )
+            )
+        try:
+            value = await handler(CapabilityCall(plugin_id, capability, args))
+        except RemoteError:
+            raise  # a handler refusing with its own code (a built-in such as tools.call)
+        except Exception as exc:
+            log.exception("capability %s failed for plugin %s", capability, plugin_id)
+            raise RemoteError(
+                wire.error_body(
+                    "capability_failed",
+                    f"capability {capability} failed: {type(exc).__name__}: {exc}",
+                )
+            ) from None
+        return {"value": value}

@@ -1,0 +1,306 @@
+"""The host's end of the runner fork server (``python -m plughost_runner.forkserver``).
+
+A runner started as a fresh interpreter spends about 150 ms of CPU importing
+Python, asyncio, pyzmq and pydantic, at every start, restart and reload, on
+the cores the healthy plugins' calls need. The fork server pays that once and
+forks each new runner from its already-imported state; the runner is then
+ready in milliseconds and shares those pages with its siblings.
+
+To the supervisor a forked runner looks like any child process
+(:class:`ForkedProcess` has the face of
+:class:`~plughost.runners.child_process.ChildProcess`): its stdout and stderr are pipes
+the host created and handed over with the request, it is the leader of its own
+session (so the process-group kill works), and its exit code arrives from the
+fork server, which is its parent. If the fork server cannot be used, the
+caller falls back to starting an interpreter; a fork server that died is
+started again on a later spawn, at most once per ``restart_interval``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgpack
+
+from plughost.runners.child_process import ChildProcess, read_pipes, start_child
+
+__all__ = ["ForkServer", "ForkServerError", "ForkedProcess"]
+
+log = logging.getLogger(__name__)
+
+_MAX_PACKET = 1 << 20
+MODULE = "plughost_runner"
+
+
+class ForkServerError(OSError):
+    """The fork server is not running or could not fork; start an interpreter instead."""
+
+
+class ForkedProcess:
+    """A runner forked by the fork server."""
+
+    def __init__(
+        self,
+        pid: int,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        transports: list[asyncio.BaseTransport],
+    ) -> None:
+        self.pid = pid
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: int | None = None
+        self._transports = transports
+        self._exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def wait(self) -> int:
+        """Wait until the runner has exited; return its exit code."""
+        return await asyncio.shield(self._exited)
+
+    def close(self) -> None:
+        """Close the output pipes."""
+        for transport in self._transports:
+            transport.close()
+
+    def exited(self, code: int) -> None:
+        """Record the exit the fork server reported."""
+        if self.returncode is None:
+            self.returncode = code
+            self._exited.set_result(code)
+
+
+class ForkServer:
+    """Starts and talks to one fork server; forks runners through it."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        python: str | None = None,
+        ready_timeout: float = 30.0,
+        restart_interval: float = 10.0,
+    ) -> None:
+        self._env = dict(env)
+        self._python = python or sys.executable
+        self._ready_timeout = ready_timeout
+        self._restart_interval = restart_interval
+        self._process: ChildProcess | None = None
+        self._socket: socket.socket | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._children: dict[int, ForkedProcess] = {}
+        self._early_exits: dict[int, int] = {}
+        self._drains: list[asyncio.Task[None]] = []
+        self._ids = itertools.count(1)
+        self._last_start = -float("inf")
+        self._starting: asyncio.Lock | None = None
+        self._closed = False
+        self.pid: int | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the fork server is up and answering."""
+        return self._reader is not None and not self._reader.done()
+
+    def serves(self, command: Sequence[str]) -> bool:
+        """Whether ``command`` starts a plain runner this server can fork instead."""
+        return list(command[:3]) == [self._python, "-m", MODULE]
+
+    async def start(self) -> None:
+        """Start the fork server and wait until it has imported the runner.
+
+        Raises:
+            ForkServerError: it did not start or did not say it was ready in time.
+        """
+        self._last_start = time.monotonic()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            process = await start_child(
+                [
+                    self._python,
+                    "-m",
+                    f"{MODULE}.forkserver",
+                    "--control-fd",
+                    str(theirs.fileno()),
+                    "--parent-pid",
+                    str(os.getpid()),
+                ],
+                self._env,
+                pass_fds=[theirs.fileno()],
+            )
+        except OSError as exc:
+            ours.close()
+            raise ForkServerError(f"cannot start the fork server: {exc}") from exc
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        self._process, self._socket = process, ours
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._pending[0] = ready
+        self._reader = asyncio.create_task(self._read(ours, process))
+        self._drains = [
+            asyncio.create_task(_drain(process.stdout)),
+            asyncio.create_task(_drain(process.stderr, log)),
+        ]
+        try:
+            async with asyncio.timeout(self._ready_timeout):
+                hello = await ready
+        except (TimeoutError, ForkServerError) as exc:
+            await self._stop_process()
+            raise ForkServerError(f"the fork server did not become ready: {exc!r}") from exc
+        finally:
+            self._pending.pop(0, None)
+        self.pid = int(hello["ready"])
+        log.debug("fork server ready, pid %s", self.pid)
+
+    async def spawn(self, argv: Sequence[str], env: Mapping[str, str]) -> ForkedProcess:
+        """Fork a runner with ``argv`` (its arguments after ``-m plughost_runner``).
+
+        Raises:
+            ForkServerError: the fork server is down (and not due for a restart) or failed.
+        """
+        await self._ensure_running()
+        sock = self._socket
+        if sock is None:
+            raise ForkServerError("the fork server is not running")
+        loop = asyncio.get_running_loop()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        request_id = next(self._ids)
+        reply: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._pending[request_id] = reply
+        packet = msgpack.packb({"id": request_id, "argv": list(argv), "env": dict(env)})
+        try:
+            socket.send_fds(sock, [packet], [out_write, err_write])
+            async with asyncio.timeout(self._ready_timeout):
+                answer = await reply
+            if "pid" not in answer:
+                raise ForkServerError(f"the fork server could not fork: {answer.get('error')}")
+        except BaseException:
+            for fd in (out_read, err_read):
+                os.close(fd)
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+            os.close(out_write)
+            os.close(err_write)
+        (stdout, stderr), transports = await read_pipes(
+            [os.fdopen(out_read, "rb", buffering=0), os.fdopen(err_read, "rb", buffering=0)]
+        )
+        child = ForkedProcess(int(answer["pid"]), stdout, stderr, transports)
+        early = self._early_exits.pop(child.pid, None)  # it exited before this line ran
+        if early is not None:
+            child.exited(early)
+        else:
+            self._children[child.pid] = child
+        return child
+
+    async def aclose(self) -> None:
+        """Stop the fork server (its runners are stopped by their supervisors first)."""
+        self._closed = True
+        await self._stop_process()
+
+    async def _ensure_running(self) -> None:
+        if self.running:
+            return
+        if self._closed:
+            raise ForkServerError("the fork server is closed")
+        if time.monotonic() - self._last_start < self._restart_interval:
+            raise ForkServerError("the fork server is down")
+        self._starting = self._starting or asyncio.Lock()
+        async with self._starting:
+            if not self.running:
+                log.warning("restarting the runner fork server")
+                await self._stop_process()
+                await self.start()
+
+    async def _read(self, sock: socket.socket, process: ChildProcess) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                try:
+                    data = await loop.sock_recv(sock, _MAX_PACKET)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                self._dispatch(msgpack.unpackb(data))
+        finally:
+            self._lost(process)
+
+    def _dispatch(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            return
+        if "ready" in message:
+            self._resolve(0, message)
+        elif "exit" in message:
+            self._exit(int(message["exit"]), int(message.get("code", -1)))
+        elif "id" in message:
+            self._resolve(int(message["id"] or -1), message)
+
+    def _resolve(self, request_id: int, message: dict[str, Any]) -> None:
+        future = self._pending.get(request_id)
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    def _exit(self, pid: int, code: int) -> None:
+        child = self._children.pop(pid, None)
+        if child is not None:
+            child.exited(code)
+        else:  # the fork's reply is still on its way to spawn()
+            self._early_exits[pid] = code
+
+    def _lost(self, process: ChildProcess) -> None:
+        """The fork server is gone: its runners died with it (their parent-death signal)."""
+        if process is not self._process:
+            return
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ForkServerError("the fork server exited"))
+        self._pending.clear()
+        children, self._children = self._children, {}
+        for child in children.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.exited(-signal.SIGKILL)
+        if not self._closed:
+            log.warning("the runner fork server exited; runners are started directly meanwhile")
+
+    async def _stop_process(self) -> None:
+        process, sock, reader = self._process, self._socket, self._reader
+        if sock is not None:
+            sock.close()  # the server reads end-of-file and exits
+        if process is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5.0):
+                    await process.wait()
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+                await process.wait()
+            process.close()
+        if reader is not None:
+            reader.cancel()  # its last act is _lost(): the runners are gone with the server
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        for drain in self._drains:
+            drain.cancel()
+        self._process, self._socket, self._reader = None, None, None
+
+
+async def _drain(stream: asyncio.StreamReader, logger: logging.Logger | None = None) -> None:
+    """Read the fork server's own output (a traceback if it fails to start)."""
+    while line := await stream.readline():
+        if logger is not None:
+            logger.warning("fork server: %s", line.decode(errors="replace").rstrip())

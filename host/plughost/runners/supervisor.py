@@ -1,0 +1,592 @@
+"""One runner process under supervision: spawn, ready, heartbeat, restart, shutdown.
+
+The supervisor owns the runner's socket and process. It declares a runner
+READY when the runner reports which plugins loaded; it notices a crash the
+moment the process exits (not at the next poll) and fails every call in flight
+with a typed error; it notices a hung runner by the runner's own heartbeats
+(which a plugin blocking the runner's loop stops) and measures its own lateness
+so that a stalled host never kills a healthy runner. Restarts follow
+:class:`~plughost.runners.restart.RestartPolicy`; shutdown climbs the ladder
+``runner.shutdown`` -> drain -> SIGTERM -> SIGKILL, on the whole process group
+so a plugin's children die with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import psutil
+import zmq.asyncio
+
+from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.plugins.source import PluginSource
+from plughost.redaction import SecretRedactor
+from plughost.runners.capabilities import CapabilityRouter
+from plughost.runners.channel import RemoteError, RunnerChannel
+from plughost.runners.child_process import ChildProcess, start_child
+from plughost.runners.curve import CurveAuthority
+from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
+from plughost.runners.restart import RestartPolicy
+from plughost.runners.spawn import SocketDirectory, new_token, runner_command, runner_env
+from plughost.settings import ResourceLimits, RunnerSettings
+from plughost_sdk import wire
+from plughost_sdk.errors import ProtocolError, RunnerCrashedError
+from plughost_sdk.models import ToolExecutionResult
+
+__all__ = ["RunnerState", "RunnerSupervisor"]
+
+log = logging.getLogger(__name__)
+plugin_log = logging.getLogger("plughost.plugin")
+
+ReadyCallback = Callable[["RunnerSupervisor", dict[str, Any]], None]
+LostCallback = Callable[["RunnerSupervisor", str], None]
+
+
+class RunnerState(Enum):
+    """Where a runner is in its life."""
+
+    STARTING = "starting"
+    READY = "ready"
+    RESTARTING = "restarting"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class RunnerSupervisor:
+    """Keeps one runner (serving one or more plugins) alive and talks to it."""
+
+    def __init__(
+        self,
+        runner_id: str,
+        sources: list[PluginSource],
+        *,
+        settings: RunnerSettings,
+        zmq_context: zmq.asyncio.Context,
+        sockets: SocketDirectory,
+        events: EventBus,
+        capabilities: CapabilityRouter,
+        data_root: Path,
+        temp_root: Path,
+        on_ready: ReadyCallback,
+        on_lost: LostCallback,
+        redactor: SecretRedactor | None = None,
+        limits: ResourceLimits | None = None,
+        curve: CurveAuthority | None = None,
+        fork_server: ForkServer | None = None,
+    ) -> None:
+        self.runner_id = runner_id
+        self.sources = {s.plugin_id: s for s in sources}
+        self.state = RunnerState.STARTING
+        self.pid: int | None = None
+        self.last_error = ""
+        self.generation = 0
+        self._settings = settings
+        self._zmq = zmq_context
+        self._sockets = sockets
+        self._events = events
+        self._capabilities = capabilities
+        self._roots = (data_root, temp_root)
+        self.on_ready = on_ready
+        self.on_lost = on_lost
+        self._redact = redactor.redact if redactor is not None else _unchanged
+        self.limits = limits or settings.limits
+        self._curve = curve
+        self._fork_server = fork_server
+        self._policy = RestartPolicy(settings)
+        self._channel: RunnerChannel | None = None
+        self._ready = asyncio.Event()
+        self._settled = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._process: ChildProcess | ForkedProcess | None = None
+        self._last_beat = 0.0
+        self._beating = False  # a heartbeat arrived since this process was spawned
+        self._stuck_since: float | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
+        self.report: dict[str, Any] = {"loaded": [], "failed": []}
+
+    @property
+    def plugin_ids(self) -> list[str]:
+        """The plugins this runner serves."""
+        return sorted(self.sources)
+
+    async def run(self) -> None:
+        """Supervise until :meth:`stop`; restart on crashes within the policy."""
+        try:
+            while not self._stopping.is_set():
+                reason = await self._run_once()
+                if self._stopping.is_set():
+                    break
+                delay = self._policy.next_delay()
+                self._emit(
+                    EventKind.RUNNER_CRASHED,
+                    f"runner {self.runner_id} crashed: {reason}",
+                    reason=reason,
+                    restarts=self._policy.recent_crashes,
+                )
+                if delay is None:
+                    self._give_up(reason)
+                    break
+                self.state = RunnerState.RESTARTING
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._stopping.wait()
+        finally:  # however supervision ends (even by a bug), stop() must not wait forever
+            if self.state is not RunnerState.FAILED:
+                self.state = RunnerState.STOPPED
+            self._settled.set()
+
+    async def wait_settled(self, timeout: float) -> RunnerState:
+        """Wait until the first start either reached READY or failed for good."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await _first(self._ready.wait(), self._settled.wait())
+        return self.state
+
+    def _give_up(self, reason: str) -> None:
+        self.state = RunnerState.FAILED
+        self.last_error = reason
+        budget = f"{self._settings.max_restarts} restarts in {self._settings.restart_window:g} s"
+        message = (
+            f"runner {self.runner_id} crashed more than {budget}; plugins "
+            f"{', '.join(self.plugin_ids)} are marked failed ({reason}). Fix the plugin and "
+            "reload it to try again."
+        )
+        self._emit(EventKind.RUNNER_GAVE_UP, message, reason=reason)
+        self.on_lost(self, reason)
+
+    async def _run_once(self) -> str:
+        """Spawn one runner process and serve it until it exits; return why it ended."""
+        self.generation += 1
+        endpoint_id = f"{self.runner_id}-{self.generation}"
+        token = new_token()
+        self._ready.clear()
+        channel = RunnerChannel(
+            self._zmq,
+            self._endpoint(endpoint_id),
+            token,
+            hello_reply=self._hello_reply,
+            on_request=self._on_request,
+            on_event=self._on_event,
+            max_message_bytes=self._settings.max_message_bytes,
+            curve=self._curve if self._settings.transport == "tcp" else None,
+        )
+        self._sockets.secure(endpoint_id)
+        self._channel = channel
+        curve = self._curve if self._settings.transport == "tcp" else None
+        keys = curve.issue() if curve is not None else None
+        try:
+            process = await self._spawn(
+                channel.endpoint, token, curve.environment(keys) if curve and keys else {}
+            )
+        except BaseException as exc:  # the socket must not outlive a failed spawn of any kind
+            self._channel = None
+            channel.close()
+            if curve is not None and keys is not None:
+                curve.revoke(keys)
+            if not isinstance(exc, OSError):
+                raise
+            return f"cannot start the runner process: {exc}"
+        try:
+            if self._stopping.is_set():  # stop() came while this process started: it saw none
+                _signal_group(process.pid, signal.SIGTERM)
+                return "stopped while starting"
+            return await self._serve(channel, process)
+        finally:
+            self._ready.clear()  # calls from now on wait for the next runner
+            self._channel = None
+            if self.state is RunnerState.READY:
+                self.state = RunnerState.RESTARTING
+            channel.fail_all(self.last_error or "the runner stopped")
+            channel.close()
+            if process.returncode is None and not self._stopping.is_set():
+                _signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
+            await self._reap(process)
+            process.close()
+            if curve is not None and keys is not None:
+                curve.revoke(keys)
+
+    def _endpoint(self, endpoint_id: str) -> str:
+        if self._settings.transport == "tcp":
+            return "tcp://127.0.0.1:*"
+        return self._sockets.endpoint(endpoint_id)
+
+    async def _spawn(
+        self, endpoint: str, token: str, extra_env: dict[str, str]
+    ) -> ChildProcess | ForkedProcess:
+        probation = self._settings.probation_nice if self._policy.on_probation() else 0
+        nice = min(19, self._settings.nice + probation)
+        command = runner_command(endpoint, self.runner_id, nice=nice)
+        env = {**runner_env(token, self._settings.env_allowlist), **extra_env}
+        process: ChildProcess | ForkedProcess
+        server = self._fork_server
+        if server is not None and server.serves(command):
+            try:
+                process = await server.spawn(command[3:], env)
+            except ForkServerError as exc:
+                log.debug("runner %s: %s; starting an interpreter", self.runner_id, exc)
+                process = await start_child(command, env)
+        else:
+            process = await start_child(command, env)
+        self._process = process
+        self.pid = process.pid
+        self._emit(
+            EventKind.RUNNER_SPAWNED,
+            f"runner {self.runner_id} started, pid {process.pid}"
+            + (f", nice {nice}" if nice else ""),
+            pid=process.pid,
+            nice=nice,
+        )
+        return process
+
+    async def _serve(self, channel: RunnerChannel, process: ChildProcess | ForkedProcess) -> str:
+        tasks = [
+            asyncio.create_task(channel.run()),
+            asyncio.create_task(self._pipe(process.stdout, logging.INFO)),
+            asyncio.create_task(self._pipe(process.stderr, logging.WARNING)),
+        ]
+        exited = asyncio.create_task(process.wait())
+        watchdog = asyncio.create_task(self._watchdog())
+        try:
+            done, _ = await asyncio.wait(
+                [exited, watchdog, tasks[0]], return_when=asyncio.FIRST_COMPLETED
+            )
+            if exited in done:
+                # Children the plugin left behind may hold the output pipes open: end them
+                # first, or collecting the crash output waits for them.
+                _signal_group(process.pid, signal.SIGKILL)
+                await asyncio.wait(tasks[1:], timeout=1.0)  # collect the crash output
+                reason = self._exit_reason(process.returncode)
+            elif watchdog in done:
+                reason = watchdog.result()
+            else:
+                reason = f"the runner's socket failed: {tasks[0].exception()!r}"
+            self.last_error = reason
+            return reason
+        finally:
+            for task in [*tasks, exited, watchdog]:
+                task.cancel()
+            await asyncio.gather(*tasks, exited, watchdog, return_exceptions=True)
+
+    def _exit_reason(self, code: int | None) -> str:
+        if self._stopping.is_set():
+            return "stopped"
+        if code is not None and -code == signal.SIGXCPU:
+            return f"CPU time limit of {self.limits.cpu_seconds} s exceeded (limits.cpu_seconds)"
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                what = f"killed by signal {signal.Signals(-code).name}"
+                return self._with_tail(what)
+        return self._with_tail(f"exited with code {code}")
+
+    def _with_tail(self, what: str) -> str:
+        tail = [line for line in self._stderr_tail if line.strip()][-6:]
+        return what + (" — last output: " + " | ".join(tail) if tail else "")
+
+    async def _watchdog(self) -> str:
+        """Return a reason when the runner must be killed: no ready, no heartbeat, stuck."""
+        loop = asyncio.get_running_loop()
+        interval = self._settings.heartbeat_interval
+        spawned = loop.time()
+        self._last_beat = spawned
+        self._beating = False
+        expected = spawned + interval
+        while True:
+            await asyncio.sleep(interval)  # a periodic tick, not synchronization
+            now = loop.time()
+            if now - expected > interval:  # this loop was stalled: do not blame the runner
+                self._last_beat = now
+            expected = now + interval
+            silent = now - self._last_beat
+            hung = silent > interval * self._settings.heartbeat_misses
+            if not self._ready.is_set():
+                if hung and self._beating:  # it said hello, then its loop stopped: on_load
+                    return (
+                        f"unresponsive while loading: no heartbeat for {silent:.1f} s (a "
+                        "plugin's import or on_load is probably blocking the runner's event "
+                        "loop; use asyncio or a thread for slow work)"
+                    )
+                if now - spawned > self._settings.ready_timeout:
+                    return f"not ready within {self._settings.ready_timeout:g} s"
+                continue
+            if hung:
+                return (
+                    f"unresponsive: no heartbeat for {silent:.1f} s (a plugin is probably "
+                    "blocking the runner's event loop)"
+                )
+            if (
+                self._stuck_since is not None
+                and now - self._stuck_since > self._settings.stuck_grace
+            ):
+                return "a synchronous tool call ran past its deadline and cannot be interrupted"
+            over = self._memory_over_limit()
+            if over is not None:
+                return over
+
+    def _memory_over_limit(self) -> str | None:
+        """A reason when the runner's resident memory (with its children) passed memory_mb."""
+        limit = self.limits.memory_mb
+        if limit is None or self.pid is None:
+            return None
+        try:
+            process = psutil.Process(self.pid)
+            rss = process.memory_info().rss + sum(
+                child.memory_info().rss for child in process.children(recursive=True)
+            )
+        except psutil.Error:
+            return None
+        if rss <= limit * 1024 * 1024:
+            return None
+        return (
+            f"memory limit exceeded: the runner used {rss / 2**20:.0f} MiB, over its "
+            f"{limit} MiB (limits.memory_mb)"
+        )
+
+    async def _pipe(self, stream: asyncio.StreamReader, level: int) -> None:
+        """Log what the runner process writes to its real stdout/stderr (crash output)."""
+        logger = logging.getLogger(f"plughost.runner.{self.runner_id}")
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # a line longer than the stream limit
+                line = await stream.read(65536)
+            if not line:
+                return
+            text = self._redact(line.decode("utf-8", "replace").rstrip())
+            if level >= logging.WARNING:
+                self._stderr_tail.append(text)
+            logger.log(level, "%s", text)
+
+    def _hello_reply(self, hello: dict[str, Any]) -> dict[str, Any]:
+        data_root, temp_root = self._roots
+        timeout = self._settings.on_load_timeout
+        return {
+            "plugins": [s.load_spec(data_root, temp_root, timeout) for s in self.sources.values()],
+            "heartbeat_interval": self._settings.heartbeat_interval,
+            "max_message_bytes": self._settings.max_message_bytes,
+            "log_level": logging.getLevelName(self._settings.log_level),
+            "limits": self.limits.model_dump(exclude_none=True),
+        }
+
+    async def _on_request(self, envelope: wire.Envelope) -> Any:
+        method = envelope["method"]
+        if method == "runner.ready":
+            self._mark_ready(envelope["body"] or {})
+            return {"ok": True}
+        if method == "capability.call":
+            plugin_id = envelope["plugin"] or ""
+            body = envelope["body"] or {}
+            if plugin_id not in self.sources:
+                raise RemoteError(
+                    wire.error_body(
+                        "capability_denied", f"this runner does not serve plugin {plugin_id!r}"
+                    )
+                )
+            source = self.sources[plugin_id]
+            return await self._capabilities.dispatch(
+                source.manifest, str(body.get("capability", "")), dict(body.get("args") or {})
+            )
+        raise RemoteError(wire.error_body("bad_payload", f"unknown method {method!r}"))
+
+    def _mark_ready(self, report: dict[str, Any]) -> None:
+        restarted = self.generation > 1
+        self.report = report
+        self.pid = int(report.get("pid", self.pid or 0))
+        self.state = RunnerState.READY
+        self._last_beat = asyncio.get_running_loop().time()
+        self._stuck_since = None
+        self.on_ready(self, report)
+        loaded = [p["plugin_id"] for p in report.get("loaded", [])]
+        kind = EventKind.RUNNER_RESTARTED if restarted else EventKind.RUNNER_READY
+        self._emit(
+            kind,
+            f"runner {self.runner_id} ready (pid {self.pid}), loaded: "
+            f"{', '.join(loaded) or 'nothing'}",
+            pid=self.pid,
+            loaded=loaded,
+        )
+        self._ready.set()
+
+    def _on_event(self, envelope: wire.Envelope) -> None:
+        method, body = envelope["method"], envelope["body"] or {}
+        if method == "runner.heartbeat":
+            self._last_beat = asyncio.get_running_loop().time()
+            self._beating = True
+            stuck = int(body.get("stuck", 0))
+            if not stuck:
+                self._stuck_since = None
+            elif self._stuck_since is None:
+                self._stuck_since = self._last_beat
+        elif method == "log.batch":
+            for record in body.get("records", []):
+                _forward_log(self.runner_id, record, self._redact)
+
+    async def invoke(
+        self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> ToolExecutionResult:
+        """Call ``tool`` of ``plugin_id``; always returns exactly one result.
+
+        Failures are typed results: ``timeout``, ``plugin_crashed``, ``plugin_not_found``,
+        ``message_too_large``... A call made while the runner restarts waits for it
+        (within its deadline) instead of failing at once.
+        """
+        loop = asyncio.get_running_loop()
+        cap = self.limits.call_seconds
+        capped = cap is not None and cap < timeout
+        if cap is not None and capped:
+            timeout = cap
+        deadline = loop.time() + timeout
+        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
+            return ToolExecutionResult.failure(
+                tool, f"the runner of plugin {plugin_id} is shutting down", "shutting_down"
+            )
+        if self.state is RunnerState.FAILED:
+            return ToolExecutionResult.failure(
+                tool,
+                f"plugin {plugin_id} is disabled after repeated crashes ({self.last_error}); "
+                "it needs a fix and a reload",
+                "plugin_crashed",
+            )
+        try:
+            if not self._ready.is_set():  # the runner is (re)starting: wait within the deadline
+                async with asyncio.timeout_at(deadline):
+                    await self._ready.wait()
+            channel = self._channel
+            if channel is None:
+                raise RunnerCrashedError("no runner")
+            body = await channel.request(
+                "tool.invoke",
+                {"tool": tool, "arguments": arguments},
+                plugin=plugin_id,
+                timeout=max(0.001, deadline - loop.time()),
+            )
+            return wire.result_from_wire((body or {}).get("result"))
+        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
+            return _call_failure(exc, tool, plugin_id, timeout, capped)
+
+    async def update_config(self, plugin_id: str, config: dict[str, Any], version: str) -> None:
+        """Deliver new configuration to the running plugin (``on_config_update``).
+
+        Raises:
+            RemoteError: the plugin rejected it (invalid, or ``on_config_update`` raised).
+            RunnerCrashedError: the runner is not running.
+            TimeoutError: no answer in time.
+        """
+        if self._channel is None or not self._ready.is_set():
+            raise RunnerCrashedError(f"runner {self.runner_id} is not ready")
+        body = {"config": config, "version": version, "scope": "self", "timeout": 10.0}
+        await self._channel.request("config.update", body, plugin=plugin_id, timeout=12.0)
+
+    @property
+    def inflight(self) -> int:
+        """Calls sent to the runner and not answered yet."""
+        return self._channel.inflight if self._channel else 0
+
+    async def stop(self, drain: float | None = None) -> None:
+        """Shut the runner down: ask, let calls drain, then SIGTERM, then SIGKILL."""
+        drain = self._settings.shutdown_drain if drain is None else drain
+        if self._stopping.is_set():
+            await self._settled.wait()
+            return
+        self._stopping.set()
+        self.state = RunnerState.STOPPING
+        process, channel = self._process, self._channel
+        if process is not None and process.returncode is None and channel is not None:
+            with contextlib.suppress(Exception):
+                if self._ready.is_set():
+                    reply = await channel.request(
+                        "runner.shutdown", {"drain": drain}, timeout=drain + 2
+                    )
+                    for plugin_id, problem in (reply or {}).get("unload_problems", {}).items():
+                        log.warning("plugin %s: %s", plugin_id, self._redact(str(problem)))
+            await self._reap(process)
+        await self._settled.wait()
+        self._emit(EventKind.RUNNER_STOPPED, f"runner {self.runner_id} stopped")
+
+    async def _reap(self, process: ChildProcess | ForkedProcess) -> None:
+        """Wait for exit; escalate SIGTERM then SIGKILL to the process group."""
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None:
+                _signal_group(process.pid, sig)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.term_timeout):
+                    await process.wait()
+                _signal_group(process.pid, signal.SIGKILL)  # leftover children of the plugin
+                return
+
+    def kill(self) -> None:
+        """SIGKILL the runner's process group now (for tests and emergencies)."""
+        if self._process is not None and self._process.returncode is None:
+            _signal_group(self._process.pid, signal.SIGKILL)
+
+    def _emit(self, kind: EventKind, message: str, **details: Any) -> None:
+        plugin = self.plugin_ids[0] if len(self.sources) == 1 else None
+        self._events.emit(
+            LifecycleEvent(
+                kind, message, plugin_id=plugin, runner_id=self.runner_id, details=details
+            )
+        )
+
+
+def _call_failure(
+    exc: Exception, tool: str, plugin_id: str, timeout: float, capped: bool = False
+) -> ToolExecutionResult:
+    """The failed result of a call that raised ``exc``: one wording per failure."""
+    if isinstance(exc, TimeoutError) or (isinstance(exc, RemoteError) and exc.code == "timeout"):
+        # The runner's deadline is a hair earlier than ours, so either side may report first.
+        limit = " (the plugin's wall-clock limit, limits.call_seconds)" if capped else ""
+        message = (
+            f"tool {tool} of plugin {plugin_id} did not finish within {timeout:g} s{limit}; "
+            "try again later or with a smaller request"
+        )
+        return ToolExecutionResult.failure(tool, message, "timeout")
+    if isinstance(exc, RemoteError):
+        return ToolExecutionResult.failure(tool, exc.error["message"], exc.code)
+    if isinstance(exc, RunnerCrashedError):
+        message = (
+            f"plugin {plugin_id} crashed while running {tool} ({exc}); it is being "
+            "restarted, so the call may be retried"
+        )
+        return ToolExecutionResult.failure(tool, message, "plugin_crashed")
+    return ToolExecutionResult.failure(
+        tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
+    )
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _forward_log(runner_id: str, record: dict[str, Any], redact: Callable[[str], str]) -> None:
+    plugin = record.get("plugin")
+    logger = logging.getLogger(
+        f"plughost.plugin.{plugin}" if plugin else f"plughost.runner.{runner_id}"
+    )
+    level = int(record.get("level", logging.INFO))
+    if logger.isEnabledFor(level):
+        message = redact(str(record.get("message", "")))
+        logger.log(level, "%s", message, extra={"plugin_id": plugin})
+
+
+async def _first(*awaitables: Any) -> None:
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

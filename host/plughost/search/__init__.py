@@ -1,0 +1,9 @@
+"""Deferred tool discovery: ``tool_search`` over a BM25 index of jieba tokens.
+
+Lives here: tokenization (``text``), the incremental BM25 index (``index``), the
+immutable core/deferred catalog (``catalog``), per-conversation discovery state
+(``discovery``), the provider-specific strategies (``strategies``) and the
+``ToolSearchService`` that ties them to a registry (``service``).
+
+May import: ``plughost.tools`` and the leaf modules. Never plugins, runners or MCP.
+"""

@@ -1,0 +1,413 @@
+"""Deferred tool discovery: the ``tool_search`` built-in and the service an embedder drives.
+
+An embedding runtime wires it like this (see docs/tool-search.md)::
+
+    search = ToolSearchService(registry, strategy="anthropic")
+    builtins.add(search.tool())                  # the tool_search built-in
+    tools = await search.definitions(context, session_id)   # every turn
+
+:class:`ToolSearchService` decides per turn whether search is needed at all
+(auto mode: with at most ``threshold`` active tools every tool is simply sent),
+keeps one :class:`~plughost.search.discovery.DiscoveryState` per conversation, and asks
+its :mod:`strategy <plughost.search.strategies>` for the tool list. The
+``tool_search`` handler searches the deferred tools of the caller's chat, or
+selects tools by exact name (``select:a,b``), and records what it returned as
+discovered for that conversation.
+
+:func:`search_tools` is the one-shot search the CLI runs over a registry.
+
+What does not live here: tokenizing and ranking (:mod:`plughost.search.text`,
+:mod:`plughost.search.index`), keeping catalogs current
+(:mod:`plughost.search.catalog`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from plughost.search.catalog import CatalogSource, ToolCatalog, ToolCatalogs
+from plughost.search.discovery import DiscoveryState, DiscoveryStore
+from plughost.search.index import SearchIndex
+from plughost.search.strategies import (
+    AnthropicStrategy,
+    OpenAIStrategy,
+    SearchStrategy,
+    StrategyName,
+    make_strategy,
+)
+from plughost.search.text import tokenize, tool_tokens
+from plughost.tools.builtin import BuiltinTool
+from plughost.tools.registry import ToolRegistry
+from plughost_sdk.errors import ToolError
+from plughost_sdk.models import (
+    ToolAvailabilityContext,
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolSpec,
+)
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "MAX_LIMIT",
+    "TOOL_SEARCH_NAME",
+    "SearchMatch",
+    "SearchOutcome",
+    "ToolSearchService",
+    "search_tools",
+]
+
+log = logging.getLogger(__name__)
+
+TOOL_SEARCH_NAME = "tool_search"
+DEFAULT_THRESHOLD = 25
+"""Auto mode sends every tool while a chat has at most this many active tools."""
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 20
+_SELECT_PREFIX = "select:"
+_BRIEF_LENGTH = 160
+_SPACES = re.compile(r"\s+")
+
+TOOL_SEARCH_DESCRIPTION = (
+    "Find and load tools that are not in your tool list yet. Only some tools are "
+    "loaded up front; many more can be loaded on demand. Call this whenever no "
+    "loaded tool fits the task, before telling the user something cannot be done.\n"
+    "- query: a few keywords naming the capability you need, as a search box "
+    "expects them, not a whole sentence: 'weather forecast', 'send email', "
+    "'kick group member', '天气预报', '禁言 群成员'. Use the user's language or "
+    "English, and try synonyms if the first search finds nothing.\n"
+    "- To load tools whose exact names you already know, query 'select:name_a,name_b'.\n"
+    "The result lists matching tools {name, description, score} best first; they "
+    "become callable right after this search. Then call the right one directly."
+)
+TOOL_SEARCH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": "Keywords for the capability needed, or 'select:name_a,name_b'.",
+        },
+        "limit": {
+            "type": "integer",
+            "description": f"How many tools to return at most (1-{MAX_LIMIT}).",
+            "default": DEFAULT_LIMIT,
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+        },
+    },
+    "required": ["query"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchMatch:
+    """One tool found by a search.
+
+    Attributes:
+        name: The model-facing name to call.
+        description: One line describing the tool.
+        score: BM25 relevance (1.0 for a ``select:`` match); only comparable
+            within one search.
+        tool_id: The tool's stable identity.
+    """
+
+    name: str
+    description: str
+    score: float
+    tool_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The match as the model sees it (without ``tool_id``)."""
+        return {"name": self.name, "description": self.description, "score": self.score}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """The result of one search: the best matches and how many matched in all.
+
+    Attributes:
+        query: The query as given.
+        matches: The best matches, best first.
+        total_found: How many tools matched, before the limit.
+        not_found: For ``select:`` queries, the names that matched no tool.
+    """
+
+    query: str
+    matches: tuple[SearchMatch, ...]
+    total_found: int
+    not_found: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """The matched names, best first."""
+        return [match.name for match in self.matches]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The structured result ``tool_search`` returns to the model."""
+        result: dict[str, Any] = {
+            "query": self.query,
+            "matches": [match.to_dict() for match in self.matches],
+            "total_found": self.total_found,
+        }
+        if self.not_found:
+            result["not_found"] = list(self.not_found)
+        return result
+
+
+class ToolSearchService:
+    """Everything an embedder needs for deferred tool discovery over one registry.
+
+    Args:
+        registry: The registry whose tools are searched; the ``tool_search``
+            built-in from :meth:`tool` must be registered in it (through a
+            :class:`~plughost.tools.builtin.BuiltinToolProvider`) for the model's
+            calls to reach it.
+        strategy: ``generic``, ``anthropic`` or ``openai``, or a configured
+            strategy object (for example ``OpenAIStrategy(execution="client")``).
+        threshold: Auto mode: a chat with at most this many active tools gets
+            every tool and no ``tool_search``; 0 searches whenever anything is
+            deferred.
+        always_loaded: Tool names that are always sent, even when deferred.
+        max_contexts: How many availability contexts keep a cached catalog.
+
+    Raises:
+        ValueError: For an unknown strategy name or a negative threshold.
+    """
+
+    def __init__(
+        self,
+        registry: CatalogSource,
+        *,
+        strategy: StrategyName | SearchStrategy = "generic",
+        threshold: int = DEFAULT_THRESHOLD,
+        always_loaded: Iterable[str] = (),
+        max_contexts: int = 256,
+    ) -> None:
+        if threshold < 0:
+            raise ValueError("threshold must be 0 or more")
+        self.strategy = make_strategy(strategy) if isinstance(strategy, str) else strategy
+        self.threshold = threshold
+        self._catalogs = ToolCatalogs(
+            registry,
+            always_loaded=always_loaded,
+            reserved=(TOOL_SEARCH_NAME,),
+            max_contexts=max_contexts,
+        )
+        self._discovery = DiscoveryStore()
+        self._spec = ToolSpec(
+            name=TOOL_SEARCH_NAME,
+            description=TOOL_SEARCH_DESCRIPTION,
+            parameters_schema=TOOL_SEARCH_PARAMETERS,
+            metadata={"visibility": "visible"},
+        )
+
+    def tool(self) -> BuiltinTool:
+        """The ``tool_search`` built-in, to add to a BuiltinToolProvider."""
+        return BuiltinTool(spec=self._spec, handler=self._handle, visibility="visible")
+
+    def close(self) -> None:
+        """Stop following the registry; discovery state is kept for :meth:`export_state`."""
+        self._catalogs.close()
+
+    # --- per turn ----------------------------------------------------------------------
+
+    async def definitions(
+        self, context: ToolAvailabilityContext | None, session_id: str
+    ) -> list[dict[str, Any]]:
+        """The tool list to send to the model this turn.
+
+        Args:
+            context: The chat the turn happens in.
+            session_id: The conversation whose discoveries count.
+        """
+        catalog = await self._catalogs.get(context)
+        if not self._searching(catalog):
+            return self.strategy.all_tools(catalog)
+        discovered = self._discovery.get(session_id).names
+        return self.strategy.search_tools(catalog, self._spec, discovered)
+
+    async def is_searching(self, context: ToolAvailabilityContext | None) -> bool:
+        """Whether this chat's turns offer ``tool_search`` (auto mode's verdict)."""
+        return self._searching(await self._catalogs.get(context))
+
+    async def catalog(self, context: ToolAvailabilityContext | None = None) -> ToolCatalog:
+        """The current catalog of ``context`` (core and deferred tools)."""
+        return await self._catalogs.get(context)
+
+    # --- discovery state -----------------------------------------------------------------
+
+    def discovery(self, session_id: str) -> DiscoveryState:
+        """The discovery state of one conversation (created empty on first use)."""
+        return self._discovery.get(session_id)
+
+    def export_state(self) -> dict[str, Any]:
+        """Every conversation's discoveries, JSON-able, for :meth:`restore_state`."""
+        return self._discovery.export()
+
+    def restore_state(self, data: Mapping[str, Any]) -> None:
+        """Load discoveries saved by :meth:`export_state`, for instance after a restart.
+
+        Raises:
+            ValueError: If ``data`` is not what :meth:`export_state` produces.
+        """
+        self._discovery.restore(data)
+
+    # --- searching -----------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        limit: int = DEFAULT_LIMIT,
+        context: ToolAvailabilityContext | None = None,
+    ) -> SearchOutcome:
+        """Search the deferred tools of ``context``, or select tools by exact name.
+
+        Args:
+            query: Keywords, or ``select:name_a,name_b`` for exact names (core
+                or deferred; unknown names are reported in ``not_found``).
+            limit: How many matches to return, clamped to 1..MAX_LIMIT.
+            context: The chat whose tools are searched.
+
+        Raises:
+            ValueError: If ``query`` is empty.
+        """
+        catalog = await self._catalogs.get(context)
+        return self._search(catalog, query, limit)
+
+    def tool_result_content(self, result: ToolExecutionResult) -> str | list[dict[str, Any]]:
+        """The ``tool_result`` content for a ``tool_search`` result, per strategy.
+
+        With the anthropic strategy, a search that found deferred tools becomes
+        its ``tool_reference`` blocks; everything else is the result's text.
+        """
+        structured = result.structured_content
+        if isinstance(self.strategy, AnthropicStrategy) and isinstance(structured, dict):
+            references = structured.get("tool_references")
+            if isinstance(references, list) and references:
+                return references
+        return result.get_history_content()
+
+    async def tool_search_output(
+        self,
+        call_id: str,
+        arguments: Mapping[str, Any],
+        context: ToolAvailabilityContext | None,
+        session_id: str,
+    ) -> dict[str, Any]:
+        """Answer an OpenAI client-side ``tool_search_call`` with a ``tool_search_output``.
+
+        Raises:
+            TypeError: If the strategy is not an :class:`OpenAIStrategy`.
+            ValueError: If the call's query is empty.
+        """
+        if not isinstance(self.strategy, OpenAIStrategy):
+            raise TypeError("tool_search_output needs the 'openai' strategy")
+        catalog = await self._catalogs.get(context)
+        outcome = self._search(catalog, _query_of(arguments), _limit_of(arguments))
+        self._record(catalog, session_id, outcome)
+        return self.strategy.search_output(call_id, catalog, outcome.names)
+
+    async def _handle(self, arguments: dict[str, Any], ctx: ToolExecutionContext) -> dict[str, Any]:
+        """The ``tool_search`` handler: search the caller's chat, remember what was found."""
+        catalog = await self._catalogs.get(ctx.availability())
+        try:
+            outcome = self._search(catalog, _query_of(arguments), _limit_of(arguments))
+        except ValueError as exc:
+            raise ToolError(str(exc)) from exc  # the message is for the model
+        self._record(catalog, ctx.session_id, outcome)
+        log.debug(
+            "tool_search session=%s query=%r found=%d",
+            ctx.session_id,
+            outcome.query,
+            outcome.total_found,
+        )
+        return {**outcome.to_dict(), **self.strategy.result_extras(catalog, outcome.names)}
+
+    def _searching(self, catalog: ToolCatalog) -> bool:
+        return bool(catalog.deferred) and catalog.active_count > self.threshold
+
+    def _search(self, catalog: ToolCatalog, query: str, limit: int) -> SearchOutcome:
+        query = query.strip()
+        if not query:
+            raise ValueError("query is empty: give a few keywords, e.g. 'weather forecast'")
+        limit = max(1, min(MAX_LIMIT, limit))
+        if query.lower().startswith(_SELECT_PREFIX):
+            return _select(catalog, query, query[len(_SELECT_PREFIX) :])
+        ranked, total = self._catalogs.search(catalog, query, limit)
+        matches = tuple(_match(spec, score) for spec, score in ranked)
+        return SearchOutcome(query=query, matches=matches, total_found=total)
+
+    def _record(self, catalog: ToolCatalog, session_id: str, outcome: SearchOutcome) -> None:
+        deferred = [name for name in outcome.names if catalog.is_deferred(name)]
+        self._discovery.get(session_id).add(deferred)
+
+
+async def search_tools(
+    registry: ToolRegistry,
+    query: str,
+    limit: int = DEFAULT_LIMIT,
+    context: ToolAvailabilityContext | None = None,
+) -> list[SearchMatch]:
+    """Search every listed tool of ``registry`` once; what ``plughost search`` runs.
+
+    Core and deferred tools are both searched (hidden ones never are, nor
+    ``tool_search`` itself), with the same tokenizer and ranking as
+    ``tool_search``. The index is built for this one call.
+
+    Args:
+        registry: The registry to search.
+        query: Keywords, in any mix of Chinese and English.
+        limit: How many matches to return at most.
+        context: The chat whose tools count; None for every tool.
+
+    Returns:
+        The best matches, best first (ties by name); empty if nothing matches.
+    """
+    listed = await registry.list_tools(context)
+    specs = {spec.name: spec for spec in listed if spec.name != TOOL_SEARCH_NAME}
+    index = SearchIndex()
+    for spec in specs.values():
+        index.add(spec.name, tool_tokens(spec))
+    result = index.search(tokenize(query), max(0, limit))
+    return [_match(specs[hit.key], hit.score) for hit in result.hits]
+
+
+def _select(catalog: ToolCatalog, query: str, names_text: str) -> SearchOutcome:
+    names = list(dict.fromkeys(n.strip() for n in names_text.split(",") if n.strip()))
+    lowered = {spec_name.lower(): spec_name for spec_name in _all_names(catalog)}
+    matches: list[SearchMatch] = []
+    missing: list[str] = []
+    for name in names:
+        spec = catalog.get(name) or catalog.get(lowered.get(name.lower(), ""))
+        if spec is None:
+            missing.append(name)
+        else:
+            matches.append(_match(spec, 1.0))
+    return SearchOutcome(query, tuple(matches), len(matches), tuple(missing))
+
+
+def _all_names(catalog: ToolCatalog) -> list[str]:
+    return [spec.name for spec in (*catalog.core, *catalog.deferred)]
+
+
+def _match(spec: ToolSpec, score: float) -> SearchMatch:
+    brief = _SPACES.sub(" ", spec.brief_description).strip()
+    if len(brief) > _BRIEF_LENGTH:
+        brief = brief[: _BRIEF_LENGTH - 1].rstrip() + "…"
+    return SearchMatch(spec.name, brief, round(score, 4), spec.tool_id)
+
+
+def _query_of(arguments: Mapping[str, Any]) -> str:
+    query = arguments.get("query", "")
+    return query if isinstance(query, str) else str(query)
+
+
+def _limit_of(arguments: Mapping[str, Any]) -> int:
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    try:
+        return int(limit)
+    except (TypeError, ValueError):
+        return DEFAULT_LIMIT

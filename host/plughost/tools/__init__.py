@@ -1,0 +1,14 @@
+"""The tool layer: one registry that routes every call, whatever its source.
+
+Lives here: the ``ToolProvider`` protocol, ``ToolRegistry``, argument casting and
+JSON Schema validation, provider-specific definitions (OpenAI, Anthropic), batching
+by concurrency class, built-in tools, tool naming and the history helpers that turn
+results into model messages.
+
+May import: ``plughost_sdk`` and the leaf modules ``plughost.settings``,
+``plughost.events`` and ``plughost.redaction``. Nothing here knows about plugins,
+runners, search or MCP; those sit above and plug in as providers.
+
+Import the module you need (``plughost.tools.registry``); this package re-exports
+nothing, so importing one module never drags in the others.
+"""

@@ -1,0 +1,404 @@
+"""ToolRegistry: providers in order, one merged view of their tools, one place that routes a call.
+
+Rules:
+
+- **Order.** Providers are held in registration order; tools are listed and
+  defined in that order, so a model sees the same definition list (and the
+  prompt cache stays valid) until the tool set really changes.
+- **Replacement in place.** Registering a provider whose ``provider_name`` is
+  already taken replaces the old provider *at its position*: reloading a
+  plugin does not move its tools to the end of the list. The replaced
+  provider is returned; closing it is the caller's job.
+- **First name wins.** When two providers expose the same model-facing name,
+  the first keeps it and one warning names both sources (provider and
+  ``tool_id``). Disabled specs (``enabled=False``) are dropped first, so a
+  disabled tool never shadows an enabled one.
+- **Visibility.** ``hidden`` tools are never listed or defined for the model,
+  yet :meth:`ToolRegistry.invoke` still runs them by name: they exist for the
+  embedder to call directly. An embedder that forwards model tool calls and
+  wants to refuse hidden tools checks :attr:`ToolSpec.visibility` from
+  :meth:`ToolRegistry.get_tool_spec` first. ``deferred`` tools are listed
+  like ``visible`` ones; holding them back is the tool search layer's job.
+- **Calls never raise.** :meth:`ToolRegistry.invoke` returns a failed result
+  for an unknown tool (``tool_not_found``, with suggestions that are never
+  executed), for bad arguments (``invalid_arguments``) and for any exception
+  in a provider (``provider_error``). Only cancellation propagates.
+- **Change tracking.** :attr:`ToolRegistry.version` grows on every register,
+  unregister and :meth:`ToolRegistry.notify_changed`; listeners hear the
+  provider name each time. A provider whose tool set changes calls
+  ``registry.notify_changed(self.provider_name)``; a provider that defines
+  ``bind_registry(registry)`` receives the registry when it is registered.
+- **Cached view.** The merged ``name -> (provider, spec)`` view is cached per
+  (version, availability context), for the 64 most recent contexts, so a
+  call does not list every provider again; a provider that failed to list
+  makes the view uncacheable, so it is retried on the next call.
+
+What does not live here: argument checking (:mod:`plughost.tools.arguments`),
+definition shapes (:mod:`plughost.tools.definitions`), concurrency between calls
+(:mod:`plughost.tools.batching`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+from collections import OrderedDict
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from plughost.tools.arguments import ArgumentErrors, prepare_arguments
+from plughost.tools.definitions import to_definitions
+from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost_sdk.models import (
+    ToolAvailabilityContext,
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolInvocation,
+    ToolSpec,
+)
+
+__all__ = ["ToolRegistry"]
+
+log = logging.getLogger(__name__)
+
+_VIEW_CACHE_SIZE = 64
+_SUGGESTIONS = 3
+_LISTED_IN_ERRORS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    provider: ToolProvider
+    spec: ToolSpec
+
+
+@dataclass(slots=True)
+class _View:
+    """The merged tools of every provider in one availability context."""
+
+    routes: dict[str, _Route] = field(default_factory=dict)
+    complete: bool = True
+
+    def listed(self) -> list[ToolSpec]:
+        return [r.spec for r in self.routes.values() if r.spec.visibility != "hidden"]
+
+
+class ToolRegistry:
+    """Holds tool providers in order and routes every call to the right one."""
+
+    def __init__(self) -> None:
+        self._providers: list[ToolProvider] = []
+        self._listeners: list[ChangeListener] = []
+        self._views: OrderedDict[tuple[int, ToolAvailabilityContext | None], _View] = OrderedDict()
+        self._warned: set[tuple[str, str, str]] = set()
+        self._version = 0
+
+    @property
+    def version(self) -> int:
+        """A counter that grows whenever the tool set may have changed."""
+        return self._version
+
+    @property
+    def providers(self) -> tuple[ToolProvider, ...]:
+        """The registered providers, in order."""
+        return tuple(self._providers)
+
+    def get_provider(self, provider_name: str) -> ToolProvider | None:
+        """Return the provider registered under ``provider_name``, if any."""
+        return next((p for p in self._providers if p.provider_name == provider_name), None)
+
+    # --- providers ---------------------------------------------------------------------
+
+    def register_provider(
+        self, provider: ToolProvider, *, before: str | None = None
+    ) -> ToolProvider | None:
+        """Add a provider, or replace the one with the same name at its position.
+
+        Provider order decides which tool wins a name both offer (the first) and
+        the order of the definitions a model sees.
+
+        Args:
+            provider: Any object following :class:`ToolProvider`; if it has a
+                ``bind_registry`` method, it is called with this registry first.
+            before: Put a new provider just ahead of the provider of this name (e.g.
+                built-ins ``before="plugins"``); by default it goes last. A
+                replacement keeps its place unless ``before`` is given.
+
+        Returns:
+            The provider that was replaced, for the caller to close; else None.
+
+        Raises:
+            TypeError: If ``provider`` does not follow the ToolProvider protocol.
+            ValueError: If its ``provider_name`` is empty, or ``before`` names no
+                registered provider (or the provider itself).
+        """
+        if not isinstance(provider, ToolProvider):
+            raise TypeError(
+                f"{type(provider).__name__} is not a ToolProvider: it needs provider_name, "
+                "provider_type, list_tools(), invoke() and close()"
+            )
+        name = provider.provider_name
+        if not isinstance(name, str) or not name:
+            raise ValueError("a provider needs a non-empty provider_name to be registered")
+        anchor = self.get_provider(before) if before is not None else None
+        if before is not None and (anchor is None or before == name):
+            known = ", ".join(p.provider_name for p in self._providers) or "none"
+            raise ValueError(
+                f"cannot register {name!r} before {before!r}: no other provider has that "
+                f"name (registered: {known})"
+            )
+        bind = getattr(provider, "bind_registry", None)
+        if callable(bind):
+            bind(self)
+        replaced = self.get_provider(name)
+        if replaced is not None and anchor is None:
+            self._providers[self._providers.index(replaced)] = provider
+        else:
+            if replaced is not None:
+                self._providers.remove(replaced)
+            at = self._providers.index(anchor) if anchor is not None else len(self._providers)
+            self._providers.insert(at, provider)
+        log.info("tool provider registered provider=%s replaced=%s", name, replaced is not None)
+        self._changed(name)
+        return replaced
+
+    def unregister_provider(self, provider_name: str) -> bool:
+        """Remove a provider by name (without closing it); False if it was not there."""
+        provider = self.get_provider(provider_name)
+        if provider is None:
+            return False
+        self._providers.remove(provider)
+        log.info("tool provider unregistered provider=%s", provider_name)
+        self._changed(provider_name)
+        return True
+
+    async def close(self) -> None:
+        """Close every provider; a failing one is logged and the rest still close."""
+        for provider in list(self._providers):
+            try:
+                await provider.close()
+            except Exception:
+                log.exception("tool provider failed to close provider=%s", provider.provider_name)
+
+    # --- change tracking -----------------------------------------------------------------
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        """Call ``listener(provider_name)`` after every change to the tool set."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: ChangeListener) -> None:
+        """Stop calling ``listener``; removing an unknown listener does nothing."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def notify_changed(self, provider_name: str) -> None:
+        """Record that ``provider_name``'s tools changed; providers call this themselves."""
+        self._changed(provider_name)
+
+    def _changed(self, provider_name: str) -> None:
+        self._version += 1
+        self._views.clear()
+        for listener in list(self._listeners):
+            try:
+                listener(provider_name)
+            except Exception:
+                log.exception("tool change listener failed provider=%s", provider_name)
+
+    # --- listing -----------------------------------------------------------------------
+
+    async def list_tools(
+        self, context: ToolAvailabilityContext | None = None, *, include_hidden: bool = False
+    ) -> list[ToolSpec]:
+        """Return the enabled tools in provider order, one per name.
+
+        Args:
+            context: The chat the tools are for; None lists every tool.
+            include_hidden: Also return hidden tools (for admin views, never
+                for the model).
+        """
+        view = await self._view(context)
+        if include_hidden:
+            return [route.spec for route in view.routes.values()]
+        return view.listed()
+
+    async def get_tool_spec(
+        self, name: str, context: ToolAvailabilityContext | None = None
+    ) -> ToolSpec | None:
+        """Return the spec :meth:`invoke` would run for ``name`` (hidden tools included)."""
+        route = (await self._view(context)).routes.get(name)
+        return route.spec if route is not None else None
+
+    async def has_tool(self, name: str, context: ToolAvailabilityContext | None = None) -> bool:
+        """Whether :meth:`invoke` would find ``name`` (hidden tools included)."""
+        return name in (await self._view(context)).routes
+
+    async def get_llm_definitions(
+        self,
+        context: ToolAvailabilityContext | None = None,
+        *,
+        format: Literal["openai", "anthropic"] = "openai",
+        names: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Return the model's tool definitions, in registry order.
+
+        Args:
+            context: The chat the definitions are for; None means every tool.
+            format: ``openai`` (Chat Completions) or ``anthropic`` (Messages).
+            names: Only these tools (still in registry order); hidden tools
+                are never defined, even when named.
+
+        Raises:
+            ValueError: If ``format`` is unknown.
+        """
+        specs = (await self._view(context)).listed()
+        if names is not None:
+            wanted = set(names)
+            specs = [spec for spec in specs if spec.name in wanted]
+        return to_definitions(specs, format)
+
+    async def _view(self, context: ToolAvailabilityContext | None) -> _View:
+        key = (self._version, context)
+        cached = self._views.get(key)
+        if cached is not None:
+            self._views.move_to_end(key)
+            return cached
+        view = await self._build_view(context)
+        if view.complete and key[0] == self._version:
+            self._views[key] = view
+            while len(self._views) > _VIEW_CACHE_SIZE:
+                self._views.popitem(last=False)
+        return view
+
+    async def _build_view(self, context: ToolAvailabilityContext | None) -> _View:
+        providers = list(self._providers)
+        listings = await asyncio.gather(*(_list_safely(p, context) for p in providers))
+        view = _View()
+        for provider, specs in zip(providers, listings, strict=True):
+            if specs is None:
+                view.complete = False
+                continue
+            for spec in specs:
+                self._add_route(view, provider, spec)
+        return view
+
+    def _add_route(self, view: _View, provider: ToolProvider, spec: ToolSpec) -> None:
+        if not spec.enabled:
+            return
+        if not spec.name:
+            log.warning("tool without a name skipped provider=%s", provider.provider_name)
+            return
+        spec = _stamped(spec, provider)
+        first = view.routes.get(spec.name)
+        if first is None:
+            view.routes[spec.name] = _Route(provider, spec)
+            return
+        collision = (spec.name, first.spec.tool_id, spec.tool_id)
+        if collision not in self._warned:
+            self._warned.add(collision)
+            log.warning(
+                "duplicate tool name skipped name=%s kept=%s/%s skipped=%s/%s",
+                spec.name,
+                first.spec.provider_name,
+                first.spec.tool_id,
+                spec.provider_name,
+                spec.tool_id,
+            )
+
+    # --- calls -------------------------------------------------------------------------
+
+    async def invoke(
+        self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
+    ) -> ToolExecutionResult:
+        """Run one tool call; failures come back as failed results, never as exceptions.
+
+        Args:
+            invocation: The call; its arguments are checked and cast first.
+            context: The conversation; its availability decides which tools exist.
+
+        Returns:
+            The result, with ``tool_name`` set to the invoked name.
+        """
+        name = invocation.tool_name
+        try:
+            result = await self._route(invocation, context)
+        except Exception as exc:  # the registry's own promise: nothing but cancellation escapes
+            log.exception("tool call failed in the registry tool=%s", name)
+            message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
+            result = ToolExecutionResult.failure(name, message, "registry_error")
+        if result.tool_name != name:
+            result = result.model_copy(update={"tool_name": name})
+        return result
+
+    async def _route(
+        self, invocation: ToolInvocation, context: ToolExecutionContext | None
+    ) -> ToolExecutionResult:
+        name = invocation.tool_name
+        view = await self._view(context.availability() if context is not None else None)
+        route = view.routes.get(name)
+        if route is None:
+            return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
+        prepared = prepare_arguments(invocation.arguments, route.spec.parameters_schema)
+        if isinstance(prepared, ArgumentErrors):
+            return prepared.failure(name)
+        call = invocation.model_copy(update={"arguments": prepared.values})
+        log.debug("tool call tool=%s provider=%s", name, route.provider.provider_name)
+        return await _call_provider(route, call, context)
+
+
+async def _list_safely(
+    provider: ToolProvider, context: ToolAvailabilityContext | None
+) -> list[ToolSpec] | None:
+    try:
+        return list(await provider.list_tools(context))
+    except Exception:
+        log.exception("tool provider failed to list tools provider=%s", provider.provider_name)
+        return None
+
+
+async def _call_provider(
+    route: _Route, call: ToolInvocation, context: ToolExecutionContext | None
+) -> ToolExecutionResult:
+    provider_name = route.provider.provider_name
+    try:
+        result: object = await route.provider.invoke(call, context)
+    except Exception as exc:
+        log.exception("tool provider raised tool=%s provider=%s", call.tool_name, provider_name)
+        message = (
+            f"Tool {call.tool_name} failed in provider {provider_name}: {type(exc).__name__}: {exc}"
+        )
+        return ToolExecutionResult.failure(call.tool_name, message, "provider_error")
+    if not isinstance(result, ToolExecutionResult):
+        log.error("tool provider returned %s tool=%s", type(result).__name__, call.tool_name)
+        message = (
+            f"Tool {call.tool_name} failed in provider {provider_name}: it returned a "
+            f"{type(result).__name__} instead of a ToolExecutionResult"
+        )
+        return ToolExecutionResult.failure(call.tool_name, message, "provider_error")
+    return result
+
+
+def _stamped(spec: ToolSpec, provider: ToolProvider) -> ToolSpec:
+    """Fill in the provider fields a provider left empty, so warnings can name them."""
+    update: dict[str, Any] = {}
+    if not spec.provider_name:
+        update["provider_name"] = provider.provider_name
+    if not spec.provider_type:
+        update["provider_type"] = provider.provider_type
+    if not spec.tool_id:
+        update["tool_id"] = f"{provider.provider_type}:{provider.provider_name}:{spec.name}"
+    return spec.model_copy(update=update) if update else spec
+
+
+def _not_found(name: str, view: _View) -> str:
+    names = [spec.name for spec in view.listed()]
+    by_lower = {n.lower(): n for n in reversed(names)}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=_SUGGESTIONS, cutoff=0.6)
+    message = f"Tool not found: {name}."
+    if close:
+        message += f" Did you mean: {', '.join(by_lower[c] for c in close)}?"
+    shown = ", ".join(names[:_LISTED_IN_ERRORS]) or "none"
+    extra = len(names) - _LISTED_IN_ERRORS
+    message += f"\nAvailable tools: {shown}" + (f" (and {extra} more)." if extra > 0 else ".")
+    return message

@@ -1,0 +1,257 @@
+"""``plughost check``: every problem, with file, line and fix, found with real runners."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from plughost.cli.checker import CheckProblem, CheckReport, check_plugins
+from plughost.cli.scaffold import scaffold_plugin
+from tests.conftest import EXAMPLES, TEST_PLUGINS
+
+EXAMPLE_IDS = [
+    "plughost.example-greeter",
+    "plughost.example-image",
+    "plughost.example-notifier",
+    "plughost.example-search",
+    "plughost.example-units",
+]
+
+MANIFEST = {
+    "manifest_version": 2,
+    "version": "1.0.0",
+    "name": "x",
+    "author": {"name": "tests"},
+    "plughost_sdk": {"min_version": "0.1.0", "max_version": "0.99.99"},
+}
+
+
+def _write_plugin(folder: Path, plugin_py: str, **manifest: object) -> Path:
+    folder.mkdir(parents=True)
+    data = {**MANIFEST, "id": f"tests.{folder.name}", **manifest}
+    (folder / "_manifest.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
+    (folder / "plugin.py").write_text(textwrap.dedent(plugin_py), encoding="utf-8")
+    return folder
+
+
+def _only(report: CheckReport, plugin: str) -> list[CheckProblem]:
+    return [p for p in report.problems if p.plugin == plugin]
+
+
+async def test_the_example_plugins_are_all_ok() -> None:
+    report = await check_plugins([EXAMPLES])
+
+    assert report.ok, [p.describe() for p in report.errors]
+    assert report.plugins_ok == EXAMPLE_IDS
+    assert [(p.plugin, p.severity) for p in report.warnings] == [
+        ("plughost.example-greeter", "warning")  # its @Action is deprecated, not wrong
+    ]
+
+
+async def test_broken_test_plugins_are_each_reported_with_file_line_and_fix() -> None:
+    report = await check_plugins([TEST_PLUGINS])
+
+    assert not report.ok
+    errors = {
+        (p.plugin, Path(p.file).relative_to(TEST_PLUGINS).as_posix(), p.line) for p in report.errors
+    }
+    # tests/plugins grows as misbehaving plugins are added: check the known ones.
+    assert errors >= {
+        ("tests.syntax-error", "syntax_error/plugin.py", 4),
+        ("tests.crash-on-import", "crash_on_import/plugin.py", 5),
+        ("tests.raise-on-load", "raise_on_load/plugin.py", 8),
+        ("bad_manifest", "bad_manifest/_manifest.json", 1),
+        ("bad_manifest", "bad_manifest/_manifest.json", 0),
+    }
+    assert {"tests.echo", "tests.faulty"} <= set(report.plugins_ok)
+    assert not {p.plugin for p in report.errors} & set(report.plugins_ok)
+    assert all(p.fix for p in report.problems)
+
+
+async def test_each_manifest_problem_is_its_own_entry_with_its_fix() -> None:
+    report = await check_plugins([TEST_PLUGINS / "bad_manifest"])
+
+    assert [(p.message, p.fix, p.line) for p in report.problems] == [
+        ("field 'id': 'nodots' is not a plugin id", _id_fix(), 1),
+        ("field 'version' is required", "add it", 0),
+        ("field 'author' is required", "add it", 0),
+    ]
+
+
+def _id_fix() -> str:
+    return "use at least two parts joined by '.' or '-', for example 'author.weather'"
+
+
+async def test_load_failures_name_the_cause() -> None:
+    report = await check_plugins([TEST_PLUGINS / "raise_on_load", TEST_PLUGINS / "syntax_error"])
+
+    messages = {p.plugin: p.message for p in report.errors}
+    assert messages == {
+        "tests.raise-on-load": "on_load raised ValueError: database unreachable",
+        "tests.syntax-error": "syntax error: expected ':'",
+    }
+
+
+async def test_a_plugin_that_kills_its_runner_while_loading_is_reported(tmp_path: Path) -> None:
+    folder = _write_plugin(tmp_path / "exiter", "import os\n\nos._exit(9)\n")
+
+    report = await check_plugins([folder])
+
+    assert [(p.plugin, p.message) for p in report.errors] == [
+        ("tests.exiter", "the runner died while loading the plugin: exited with code 9")
+    ]
+
+
+async def test_a_plugin_whose_on_load_hangs_is_reported_after_the_timeout(tmp_path: Path) -> None:
+    folder = _write_plugin(
+        tmp_path / "hanger",
+        """
+        import asyncio
+
+        from plughost_sdk import Plugin
+
+
+        class Hanger(Plugin):
+            async def on_load(self):
+                await asyncio.Event().wait()
+
+
+        def create_plugin():
+            return Hanger()
+        """,
+    )
+
+    report = await check_plugins([folder], timeout=2.0)
+
+    assert len(report.errors) == 1
+    assert report.errors[0].message.startswith("loading did not finish in time")
+    assert "on_load" in report.errors[0].fix
+
+
+async def test_a_freshly_scaffolded_plugin_is_ok_without_a_single_warning(tmp_path: Path) -> None:
+    folder = scaffold_plugin("weather_bot", tmp_path)
+
+    report = await check_plugins([folder])
+
+    assert report.ok
+    assert report.plugins_ok == ["local.weather_bot"]
+    assert report.problems == []
+
+
+async def test_an_invalid_parameters_schema_is_an_error_at_its_tool(tmp_path: Path) -> None:
+    _write_plugin(
+        tmp_path / "schemas",
+        """
+        from plughost_sdk import Plugin, Tool
+
+
+        class Schemas(Plugin):
+            @Tool(
+                "bad_schema",
+                brief_description="A tool whose schema is not JSON Schema",
+                parameters={"type": "object", "properties": {"q": {"minLength": -1}}},
+            )
+            async def bad_schema(self, **kwargs):
+                return "x"
+
+            @Tool(
+                "ghost_required",
+                brief_description="Requires a parameter it does not declare",
+                parameters={"type": "object", "properties": {}, "required": ["ghost"]},
+            )
+            async def ghost_required(self, **kwargs):
+                return "x"
+
+
+        def create_plugin():
+            return Schemas()
+        """,
+    )
+
+    report = await check_plugins([tmp_path])
+
+    assert not report.ok
+    assert [(p.line, p.message) for p in report.errors] == [
+        (
+            6,
+            "tool 'bad_schema': parameters_schema is invalid JSON Schema at "
+            "properties/q/minLength: -1 is less than the minimum of 0",
+        ),
+        (14, "tool 'ghost_required': 'required' lists 'ghost', not among its properties"),
+    ]
+
+
+async def test_shared_tool_names_unknown_fields_and_missing_descriptions_are_warnings(
+    tmp_path: Path,
+) -> None:
+    plugin_py = """
+    from plughost_sdk import Plugin, Tool
+    from plughost_sdk.types import ToolParameterInfo
+
+
+    class Searcher(Plugin):
+        @Tool("search", parameters=[ToolParameterInfo(name="query")])
+        async def search(self, query, **kwargs):
+            return query
+
+
+    def create_plugin():
+        return Searcher()
+    """
+    _write_plugin(tmp_path / "alpha", plugin_py, capabilitis=["send.text"])
+    _write_plugin(tmp_path / "beta", plugin_py)
+
+    report = await check_plugins([tmp_path])
+
+    assert report.ok
+    assert report.plugins_ok == ["tests.alpha", "tests.beta"]
+    alpha = [(p.severity, p.line, p.message) for p in _only(report, "tests.alpha")]
+    assert alpha == [
+        ("warning", 13, "unknown field 'capabilitis' is ignored (did you mean 'capabilities'?)"),
+        (
+            "warning",
+            7,
+            "tool 'search': has no description, and the model chooses tools by their descriptions",
+        ),
+        ("warning", 7, "tool 'search': parameter 'query' has no description"),
+        (
+            "warning",
+            7,
+            "tool 'search': another plugin has a tool of this name, so the model "
+            "sees it as 'alpha_search'",
+        ),
+    ]
+
+
+async def test_a_config_toml_syntax_error_is_reported_at_its_line(tmp_path: Path) -> None:
+    folder = _write_plugin(
+        tmp_path / "configured",
+        "from plughost_sdk import Plugin\n\ndef create_plugin():\n    return Plugin()\n",
+    )
+    (folder / "config.toml").write_text('[a]\nkey = "ok"\nbroken = \n', encoding="utf-8")
+
+    report = await check_plugins([folder])
+
+    assert [(Path(p.file).name, p.line) for p in report.errors] == [("config.toml", 3)]
+    assert report.plugins_ok == []
+
+
+async def test_missing_and_empty_directories_are_errors(tmp_path: Path) -> None:
+    report = await check_plugins([tmp_path / "nowhere", tmp_path])
+
+    assert [p.message for p in report.errors] == [
+        "directory not found",
+        "no plugin folder here (a plugin folder holds plugin.py and _manifest.json)",
+    ]
+
+
+async def test_the_json_form_holds_every_problem(tmp_path: Path) -> None:
+    report = await check_plugins([TEST_PLUGINS / "bad_manifest", tmp_path / "nowhere"])
+
+    data = json.loads(json.dumps(report.to_dict()))
+
+    assert data["ok"] is False
+    assert data["errors"] == 4
+    assert data["plugins_ok"] == []
+    assert set(data["problems"][0]) == {"plugin", "file", "line", "message", "fix", "severity"}

@@ -1,0 +1,81 @@
+"""The fork server on its own: forks, exit codes, output, death and restart (real processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from plughost.runners.fork_server import ForkServer, ForkServerError
+from plughost.runners.spawn import runner_env
+from tests.fault_injection import alive
+
+ENV = runner_env("")
+
+
+def runner_argv(tmp_path: Path) -> list[str]:
+    """A runner that will wait for a host that never answers (the tests end it)."""
+    return ["--endpoint", f"ipc://{tmp_path}/nobody.sock", "--runner-id", "runner-test"]
+
+
+async def test_a_forked_runner_reports_its_exit_code_through_the_server(tmp_path: Path) -> None:
+    server = ForkServer(ENV, restart_interval=0)
+    await server.start()
+    try:
+        child = await server.spawn(runner_argv(tmp_path), ENV)
+        assert alive(child.pid) and child.returncode is None
+        os.killpg(child.pid, signal.SIGKILL)
+        async with asyncio.timeout(20):
+            assert await child.wait() == -signal.SIGKILL
+        assert child.returncode == -signal.SIGKILL
+        child.close()
+    finally:
+        await server.aclose()
+
+
+async def test_a_runner_that_cannot_start_writes_why_on_its_own_stderr(tmp_path: Path) -> None:
+    server = ForkServer(ENV)
+    await server.start()
+    try:
+        child = await server.spawn(["--no-such-option"], ENV)
+        async with asyncio.timeout(20):
+            assert await child.wait() == 2  # argparse's usage error
+            output = await child.stderr.read()
+        assert b"the following arguments are required: --endpoint" in output
+        child.close()
+    finally:
+        await server.aclose()
+
+
+async def test_a_dead_server_is_started_again_by_the_next_spawn(tmp_path: Path) -> None:
+    server = ForkServer(ENV, restart_interval=0)
+    await server.start()
+    try:
+        first = server.pid
+        child = await server.spawn(runner_argv(tmp_path), ENV)
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        async with asyncio.timeout(20):
+            assert await child.wait() == -signal.SIGKILL  # its runners go with it
+        child.close()
+        again = await server.spawn(runner_argv(tmp_path), ENV)
+        assert server.pid not in (None, first)
+        os.killpg(again.pid, signal.SIGKILL)
+        async with asyncio.timeout(20):
+            await again.wait()
+        again.close()
+    finally:
+        await server.aclose()
+
+
+async def test_a_closed_server_refuses_to_fork(tmp_path: Path) -> None:
+    server = ForkServer(ENV)
+    await server.start()
+    pid = server.pid
+    await server.aclose()
+    assert pid is not None and not alive(pid)
+    with pytest.raises(ForkServerError, match="closed"):
+        await server.spawn(runner_argv(tmp_path), ENV)

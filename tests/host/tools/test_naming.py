@@ -1,0 +1,137 @@
+"""Tests for model-facing tool names: sanitizing, qualifying, resolving collisions."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from plughost.tools.naming import (
+    MAX_NAME_LENGTH,
+    NameRequest,
+    qualified_name,
+    resolve_names,
+    sanitize_name,
+)
+
+VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _sha8(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def test_sanitize_name_keeps_a_valid_name_unchanged() -> None:
+    assert sanitize_name("get_weather-v2") == "get_weather-v2"
+
+
+def test_sanitize_name_replaces_invalid_characters_and_collapses_underscores() -> None:
+    assert sanitize_name("docs.search: files!") == "docs_search_files"
+
+
+def test_sanitize_name_replaces_non_ascii_letters() -> None:
+    assert sanitize_name("天气 query") == "query"
+
+
+def test_sanitize_name_never_returns_an_empty_name() -> None:
+    assert sanitize_name("") == f"tool_{_sha8('')}"
+    assert sanitize_name("!!!") == f"tool_{_sha8('!!!')}"
+
+
+def test_sanitize_name_caps_long_names_with_a_hash_of_the_full_raw_name() -> None:
+    raw = "a" * 100
+    name = sanitize_name(raw)
+    assert len(name) == MAX_NAME_LENGTH
+    assert name.endswith(f"_{_sha8(raw)}")
+    assert name.startswith("a" * 50)
+
+
+def test_sanitize_name_keeps_long_names_with_a_shared_prefix_distinct() -> None:
+    first = sanitize_name("x" * 80 + "first")
+    second = sanitize_name("x" * 80 + "second")
+    assert first != second
+    assert len(first) == len(second) == MAX_NAME_LENGTH
+
+
+@given(st.text(max_size=200))
+def test_sanitize_name_always_returns_a_valid_stable_name(raw: str) -> None:
+    name = sanitize_name(raw)
+    assert VALID.match(name)
+    assert sanitize_name(raw) == name
+    assert sanitize_name(name) == name
+
+
+def test_qualified_name_joins_parts_with_underscores_and_skips_empty_ones() -> None:
+    assert qualified_name("mcp", "my server", "read.file") == "mcp_my_server_read_file"
+    assert qualified_name("", "search") == "search"
+
+
+def test_resolve_names_keeps_unique_preferred_names() -> None:
+    names = resolve_names(
+        [NameRequest("p:a:search", "search", "a"), NameRequest("p:b:weather", "weather", "b")]
+    )
+    assert names == {"p:a:search": "search", "p:b:weather": "weather"}
+
+
+def test_resolve_names_qualifies_every_tool_that_shares_a_preferred_name() -> None:
+    names = resolve_names(
+        [
+            NameRequest("plugin:web:search", "search", "web"),
+            NameRequest("mcp:docs:search", "search", "mcp_docs"),
+            NameRequest("plugin:web:fetch", "fetch", "web"),
+        ]
+    )
+    assert names == {
+        "plugin:web:search": "web_search",
+        "mcp:docs:search": "mcp_docs_search",
+        "plugin:web:fetch": "fetch",
+    }
+
+
+def test_resolve_names_gives_the_same_names_in_every_input_order() -> None:
+    entries = [
+        NameRequest("a:x:search", "search", "x"),
+        NameRequest("b:y:search", "search", "y"),
+        NameRequest("c:x:search", "search", "x"),
+        NameRequest("d:z:x_search", "x_search", "z"),
+    ]
+    outcomes = [resolve_names(list(order)) for order in itertools.permutations(entries)]
+    assert all(outcome == outcomes[0] for outcome in outcomes)
+
+
+def test_resolve_names_hash_suffixes_qualified_names_that_still_collide() -> None:
+    entries = [
+        NameRequest("a:x:search", "search", "x"),
+        NameRequest("b:x:search", "search", "x"),
+        NameRequest("c:z:x_search", "x_search", "z"),
+    ]
+    names = resolve_names(entries)
+    assert names["c:z:x_search"] == "x_search"
+    assert names["a:x:search"] == f"x_search_{_sha8('a:x:search')}"
+    assert names["b:x:search"] == f"x_search_{_sha8('b:x:search')}"
+
+
+def test_resolve_names_rejects_repeated_tool_ids() -> None:
+    with pytest.raises(ValueError, match="repeated: p:a:t"):
+        resolve_names([NameRequest("p:a:t", "t", "a"), NameRequest("p:a:t", "u", "a")])
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["search", "fetch", "a.b", "x" * 70]), st.sampled_from("xyz")),
+        max_size=12,
+    )
+)
+def test_resolve_names_always_gives_distinct_valid_names(pairs: list[tuple[str, str]]) -> None:
+    entries = [
+        NameRequest(f"id{i}", preferred, qualifier)
+        for i, (preferred, qualifier) in enumerate(pairs)
+    ]
+    names = resolve_names(entries)
+    assert list(names) == [entry.tool_id for entry in entries]
+    assert len(set(names.values())) == len(entries)
+    assert all(VALID.match(name) for name in names.values())
