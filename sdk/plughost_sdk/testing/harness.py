@@ -1,54 +1,27 @@
-"""The plugin author's test kit: load one plugin folder in a real runner and call its tools.
+"""PluginTestHarness: a minimal host for one plugin folder, for tests.
 
-::
-
-    from plughost_sdk.testing import PluginTestHarness
-
-    async def test_notify_posts_to_the_chat() -> None:
-        async with PluginTestHarness("plugins/notifier") as harness:
-            result = await harness.call("notify", {"text": "hi"}, stream_id="chat-1")
-        assert result.success
-        assert harness.sent[0].text == "[bot] hi"
-
-:class:`PluginTestHarness` is a minimal host for one plugin. It starts
-``python -m plughost_runner`` (the runner the host uses, started by module
-name because the SDK never imports it), speaks the protocol of
-:mod:`plughost_sdk.wire` over a real ZeroMQ socket, and answers the plugin's
-capability calls from stubs after checking that the manifest lists them, as
-the host does. ``ctx.send.*`` calls are recorded in
-:attr:`PluginTestHarness.sent`; ``ctx.call_tool`` runs the plugin's own tools
-(stub ``tools.call`` to answer for other tools); any other capability must be
-stubbed with :meth:`PluginTestHarness.stub_capability`.
-
-What it leaves out: restarting a crashed runner, watching files, scrubbing the
-environment, and casting argument types (the host turns ``"60"`` into ``60``
-for an integer parameter; pass the values the handler should receive).
-
-It needs the ``testing`` extra (``pip install "plughost-sdk[testing]"``: pyzmq
-and plughost-runner). pyzmq is imported when a harness starts, not with this module.
+It reads the folder as the host does (manifest, ``config.toml``), starts a real
+runner through :class:`~plughost_sdk.testing._runner_link.RunnerLink`, and plays
+the host's part in the plugin's calls: argument checks, context keywords,
+capability checks against the manifest, stubs, recorded messages and logs.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import hashlib
-import hmac
 import inspect
 import json
 import logging
-import os
 import secrets
 import shutil
-import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
@@ -56,23 +29,16 @@ from plughost_sdk.errors import (
     ManifestError,
     PluginError,
     PluginLoadError,
-    ProtocolError,
     RunnerCrashedError,
-    RunnerStartError,
 )
 from plughost_sdk.manifest import Manifest, load_manifest, version_in_range
 from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.results import normalize_result
-
-if TYPE_CHECKING:
-    import zmq.asyncio
+from plughost_sdk.testing._runner_link import RefusedError, RunnerLink
 
 __all__ = ["CapabilityStub", "LoadFailure", "PluginLog", "PluginTestHarness", "SentMessage"]
 
-log = logging.getLogger(__name__)
 
-RUNNER_MODULE = "plughost_runner"
-TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
 # The host closes a top-level schema to unknown arguments unless it says otherwise or is
 # built from one of these (where closing it would reject valid fields).
 _SELF_DESCRIBED = ("unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref", "if")
@@ -133,14 +99,6 @@ class LoadFailure:
         return f"{self.stage} failed" + (f" at {where}" if where else "") + f": {self.reason}"
 
 
-class _Refused(Exception):
-    """A request answered with a wire error, in either direction."""
-
-    def __init__(self, code: wire.ErrorCode | str, message: str) -> None:
-        super().__init__(message)
-        self.error = wire.WireError(code=code, message=message, details={})
-
-
 class PluginTestHarness:
     """A minimal host for one plugin folder, for tests.
 
@@ -195,16 +153,8 @@ class PluginTestHarness:
         self._call_timeout = call_timeout
         self._token = secrets.token_hex(32)
         self._root: Path | None = None
-        self._context: zmq.asyncio.Context | None = None
-        self._socket: zmq.asyncio.Socket | None = None
-        self._process: asyncio.subprocess.Process | None = None
-        self._server: asyncio.Task[None] | None = None
-        self._peer: bytes | None = None
-        self._ready: asyncio.Future[dict[str, Any]] | None = None
-        self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._next_id = 0
+        self._link: RunnerLink | None = None
         self._nested_calls = 0
-        self._exit_reason = ""
         self._state: Literal["new", "started", "closed"] = "new"
 
     @property
@@ -290,48 +240,16 @@ class PluginTestHarness:
         return True
 
     async def _start_runner(self) -> dict[str, Any]:
-        zmq = _import_zmq()
         self._root = Path(tempfile.mkdtemp(prefix="plughost-test-"))  # mode 0700: private
-        self._context = zmq.asyncio.Context()
-        self._socket = socket = self._context.socket(zmq.ROUTER)
-        socket.setsockopt(zmq.LINGER, 0)
-        socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        socket.bind(f"ipc://{self._root}/runner.sock" if zmq.has("ipc") else "tcp://127.0.0.1:*")
-        self._ready = asyncio.get_running_loop().create_future()
-        self._process = await self._spawn(socket.getsockopt_string(zmq.LAST_ENDPOINT))
-        self._server = asyncio.create_task(self._serve())
-        try:
-            async with asyncio.timeout(self._start_timeout):
-                return await self._ready
-        except TimeoutError:
-            raise RunnerStartError(
-                f"the runner was not ready within {self._start_timeout:g} s{self._output_tail()}"
-            ) from None
-
-    async def _spawn(self, endpoint: str) -> asyncio.subprocess.Process:
-        env = {**os.environ, **self._env, TOKEN_VARIABLE: self._token}
-        env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
-        argv = ["--endpoint", endpoint, "--runner-id", "harness", "--parent-pid", str(os.getpid())]
-        # The output file gets only what bypasses the runner's capture: crashes, faulthandler.
-        with self._output_file().open("wb") as output:
-            return await asyncio.create_subprocess_exec(
-                *(sys.executable, "-m", RUNNER_MODULE, *argv),
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=output,
-                stderr=asyncio.subprocess.STDOUT,
-            )
-
-    def _output_file(self) -> Path:
-        return (self._root or Path(tempfile.gettempdir())) / "runner-output.txt"
-
-    def _output_tail(self) -> str:
-        try:
-            text = self._output_file().read_bytes()[-4000:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-        lines = [line for line in text.splitlines() if line.strip()][-12:]
-        return ("; runner output:\n" + "\n".join(lines)) if lines else ""
+        self._link = RunnerLink(
+            self._root,
+            token=self._token,
+            hello=self._hello_reply,
+            on_request=self._reply,
+            on_logs=self._record_logs,
+            env=self._env,
+        )
+        return await self._link.start(self._start_timeout)
 
     def _hello_reply(self) -> dict[str, Any]:
         spec = {
@@ -405,11 +323,13 @@ class PluginTestHarness:
         budget = timeout or (timeout_ms / 1000 if timeout_ms else self._call_timeout)
         body = {"tool": tool, "arguments": kwargs}
         try:
-            reply = await self._request("tool.invoke", body, plugin=self.plugin_id, timeout=budget)
+            reply = await self._request_runner(
+                "tool.invoke", body, plugin=self.plugin_id, timeout=budget
+            )
         except TimeoutError:
             message = f"tool {tool} did not finish within {budget:g} s"
             return ToolExecutionResult.failure(tool, message, "timeout")
-        except _Refused as refused:
+        except RefusedError as refused:
             return ToolExecutionResult.failure(tool, str(refused), refused.error["code"])
         except RunnerCrashedError as exc:
             return ToolExecutionResult.failure(tool, f"the runner died: {exc}", "plugin_crashed")
@@ -442,8 +362,8 @@ class PluginTestHarness:
         data = dict(config)
         body = {"config": data, "version": _fingerprint(data), "scope": "self", "timeout": 10.0}
         try:
-            await self._request("config.update", body, plugin=self.plugin_id, timeout=12.0)
-        except _Refused as refused:
+            await self._request_runner("config.update", body, plugin=self.plugin_id, timeout=12.0)
+        except RefusedError as refused:
             raise PluginError(f"the plugin rejected the configuration: {refused}") from None
         self.config = data
 
@@ -453,138 +373,34 @@ class PluginTestHarness:
             return
         self._state = "closed"
         try:
-            await self._stop_runner()
+            if self._link is not None:
+                await self._link.aclose()
         finally:
-            if self._server is not None:
-                self._server.cancel()
-                (outcome,) = await asyncio.gather(self._server, return_exceptions=True)
-                if isinstance(outcome, Exception):
-                    log.error("the harness's receive loop failed: %r", outcome)
-            if self._socket is not None:
-                await self._drain_logs()
-                self._socket.close(linger=0)
-            if self._context is not None:
-                self._context.term()
             if self._root is not None:
                 shutil.rmtree(self._root, ignore_errors=True)
 
-    async def _stop_runner(self) -> None:
-        """The ladder: ask (``runner.shutdown``), then SIGTERM, then SIGKILL."""
-        process = self._process
-        if process is None or process.returncode is not None:
-            return
-        if self._peer is not None and not self._exit_reason:
-            try:
-                await self._request("runner.shutdown", {"drain": 1.0}, timeout=5.0)
-            except (_Refused, RunnerCrashedError, TimeoutError) as exc:
-                log.warning("the runner did not accept shutdown: %s", exc)
-        for escalate in (None, process.terminate, process.kill):
-            with contextlib.suppress(TimeoutError, ProcessLookupError):
-                if escalate is not None:
-                    escalate()
-                async with asyncio.timeout(5.0 if escalate is None else 2.0):
-                    await process.wait()
-                return
-
-    async def _serve(self) -> None:
-        """Receive frames until cancelled; the runner's exit fails whatever still waits."""
-        if self._socket is None:
-            raise RuntimeError("the harness has no socket")
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._watch_exit())
-            while True:
-                identity, envelope = await self._receive()
-                if envelope is None:
-                    continue
-                if identity != self._peer:
-                    self._handshake(group, identity, envelope)
-                elif envelope["kind"] == "response":
-                    self._resolve(envelope)
-                elif envelope["kind"] == "request":
-                    group.create_task(self._answer(envelope))
-                elif envelope["method"] == "log.batch":
-                    self._record_logs(envelope["body"])
-                # Heartbeats need no answer: the harness does not watch for hangs.
-
-    async def _receive(self) -> tuple[bytes, wire.Envelope | None]:
-        if self._socket is None:
-            raise RuntimeError("the harness has no socket")
-        parts = await self._socket.recv_multipart()
-        try:
-            if len(parts) != 2:
-                raise ProtocolError(f"expected 2 frame parts, got {len(parts)}")
-            return parts[0], wire.decode(parts[1])
-        except ProtocolError as exc:
-            log.warning("dropped a frame from the runner: %s", exc)
-            return parts[0], None
-
-    async def _watch_exit(self) -> None:
-        if self._process is None:
-            return
-        code = await self._process.wait()
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        self._exit_reason = f"the runner {how}{self._output_tail()}"
-        if self._ready is not None and not self._ready.done():
-            self._ready.set_exception(RunnerStartError(f"before it was ready, {self._exit_reason}"))
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(RunnerCrashedError(self._exit_reason))
-
-    def _handshake(
-        self, group: asyncio.TaskGroup, identity: bytes, envelope: wire.Envelope
-    ) -> None:
-        """Serve only a hello carrying this spawn's token and our protocol version."""
-        body = envelope["body"] if isinstance(envelope["body"], dict) else {}
-        token_ok = hmac.compare_digest(str(body.get("token", "")), self._token)
-        if envelope["method"] != "runner.hello" or not token_ok or self._peer is not None:
-            log.warning("ignored %s from a peer without this spawn's token", envelope["method"])
-            return
-        if body.get("protocol") != wire.PROTOCOL_VERSION:
-            message = (
-                f"the runner speaks protocol {body.get('protocol')!r}, this plughost-sdk "
-                f"{wire.PROTOCOL_VERSION}; install matching plughost-sdk and plughost-runner"
-            )
-            error = wire.error_body("protocol_mismatch", message)
-            group.create_task(self._send_quietly(wire.response(envelope, error=error), identity))
-            return
-        self._peer = identity
-        group.create_task(self._send_quietly(wire.response(envelope, self._hello_reply())))
-
-    def _resolve(self, envelope: wire.Envelope) -> None:
-        future = self._pending.get(envelope["id"])
-        if future is None or future.done():
-            return
-        error = envelope["error"]
-        if error is not None:
-            future.set_exception(_Refused(error["code"], error["message"]))
-        else:
-            future.set_result(envelope["body"])
-
-    async def _answer(self, envelope: wire.Envelope) -> None:
-        body = envelope["body"] if isinstance(envelope["body"], dict) else {}
-        try:
-            reply = wire.response(envelope, await self._reply(envelope, body))
-        except _Refused as refused:
-            reply = wire.response(envelope, error=refused.error)
-        await self._send_quietly(reply)
+    async def _request_runner(
+        self, method: wire.Method, body: Any, *, plugin: str | None = None, timeout: float
+    ) -> Any:
+        if self._link is None:
+            raise RunnerCrashedError("the runner is not running")
+        return await self._link.request(method, body, plugin=plugin, timeout=timeout)
 
     async def _reply(self, envelope: wire.Envelope, body: dict[str, Any]) -> Any:
-        """The body answering a runner request: ``runner.ready`` or ``capability.call``."""
-        if envelope["method"] == "runner.ready":
-            if self._ready is not None and not self._ready.done():
-                self._ready.set_result(body)
-            return {"ok": True}
+        """The body answering a runner request: ``capability.call``."""
         if envelope["method"] == "capability.call":
             name, args = str(body.get("capability", "")), dict(body.get("args") or {})
             return {"value": await self._capability(envelope["plugin"], name, args)}
-        raise _Refused("bad_payload", f"unknown method {envelope['method']!r}")
+        raise RefusedError("bad_payload", f"unknown method {envelope['method']!r}")
 
     async def _capability(self, plugin: str | None, name: str, args: dict[str, Any]) -> Any:
         """Check the call against the manifest, as the host does, then run its stub."""
         if self.manifest is None or plugin != self.plugin_id:
-            raise _Refused("capability_denied", f"this harness does not serve plugin {plugin!r}")
+            raise RefusedError(
+                "capability_denied", f"this harness does not serve plugin {plugin!r}"
+            )
         if not self.manifest.allows_capability(name):
-            raise _Refused(
+            raise RefusedError(
                 "capability_denied",
                 f"plugin {self.plugin_id} may not call {name}: add {name!r} to "
                 "'capabilities' in its _manifest.json",
@@ -595,7 +411,7 @@ class PluginTestHarness:
         if stub is None and name == _TOOLS_CALL:
             return await self._call_own_tool(**args)
         if stub is None:
-            raise _Refused(
+            raise RefusedError(
                 "capability_not_provided",
                 f"capability {name} is not provided by this test harness; stub it with "
                 f"harness.stub_capability({name!r}, handler)",
@@ -605,7 +421,7 @@ class PluginTestHarness:
             value = (await value) if inspect.isawaitable(value) else value
         except Exception as exc:
             message = f"capability {name} failed: {type(exc).__name__}: {exc}"
-            raise _Refused("capability_failed", message) from None
+            raise RefusedError("capability_failed", message) from None
         if name == _TOOLS_CALL:  # a stub answers as a tool would: text, a dict, a result...
             return wire.result_to_wire(normalize_result(str(args.get("name", "")), value))
         return value
@@ -615,14 +431,14 @@ class PluginTestHarness:
     ) -> dict[str, Any]:
         """``ctx.call_tool`` with no stub: the plugin's own tools run, as the host allows."""
         if not any(d.get("name") == name for d in self.tools):
-            raise _Refused(
+            raise RefusedError(
                 "capability_denied",
                 f"plugin {self.plugin_id} may not call tool {name}: this harness runs only "
                 f"the plugin's own tools; stub {_TOOLS_CALL!r} to answer for others",
             )
         if self._nested_calls >= _NESTED_CALL_LIMIT:
             message = f"the chain of tool calls is deeper than {_NESTED_CALL_LIMIT} nested calls"
-            raise _Refused("capability_denied", message)
+            raise RefusedError("capability_denied", message)
         self._nested_calls += 1
         try:
             args = json.loads(arguments) if isinstance(arguments, str) else arguments or {}
@@ -648,80 +464,6 @@ class PluginTestHarness:
             # The logger names the host uses, so pytest's log capture shows them alike.
             source = "plugin." + self.plugin_id if record.get("plugin") else "runner.harness"
             logging.getLogger(f"plughost.{source}").log(level, "%s", entry.message)
-
-    async def _drain_logs(self) -> None:
-        """Read the last log batch, which the runner sends just before it exits."""
-        while self._socket is not None and await self._socket.poll(timeout=50):
-            identity, envelope = await self._receive()
-            if (
-                envelope is not None
-                and identity == self._peer
-                and envelope["method"] == "log.batch"
-            ):
-                self._record_logs(envelope["body"])
-
-    async def _request(
-        self, method: wire.Method, body: Any, *, plugin: str | None = None, timeout: float
-    ) -> Any:
-        """Send a request and wait for its reply body.
-
-        The runner is given ``timeout`` and the wait is one second longer, so that
-        the runner's own, more precise, timeout answer normally arrives first.
-        """
-        if self._exit_reason:
-            raise RunnerCrashedError(self._exit_reason)
-        self._next_id += 1
-        request_id = self._next_id
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        deadline_ms = max(1, int(timeout * 1000))
-        try:
-            await self._send(
-                wire.request(request_id, method, body, plugin=plugin, deadline_ms=deadline_ms)
-            )
-            async with asyncio.timeout(timeout + 1.0):
-                return await future
-        except TimeoutError:
-            with contextlib.suppress(RunnerCrashedError):
-                await self._send(wire.event("call.cancel", {"id": request_id}))
-            raise
-        finally:
-            self._pending.pop(request_id, None)
-
-    async def _send(self, envelope: wire.Envelope, identity: bytes | None = None) -> None:
-        """Send to the runner; zmq errors become RunnerCrashedError here, at the edge."""
-        import zmq
-
-        peer = identity or self._peer
-        if self._socket is None or peer is None:
-            raise RunnerCrashedError("the runner is not connected")
-        try:
-            await self._socket.send_multipart([peer, wire.encode(envelope)])
-        except zmq.ZMQError as exc:
-            raise RunnerCrashedError(f"cannot reach the runner: {exc}") from exc
-
-    async def _send_quietly(self, reply: wire.Envelope, identity: bytes | None = None) -> None:
-        """Send an answer; a runner that went away no longer needs it."""
-        try:
-            await self._send(reply, identity)
-        except ProtocolError as exc:  # a stub returned something msgpack cannot carry
-            message = f"the answer cannot be sent to the plugin: {exc}"
-            await self._send_quietly(
-                wire.response(reply, error=_Refused("capability_failed", message).error)
-            )
-        except RunnerCrashedError as exc:
-            log.debug("answer to %s not delivered: %s", reply["method"], exc)
-
-
-def _import_zmq() -> Any:
-    try:
-        import zmq
-        import zmq.asyncio
-    except ImportError:
-        raise RunnerStartError(
-            "the test kit needs pyzmq; pip install 'plughost-sdk[testing]'"
-        ) from None
-    return zmq
 
 
 def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
