@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq.asyncio
 
@@ -31,7 +31,6 @@ from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.plugins.provider import PluginToolProvider
 from plughost.plugins.query import ComponentQueryService
 from plughost.plugins.source import PluginProblem, PluginSource, scan_plugin_dirs
-from plughost.plugins.watcher import PluginWatcher
 from plughost.redaction import SecretRedactor
 from plughost.reloader import PluginReloader
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
@@ -43,6 +42,9 @@ from plughost.runners.tool_calls import TOOLS_CALL, ToolCallCapability
 from plughost.settings import HostSettings, ResourceLimits
 from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
+
+if TYPE_CHECKING:
+    from plughost.plugins.watcher import PluginWatcher
 
 __all__ = ["PluginHost", "PluginStatus"]
 
@@ -209,6 +211,8 @@ class PluginHost:
 
     async def watch(self, *, force_polling: bool = False, step_ms: int = 50) -> None:
         """Watch the plugin directories and hot-reload changes until cancelled."""
+        from plughost.plugins.watcher import PluginWatcher  # watchfiles: only when watching
+
         self.watcher = PluginWatcher(
             self.settings.plugin_dirs, step_ms=step_ms, force_polling=force_polling
         )

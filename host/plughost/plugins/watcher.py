@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-import watchfiles
-
 from plughost.plugins.source import CONFIG_FILE, is_plugin_dir
 
 __all__ = ["ChangeKind", "PluginChange", "PluginWatcher", "classify"]
@@ -76,6 +74,8 @@ class PluginWatcher:
         if not roots:
             log.warning("nothing to watch: none of %s exists", [str(d) for d in self._dirs])
             return
+        import watchfiles  # its Rust extension loads only for a host that watches
+
         async for batch in watchfiles.awatch(
             *roots,
             step=self._step,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from plughost.tools.casting import schema_types
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 __all__ = ["describe_value", "expected_summary", "find_problems"]
 
@@ -84,6 +84,8 @@ def _bound(path: str, kind: str, limit: Any, instance: Any) -> str | None:
 def _no_branch(path: str, error: ValidationError) -> str:
     if not error.context:
         return f"{path} matches more than one of the allowed forms; make it match exactly one"
+    from jsonschema.exceptions import best_match  # loaded by then: a validator produced error
+
     closest = best_match(error.context)
     lines = _describe(closest) if closest is not None else []
     detail = lines[0] if lines else ""

@@ -53,14 +53,14 @@ import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any, Final
 
 from plughost.tools.argument_messages import describe_value, expected_summary, find_problems
 from plughost.tools.casting import DecodeProblem, cast_value, decode_json
 from plughost_sdk.models import ToolExecutionResult
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = ["ArgumentErrors", "PreparedArguments", "prepare_arguments"]
 
@@ -154,12 +154,14 @@ class _Compiled:
 
 
 def _compile(schema: Any) -> _Compiled:
+    import jsonschema  # 70 ms: paid by the first call, not by every CLI command that imports this
+
     if not isinstance(schema, Mapping):
         fault = f"the tool's parameter schema is a {type(schema).__name__}, not a JSON object"
         return _Compiled({}, None, frozenset(), "", fault)
     try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
         fault = f"the tool's parameter schema is invalid ({exc.message}); the tool must be fixed"
         return _Compiled(schema, None, frozenset(), "", fault)
     except Exception as exc:  # a schema the checker itself chokes on is just as broken
@@ -167,7 +169,7 @@ def _compile(schema: Any) -> _Compiled:
         return _Compiled(schema, None, frozenset(), "", fault)
     properties = schema.get("properties")
     names = frozenset(properties) if isinstance(properties, Mapping) else frozenset()
-    validator = Draft202012Validator(_closed(schema))
+    validator = jsonschema.Draft202012Validator(_closed(schema))
     flat = _FlatCheck.compile(schema)
     return _Compiled(schema, validator, names, expected_summary(schema), flat=flat)
 
