@@ -120,7 +120,9 @@ class RunnerService:
         exit_code = 0
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._transport.serve(lambda frame: self._on_frame(group, frame)))
+                group.create_task(
+                    self._transport.serve(lambda frame, blobs: self._on_frame(group, frame, blobs))
+                )
                 group.create_task(self._serve_host(group))
         except* _StopRunner:
             pass
@@ -182,15 +184,17 @@ class RunnerService:
             request_id, method, body, plugin=plugin, deadline_ms=int(timeout * 1000)
         )
         try:
-            await self._transport.send(wire.encode(envelope))
+            await self._transport.send(wire.encode_parts(envelope))
             async with asyncio.timeout(timeout):
                 return await future
         finally:
             self._pending.pop(request_id, None)
 
-    def _on_frame(self, group: asyncio.TaskGroup, frame: bytes) -> None:
+    def _on_frame(
+        self, group: asyncio.TaskGroup, frame: memoryview, blobs: list[memoryview]
+    ) -> None:
         try:
-            envelope = wire.decode(frame)
+            envelope = wire.decode(frame, blobs)
         except ProtocolError as exc:
             log.warning("dropped a frame from the host: %s", exc)
             return
@@ -218,36 +222,37 @@ class RunnerService:
             handler = self._handlers.get(envelope["method"])
             if handler is None:
                 raise _Reply("bad_payload", f"unknown method {envelope['method']!r}")
-            frame = self._encode_reply(envelope, await handler(envelope))
+            parts = self._encode_reply(envelope, await handler(envelope))
         except _Reply as reply:
-            frame = wire.encode(wire.response(envelope, error=reply.error))
+            parts = wire.encode_parts(wire.response(envelope, error=reply.error))
         except asyncio.CancelledError:
             return  # the host cancelled the call and no longer waits for it
         except Exception as exc:
             log.exception("runner failed serving %s", envelope["method"])
             error = wire.error_body("internal", f"runner error: {type(exc).__name__}: {exc}")
-            frame = wire.encode(wire.response(envelope, error=error))
+            parts = wire.encode_parts(wire.response(envelope, error=error))
         finally:
             self._tasks.pop(envelope["id"], None)
-        await self._transport.send(frame)
+        await self._transport.send(parts)
 
-    def _encode_reply(self, envelope: wire.Envelope, body: Any) -> bytes:
+    def _encode_reply(self, envelope: wire.Envelope, body: Any) -> list[bytes | memoryview]:
         try:
-            frame = wire.encode(wire.response(envelope, body))
+            parts = wire.encode_parts(wire.response(envelope, body))
         except ProtocolError as exc:
             message = f"the tool's result cannot be sent to the host ({exc}); return plain data"
-            return wire.encode(
-                wire.response(envelope, error=wire.error_body("bad_payload", message))
-            )
-        if len(frame) > self._max_bytes:
-            limit, size = self._max_bytes / 2**20, len(frame) / 2**20
+            return [
+                wire.encode(wire.response(envelope, error=wire.error_body("bad_payload", message)))
+            ]
+        total = sum(len(part) for part in parts)
+        if total > self._max_bytes:
+            limit, size = self._max_bytes / 2**20, total / 2**20
             message = (
                 f"the result is {size:.1f} MiB, over the {limit:.0f} MiB message limit; "
                 "return less data, or a resource link instead of the bytes"
             )
-            error = wire.error_body("message_too_large", message, size=len(frame))
-            return wire.encode(wire.response(envelope, error=error))
-        return frame
+            error = wire.error_body("message_too_large", message, size=total)
+            return [wire.encode(wire.response(envelope, error=error))]
+        return parts
 
     async def _on_invoke(self, envelope: wire.Envelope) -> Any:
         if self._shutting_down:
@@ -343,7 +348,7 @@ class RunnerService:
         while True:
             seq += 1
             body = {"seq": seq, "inflight": len(self._tasks), "stuck": self._invoker.stuck_calls()}
-            await self._transport.send(wire.encode(wire.event("runner.heartbeat", body)))
+            await self._transport.send((wire.encode(wire.event("runner.heartbeat", body)),))
             await asyncio.sleep(self._heartbeat_interval)
 
     async def _flush_logs(self) -> None:
@@ -366,7 +371,9 @@ class RunnerService:
                         "time": time.time(),
                     }
                 )
-            await self._transport.send(wire.encode(wire.event("log.batch", {"records": records})))
+            await self._transport.send(
+                (wire.encode(wire.event("log.batch", {"records": records})),)
+            )
             if len(records) < 500:
                 return
 

@@ -1,22 +1,30 @@
 """The runner protocol: envelope, method table, error shape and codec. No sockets here.
 
 The readable spec is docs/protocol.md; this module is its single source of truth.
-Every message is one ZeroMQ frame holding one msgpack map (the envelope)::
+Every message is one ZeroMQ frame holding one msgpack map (the envelope),
+followed by zero or more blob frames::
 
-    {"v": 1, "kind": "request" | "response" | "event", "id": int, "method": str,
+    {"v": 2, "kind": "request" | "response" | "event", "id": int, "method": str,
      "plugin": str | None, "deadline_ms": int | None, "body": any, "error": Error | None}
 
 A response carries the id and method of its request. Events carry the id of the
 request they belong to, or 0. Binary payloads (media) are msgpack ``bin``, never
-base64 text. The envelope is plain msgpack on purpose: frames are checked with a
-few ``isinstance`` tests, not a pydantic model, because this is the hot path.
+base64 text; a large one (a :class:`Blob`, as result media of ``BLOB_MIN_BYTES``
+or more are) travels as its own frame after the envelope, referenced from the
+envelope by an ext value (type ``BLOB_EXT``, data: the frame's index as a 4-byte
+big-endian int, 1 for the first frame after the envelope). Neither side copies
+such a payload into or out of the envelope, so media cost one copy end to end.
+The envelope is plain msgpack on purpose: frames are checked with a few
+``isinstance`` tests, not a pydantic model, because this is the hot path.
 
 Changelog:
     1: first version.
+    2: blob frames after the envelope, referenced by ext type 1.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final, Literal, TypedDict, get_args
 
 import msgpack
@@ -25,9 +33,13 @@ from plughost_sdk.errors import ProtocolError
 from plughost_sdk.models import ContentItem, ToolExecutionResult
 
 __all__ = [
+    "BLOB_EXT",
+    "BLOB_MIN_BYTES",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ERROR_CODES",
+    "MAX_BLOBS",
     "PROTOCOL_VERSION",
+    "Blob",
     "Envelope",
     "ErrorCode",
     "Kind",
@@ -35,6 +47,7 @@ __all__ = [
     "WireError",
     "decode",
     "encode",
+    "encode_parts",
     "error_body",
     "event",
     "request",
@@ -43,8 +56,14 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
+BLOB_EXT: Final = 1
+"""The msgpack ext type that stands for a blob frame in an envelope."""
+BLOB_MIN_BYTES: Final = 64 * 1024
+"""Result media this large or larger travel as blob frames; smaller ones stay ``bin``."""
+MAX_BLOBS: Final = 64
+"""Blob frames one message may carry; a message with more is dropped whole."""
 
 Kind = Literal["request", "response", "event"]
 
@@ -165,11 +184,26 @@ def error_body(code: ErrorCode, message: str, **details: Any) -> WireError:
     return {"code": code, "message": message, "details": details}
 
 
+class Blob:
+    """Bytes that travel as their own frame after the envelope, not inside it.
+
+    Wrap a large binary payload in a Blob before encoding; the other side decodes
+    it back to plain ``bytes``. :func:`result_to_wire` does this for result media
+    of ``BLOB_MIN_BYTES`` or more.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        self.data = data
+
+
 def encode(envelope: Envelope) -> bytes:
-    """Encode an envelope to one frame.
+    """Encode an envelope that holds no :class:`Blob` to one frame.
 
     Raises:
-        ProtocolError: the body holds something msgpack cannot encode.
+        ProtocolError: the body holds something msgpack cannot encode, or a Blob
+            (use :func:`encode_parts`).
     """
     try:
         frame: bytes = msgpack.packb(envelope, use_bin_type=True)
@@ -178,16 +212,51 @@ def encode(envelope: Envelope) -> bytes:
     return frame
 
 
-def decode(frame: bytes | memoryview) -> Envelope:
-    """Decode and check one frame.
+def encode_parts(envelope: Envelope) -> list[bytes | memoryview]:
+    """Encode an envelope to its frames: the envelope, then one frame per :class:`Blob`.
 
     Raises:
-        ProtocolError: the frame is not msgpack, not an envelope, or of another version.
+        ProtocolError: the body holds something msgpack cannot encode, or more
+            than ``MAX_BLOBS`` blobs.
     """
+    parts: list[bytes | memoryview] = []
+
+    def as_ext(value: Any) -> msgpack.ExtType:
+        if type(value) is not Blob:
+            raise TypeError(f"can not serialize {type(value).__name__!r} object")
+        if len(parts) >= MAX_BLOBS:
+            raise ValueError(f"more than {MAX_BLOBS} blobs in one message")
+        parts.append(value.data)
+        return msgpack.ExtType(BLOB_EXT, len(parts).to_bytes(4, "big"))
+
     try:
-        data = msgpack.unpackb(frame, raw=False, strict_map_key=False)
+        frame: bytes = msgpack.packb(envelope, use_bin_type=True, default=as_ext)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolError(f"cannot encode {envelope.get('method')!r} message: {exc}") from exc
+    return [frame, *parts]
+
+
+def decode(frame: bytes | memoryview, blobs: Sequence[bytes | memoryview] = ()) -> Envelope:
+    """Decode and check one envelope frame; ``blobs`` are the frames that followed it.
+
+    Each blob referenced from the envelope becomes ``bytes`` (its one copy); a blob
+    frame nothing references is ignored.
+
+    Raises:
+        ProtocolError: the frame is not msgpack, not an envelope, or of another
+            version, or it references a blob frame that is not there.
+    """
+
+    def blob(code: int, data: bytes) -> Any:
+        index = int.from_bytes(data, "big") if code == BLOB_EXT and len(data) == 4 else 0
+        if not 1 <= index <= len(blobs):
+            raise ValueError(f"ext type {code} does not name one of {len(blobs)} blob frames")
+        return bytes(blobs[index - 1])
+
+    try:
+        data = msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=blob)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__})") from exc
+        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
     if not isinstance(data, dict):
         raise ProtocolError("frame is not an envelope (expected a map)")
     version = data.get("v")
@@ -220,10 +289,18 @@ def result_to_wire(result: ToolExecutionResult) -> dict[str, Any]:
         "error_message": result.error_message,
         "error_code": result.error_code,
         "structured_content": result.structured_content,
-        "content_items": [item.model_dump(exclude_defaults=True) for item in result.content_items],
+        "content_items": [_item_to_wire(item) for item in result.content_items],
         "post_history_messages": result.post_history_messages,
         "metadata": result.metadata,
     }
+
+
+def _item_to_wire(item: ContentItem) -> dict[str, Any]:
+    data = item.model_dump(exclude_defaults=True)
+    media = data.get("data")
+    if isinstance(media, bytes) and len(media) >= BLOB_MIN_BYTES:
+        data["data"] = Blob(media)
+    return data
 
 
 def result_from_wire(data: Any) -> ToolExecutionResult:

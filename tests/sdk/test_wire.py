@@ -28,7 +28,9 @@ def test_binary_payloads_travel_as_bytes_not_base64() -> None:
 
 
 def test_a_frame_of_another_protocol_version_is_refused_with_the_fix() -> None:
-    frame = msgpack.packb({"v": 2, "kind": "request", "id": 1, "method": "runner.hello"})
+    frame = msgpack.packb(
+        {"v": wire.PROTOCOL_VERSION + 1, "kind": "request", "id": 1, "method": "runner.hello"}
+    )
     with pytest.raises(ProtocolError, match="install matching"):
         wire.decode(frame)
 
@@ -100,3 +102,51 @@ def test_arbitrary_result_bodies_give_a_result_or_a_protocol_error(data: object)
     except ProtocolError:
         return
     assert isinstance(result, ToolExecutionResult)
+
+
+def _image_result(size: int) -> ToolExecutionResult:
+    image = ContentItem(content_type="image", data=b"\x89PNG" + bytes(size), mime_type="image/png")
+    return ToolExecutionResult(tool_name="draw", success=True, content_items=[image])
+
+
+def test_large_media_travel_as_their_own_frame_and_come_back_as_bytes() -> None:
+    result = _image_result(wire.BLOB_MIN_BYTES)
+    envelope = wire.request(7, "tool.invoke", wire.result_to_wire(result))
+
+    parts = wire.encode_parts(envelope)
+    decoded = wire.decode(parts[0], parts[1:])
+
+    assert len(parts) == 2
+    assert len(parts[0]) < 1024  # the envelope carries a reference, not the image
+    item = wire.result_from_wire(decoded["body"]).content_items[0]
+    assert isinstance(item.data, bytes)
+    assert item.data == result.content_items[0].data
+
+
+def test_small_media_stay_inside_the_envelope() -> None:
+    envelope = wire.request(7, "tool.invoke", wire.result_to_wire(_image_result(100)))
+
+    parts = wire.encode_parts(envelope)
+
+    assert len(parts) == 1
+    assert wire.decode(parts[0]) == wire.decode(wire.encode(envelope))
+
+
+def test_a_reference_to_a_missing_blob_frame_is_a_protocol_error() -> None:
+    envelope = wire.request(7, "tool.invoke", wire.result_to_wire(_image_result(70_000)))
+    parts = wire.encode_parts(envelope)
+
+    with pytest.raises(ProtocolError, match="blob frames"):
+        wire.decode(parts[0])
+
+
+def test_more_blobs_than_a_message_may_carry_cannot_be_encoded() -> None:
+    body = [wire.Blob(b"x") for _ in range(wire.MAX_BLOBS + 1)]
+
+    with pytest.raises(ProtocolError, match="blobs in one message"):
+        wire.encode_parts(wire.request(1, "tool.invoke", body))
+
+
+def test_encode_refuses_a_blob_so_it_is_never_silently_inlined() -> None:
+    with pytest.raises(ProtocolError):
+        wire.encode(wire.request(1, "tool.invoke", wire.Blob(b"x")))

@@ -5,15 +5,11 @@ One ROUTER socket per runner, bound by the host. Only a peer that opened with a
 served; garbage frames, wrong tokens and strangers are logged and dropped, and
 affect nothing else. zmq and msgpack errors are translated here, at the edge.
 
-The socket is driven straight from the event loop rather than through pyzmq's
-asyncio sockets, which resolve one future per message and query the socket
-several times per message. One reader callback drains every waiting message;
-a send goes out at once (``NOBLOCK``) and waits only while the runner's queue
-is full. ZeroMQ's notification descriptor is edge-triggered (it fires once for
-a batch, and a send can swallow its wakeup), so the reader drains until the
-socket reports nothing left, and a send that finds a message waiting has it
-drained on the next loop iteration. Replies are received without a copy
-(``copy=False``), so a 10 MB result is copied once, by the decoder.
+The socket is driven straight from the event loop by a
+:class:`~plughost_sdk.socket_pump.SocketPump`, the same one the runner uses.
+Replies are received without a copy, and media travel as blob frames after the
+envelope (protocol 2), so a 10 MB image is copied once, into its ``bytes``.
+A message is ``[identity, envelope, *blobs]``; anything else is rejected.
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ import zmq.asyncio
 from plughost.runners.curve import CurveAuthority
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
+from plughost_sdk.socket_pump import SocketPump
 
 __all__ = ["RemoteError", "RunnerChannel"]
 
@@ -39,13 +36,8 @@ log = logging.getLogger(__name__)
 RequestHandler = Callable[[wire.Envelope], Awaitable[Any]]
 EventHandler = Callable[[wire.Envelope], None]
 
-_BATCH = 256
-"""Messages handled per wakeup before other callbacks get a turn."""
-
-# Plain ints: pyzmq's enum flags cost a Python-level operation at every use.
-_EVENTS = int(zmq.EVENTS)
-_POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
-_NOBLOCK, _SNDMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE)
+_MAX_PARTS = 2 + wire.MAX_BLOBS
+"""Identity, envelope and blob frames: the most parts a runner's message may have."""
 
 
 class RemoteError(Exception):
@@ -87,90 +79,50 @@ class RunnerChannel:
             curve.secure_server(self._sock)
         self._sock.bind(endpoint)
         self.endpoint: str = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        self._fd = int(self._sock.getsockopt(zmq.FD))
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._group: asyncio.TaskGroup | None = None
-        self._failed: asyncio.Future[None] | None = None
-        self._writers: list[asyncio.Future[None]] = []
-        self._check_scheduled = False
+        self._pump = SocketPump(self._sock, max_parts=_MAX_PARTS)
+        self._max_message_bytes = max_message_bytes
         self._peer: bytes | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_id = 0
-        self.rejected_frames = 0
+        self._rejected = 0
         self.hello: dict[str, Any] = {}
         self.connected = asyncio.Event()
 
     async def run(self) -> None:
-        """Receive until cancelled; dispatch every frame.
+        """Receive until cancelled; dispatch every message.
 
         Raises:
             zmq.ZMQError: the socket failed.
         """
-        loop = asyncio.get_running_loop()
         async with asyncio.TaskGroup() as group:
-            self._loop, self._group = loop, group
-            self._failed = loop.create_future()
-            loop.add_reader(self._fd, self._on_events)
-            loop.call_soon(self._on_events)  # messages may have arrived before the reader
-            try:
-                await self._failed
-            finally:
-                loop.remove_reader(self._fd)
-                self._group = None
+            await self._pump.run(lambda parts: self._on_message(group, parts))
 
-    def _on_events(self) -> None:
-        """Drain waiting messages and wake blocked senders (the socket's reader callback)."""
-        self._check_scheduled = False
-        sock, group, failed = self._sock, self._group, self._failed
-        if sock.closed or group is None or failed is None or failed.done():
+    @property
+    def rejected_frames(self) -> int:
+        """Messages dropped: malformed, from strangers, or with too many parts."""
+        return self._rejected + self._pump.oversized
+
+    def _on_message(self, group: asyncio.TaskGroup, parts: list[zmq.Frame]) -> None:
+        identity = parts[0].bytes
+        if len(parts) < 2:
+            self._reject(identity, "expected an envelope after the identity, got nothing")
             return
+        blobs = [part.buffer for part in parts[2:]]
+        size = sum(len(blob) for blob in blobs)
+        if size > self._max_message_bytes:
+            self._reject(identity, f"{size} bytes of blob frames, over the message limit")
+            return
+        self._dispatch(group, identity, parts[1].buffer, blobs)
+
+    def _dispatch(
+        self,
+        group: asyncio.TaskGroup,
+        identity: bytes,
+        frame: memoryview,
+        blobs: list[memoryview],
+    ) -> None:
         try:
-            events = int(sock.getsockopt(_EVENTS))  # cheap "nothing new" for most checks
-            if events & _POLLIN:
-                for _ in range(_BATCH):
-                    try:
-                        identity = sock.recv(_NOBLOCK, copy=False)
-                    except zmq.Again:  # drained: the descriptor signals the next message
-                        break
-                    self._receive_rest(group, identity)
-                else:
-                    self._schedule_events()  # more may wait: let other callbacks run first
-                if self._writers:
-                    events = int(sock.getsockopt(_EVENTS))
-            if self._writers and events & _POLLOUT:
-                writers, self._writers = self._writers, []
-                for writer in writers:
-                    if not writer.done():
-                        writer.set_result(None)
-        except Exception as exc:  # ends run(), which the supervisor reports as a socket failure
-            failed.set_exception(exc)
-
-    def _receive_rest(self, group: asyncio.TaskGroup, identity: zmq.Frame) -> None:
-        """Receive the rest of a message whose first part is ``identity``, and dispatch it."""
-        # Frame.more rather than the RCVMORE option: a socket option lookup costs more.
-        if not identity.more:
-            self._reject(None, "expected 2 frame parts, got 1")
-            return
-        sock = self._sock
-        frame = sock.recv(_NOBLOCK, copy=False)
-        parts, more = 2, frame.more
-        while more:
-            more = sock.recv(_NOBLOCK, copy=False).more
-            parts += 1
-        if parts != 2:
-            self._reject(None, f"expected 2 frame parts, got {parts}")
-            return
-        self._dispatch(group, identity.bytes, frame.buffer)
-
-    def _schedule_events(self) -> None:
-        """Run the reader callback on the next loop iteration (once, however often asked)."""
-        if not self._check_scheduled and self._loop is not None and self._group is not None:
-            self._check_scheduled = True
-            self._loop.call_soon(self._on_events)
-
-    def _dispatch(self, group: asyncio.TaskGroup, identity: bytes, frame: memoryview) -> None:
-        try:
-            envelope = wire.decode(frame)
+            envelope = wire.decode(frame, blobs)
         except ProtocolError as exc:
             self._reject(identity, str(exc))
             return
@@ -224,31 +176,12 @@ class RunnerChannel:
 
     async def _send_to(self, identity: bytes, frame: bytes) -> None:
         try:
-            await self._send_parts(identity, frame)
+            await self._pump.send((identity, frame))
         except zmq.ZMQError as exc:
             log.debug("could not send to runner peer: %s", exc)
 
-    async def _send_parts(self, identity: bytes, frame: bytes) -> None:
-        """Send one message; wait only while the runner's queue is full."""
-        sock = self._sock
-        while True:
-            try:
-                # All parts of a message are queued once the first one is accepted.
-                sock.send(identity, _NOBLOCK | _SNDMORE)
-                sock.send(frame, _NOBLOCK, copy=False)
-                break
-            except zmq.Again:
-                loop = asyncio.get_running_loop()
-                writer = loop.create_future()
-                self._writers.append(writer)
-                loop.call_soon(self._on_events)  # writable again already? then retry at once
-                await writer
-        # The send may have swallowed the descriptor's wakeup for a reply: look once more.
-        if not self._check_scheduled and int(sock.getsockopt(_EVENTS)) & _POLLIN:
-            self._schedule_events()
-
     def _reject(self, identity: bytes | None, reason: str) -> None:
-        self.rejected_frames += 1
+        self._rejected += 1
         who = identity.hex() if identity else "unknown peer"
         log.warning("rejected a frame on %s from %s: %s", self.endpoint, who, reason)
 
@@ -286,7 +219,7 @@ class RunnerChannel:
         if self._peer is None:
             raise RunnerCrashedError("the runner is not connected")
         try:
-            await self._send_parts(self._peer, wire.encode(envelope))
+            await self._pump.send((self._peer, *wire.encode_parts(envelope)))
         except zmq.ZMQError as exc:
             raise RunnerCrashedError(f"cannot reach the runner: {exc}") from exc
 
@@ -346,8 +279,7 @@ class RunnerChannel:
 
     def close(self) -> None:
         """Close the socket."""
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._fd)  # a no-op unless run() never got to clean up
+        self._pump.detach()
         self._sock.close(linger=0)
 
 

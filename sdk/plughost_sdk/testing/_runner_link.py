@@ -223,9 +223,11 @@ class RunnerLink:
             raise RuntimeError("the harness has no socket")
         parts = await self._socket.recv_multipart()
         try:
-            if len(parts) != 2:
-                raise ProtocolError(f"expected 2 frame parts, got {len(parts)}")
-            return parts[0], wire.decode(parts[1])
+            if not 2 <= len(parts) <= 2 + wire.MAX_BLOBS:
+                raise ProtocolError(
+                    f"expected 2 to {2 + wire.MAX_BLOBS} frame parts, got {len(parts)}"
+                )
+            return parts[0], wire.decode(parts[1], parts[2:])
         except ProtocolError as exc:
             log.warning("dropped a frame from the runner: %s", exc)
             return parts[0], None
@@ -304,7 +306,7 @@ class RunnerLink:
         if self._socket is None or peer is None:
             raise RunnerCrashedError("the runner is not connected")
         try:
-            await self._socket.send_multipart([peer, wire.encode(envelope)])
+            await self._socket.send_multipart([peer, *wire.encode_parts(envelope)])
         except zmq.ZMQError as exc:
             raise RunnerCrashedError(f"cannot reach the runner: {exc}") from exc
 

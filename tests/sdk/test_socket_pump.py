@@ -1,0 +1,80 @@
+"""SocketPump over real ZeroMQ sockets: whole messages in, whole messages out, bounded parts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+import zmq
+
+from plughost_sdk.socket_pump import SocketPump
+
+Inbox = asyncio.Queue[list[bytes]]
+
+
+@contextlib.asynccontextmanager
+async def pumped_pair(
+    max_parts: int,
+) -> AsyncIterator[tuple[SocketPump, SocketPump, asyncio.Queue[list[bytes]]]]:
+    context = zmq.Context()
+    server = context.socket(zmq.PAIR)
+    client = context.socket(zmq.PAIR)
+    server.bind("inproc://pump")
+    client.connect("inproc://pump")
+    received: Inbox = asyncio.Queue()
+    receiver = SocketPump(server, max_parts=max_parts)
+    sender = SocketPump(client, max_parts=max_parts)
+    task = asyncio.create_task(
+        receiver.run(lambda parts: received.put_nowait([p.bytes for p in parts]))
+    )
+    try:
+        yield receiver, sender, received
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        server.close(linger=0)
+        client.close(linger=0)
+        context.term()
+
+
+async def test_a_multipart_message_arrives_whole_and_in_order() -> None:
+    big = bytes(range(256)) * 1024
+    async with pumped_pair(max_parts=4) as (_, sender, received):
+        await sender.send([b"envelope", big, b"last"])
+
+        parts = await asyncio.wait_for(received.get(), timeout=10)
+
+    assert parts == [b"envelope", big, b"last"]
+
+
+async def test_a_message_with_too_many_parts_is_dropped_and_counted_and_the_next_arrives() -> None:
+    async with pumped_pair(max_parts=3) as (receiver, sender, received):
+        await sender.send([b"a", b"b", b"c", b"d"])
+        await sender.send([b"next"])
+
+        parts = await asyncio.wait_for(received.get(), timeout=10)
+
+        assert parts == [b"next"]
+        assert receiver.oversized == 1
+
+
+async def test_many_messages_in_one_burst_all_arrive() -> None:
+    async with pumped_pair(max_parts=2) as (_, sender, received):
+        for number in range(2000):
+            await sender.send([str(number).encode()])
+
+        got = [await asyncio.wait_for(received.get(), timeout=10) for _ in range(2000)]
+
+    assert [int(parts[0]) for parts in got] == list(range(2000))
+
+
+@pytest.mark.parametrize("max_parts", [1, 2])
+async def test_a_single_part_message_is_within_any_limit(max_parts: int) -> None:
+    async with pumped_pair(max_parts=max_parts) as (receiver, sender, received):
+        await sender.send([b"only"])
+
+        assert await asyncio.wait_for(received.get(), timeout=10) == [b"only"]
+        assert receiver.oversized == 0
