@@ -4,6 +4,9 @@ It does the least a runner can do: connect to the benchmark's ROUTER over
 asyncio pyzmq, decode each request, and send an encoded reply. There is no
 dispatch table, no plugin, no validation and no result model; ``image``
 builds its bytes the way the echo plugin does, so both sides do the same work.
+``image_frame`` sends the same bytes as their own frame without a copy
+(``copy=False``), the envelope carrying a msgpack ext that points at it: the
+zero-copy floor for media over ZeroMQ.
 
 Run by the benchmark as ``python bench_zmq_peer.py ENDPOINT``.
 """
@@ -22,7 +25,7 @@ PNG_HEADER = b"\x89PNG\r\n\x1a\n"
 
 def answer(request: dict[str, object]) -> dict[str, object]:
     """The reply to one request."""
-    if request["op"] == "image":
+    if request["op"] in ("image", "image_frame"):
         size = int(request["size"])  # type: ignore[call-overload]
         data = PNG_HEADER + b"\0" * max(0, size - len(PNG_HEADER))
         return {"id": request["id"], "data": data}
@@ -40,7 +43,13 @@ async def serve(endpoint: str) -> None:
         request = msgpack.unpackb(await sock.recv())
         if request["op"] == "stop":
             break
-        await sock.send(msgpack.packb(answer(request)))
+        reply = answer(request)
+        if request["op"] == "image_frame":
+            data = reply["data"]
+            reply["data"] = msgpack.ExtType(1, (1).to_bytes(4, "big"))
+            await sock.send_multipart([msgpack.packb(reply), data], copy=False)
+        else:
+            await sock.send(msgpack.packb(reply))
     sock.close()
     context.term()
 
