@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import zmq.asyncio
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.plugins.provider import PluginToolProvider
 from plughost.plugins.query import ComponentQueryService
@@ -277,7 +278,8 @@ class PluginHost:
         for loaded in report.get("loaded", []):
             plugin_id = str(loaded["plugin_id"])
             components = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
-            self.components.replace_plugin(plugin_id, components, runner)
+            others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
+            self.components.replace_plugin(plugin_id, components, runner, others)
             self.problems.pop(plugin_id, None)
             names = ", ".join(c.name for c in components) or "no tools"
             self.events.emit(
@@ -286,7 +288,11 @@ class PluginHost:
                     f"plugin {plugin_id} loaded ({names})",
                     plugin_id=plugin_id,
                     runner_id=runner.runner_id,
-                    details={"tools": [c.name for c in components], "pid": runner.pid},
+                    details={
+                        "tools": [c.name for c in components],
+                        "components": [c.key for c in others],
+                        "pid": runner.pid,
+                    },
                 )
             )
         for failed in report.get("failed", []):

@@ -13,8 +13,9 @@ import asyncio
 import contextvars
 import functools
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from plughost_runner.capture import current_plugin
 from plughost_runner.limits import describe_limit_error
@@ -22,12 +23,25 @@ from plughost_runner.loader import Handler
 from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.results import normalize_exception, normalize_result
 
-__all__ = ["Invoker", "call_deadline"]
+__all__ = ["Callee", "Invoker", "call_deadline"]
 
 call_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "plughost_call_deadline", default=None
 )
 """The loop-clock deadline of the call being served; capability calls inherit it."""
+
+
+class Callee(Protocol):
+    """A plugin callable and how to call it: a tool's or a component's handler."""
+
+    @property
+    def function(self) -> Callable[..., Any]: ...
+    @property
+    def is_async(self) -> bool: ...
+    @property
+    def accepts_any(self) -> bool: ...
+    @property
+    def accepted(self) -> frozenset[str]: ...
 
 
 class Invoker:
@@ -52,16 +66,8 @@ class Invoker:
             TimeoutError: the call passed its deadline.
         """
         name = handler.declaration.name
-        kwargs = _filter_kwargs(handler, arguments)
-        loop = asyncio.get_running_loop()
-        plugin_token = current_plugin.set(plugin_id)
-        deadline_token = call_deadline.set(loop.time() + timeout)
         try:
-            async with asyncio.timeout(timeout):
-                if handler.is_async:
-                    value = await handler.function(**kwargs)
-                else:
-                    value = await self._run_sync(handler, kwargs, timeout)
+            value = await self.call(plugin_id, handler, arguments, timeout)
         except TimeoutError:
             raise
         except Exception as exc:
@@ -69,17 +75,36 @@ class Invoker:
             if limit is not None:
                 return ToolExecutionResult.failure(name, limit, "resource_limit")
             return normalize_exception(name, exc)
+        return normalize_result(name, value)
+
+    async def call(
+        self, plugin_id: str, target: Callee, arguments: dict[str, Any], timeout: float
+    ) -> Any:
+        """Run any plugin callable (a tool, a command, a hook handler...) and return its value.
+
+        Raises:
+            TimeoutError: the call passed its deadline.
+            Exception: whatever the plugin's code raised.
+        """
+        kwargs = _filter_kwargs(target, arguments)
+        loop = asyncio.get_running_loop()
+        plugin_token = current_plugin.set(plugin_id)
+        deadline_token = call_deadline.set(loop.time() + timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                if target.is_async:
+                    return await target.function(**kwargs)
+                return await self._run_sync(target, kwargs, timeout)
         finally:
             call_deadline.reset(deadline_token)
             current_plugin.reset(plugin_token)
-        return normalize_result(name, value)
 
-    async def _run_sync(self, handler: Handler, kwargs: dict[str, Any], timeout: float) -> Any:
+    async def _run_sync(self, target: Callee, kwargs: dict[str, Any], timeout: float) -> Any:
         self._next += 1
         key = self._next
         self._threads_running[key] = time.monotonic() + timeout
         context = contextvars.copy_context()
-        call = functools.partial(context.run, handler.function, **kwargs)
+        call = functools.partial(context.run, target.function, **kwargs)
         thread_future = self._pool.submit(call)
         # Done only when the thread really returns, not when the waiting task gives up.
         thread_future.add_done_callback(lambda _: self._threads_running.pop(key, None))
@@ -90,7 +115,7 @@ class Invoker:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _filter_kwargs(handler: Handler, arguments: dict[str, Any]) -> dict[str, Any]:
-    if handler.accepts_any:
+def _filter_kwargs(target: Callee, arguments: dict[str, Any]) -> dict[str, Any]:
+    if target.accepts_any:
         return arguments
-    return {k: v for k, v in arguments.items() if k in handler.accepted}
+    return {k: v for k, v in arguments.items() if k in target.accepted}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import inspect
 import re
 import sys
 import traceback
@@ -21,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from plughost_runner.components import ComponentHandler, call_shape, component_handlers
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
 from plughost_sdk.plugin import Plugin
@@ -75,6 +75,7 @@ class LoadedPlugin:
     instance: Plugin
     module: ModuleType
     handlers: dict[str, Handler] = field(default_factory=dict)
+    components: dict[tuple[str, str], ComponentHandler] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The wire form reported to the host."""
@@ -82,6 +83,7 @@ class LoadedPlugin:
             "plugin_id": self.spec.plugin_id,
             "path": str(self.spec.path),
             "tools": [h.declaration.to_wire() for h in self.handlers.values()],
+            "components": [c.declaration.to_wire() for c in self.components.values()],
         }
 
 
@@ -138,6 +140,7 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
     instance.ctx = ctx
     validate_config(instance, spec.config)
     handlers = _handlers(spec, instance)
+    components = bind_components(instance)
     try:
         async with asyncio.timeout(spec.on_load_timeout):
             await instance.on_load()
@@ -147,7 +150,23 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
         ) from None
     except Exception as exc:
         raise _StageError("on_load", f"on_load raised {_describe(exc)}", exc) from None
-    return LoadedPlugin(spec=spec, instance=instance, module=module, handlers=handlers)
+    return LoadedPlugin(
+        spec=spec, instance=instance, module=module, handlers=handlers, components=components
+    )
+
+
+def bind_components(instance: Any) -> dict[tuple[str, str], ComponentHandler]:
+    """The plugin's commands, event and hook handlers, APIs and home cards, bound to methods.
+
+    Raises:
+        _StageError: with stage ``declare``, naming the component at fault.
+    """
+    try:
+        return component_handlers(instance)
+    except ValueError as exc:
+        raise _StageError("declare", str(exc), exc) from None
+    except Exception as exc:
+        raise _StageError("declare", f"get_components() raised {_describe(exc)}", exc) from None
 
 
 def validate_config(instance: Plugin, config: dict[str, Any]) -> None:
@@ -218,20 +237,8 @@ def _handlers(spec: PluginSpec, instance: Plugin) -> dict[str, Handler]:
     handlers: dict[str, Handler] = {}
     for declaration in type(instance).tool_declarations():
         function = getattr(instance, declaration.handler_name)
-        signature = inspect.signature(function)
-        params = signature.parameters.values()
-        handlers[declaration.name] = Handler(
-            declaration=declaration,
-            function=function,
-            is_async=inspect.iscoroutinefunction(function),
-            accepts_any=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
-            accepted=frozenset(
-                p.name
-                for p in params
-                if p.kind
-                in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-            ),
-        )
+        is_async, accepts_any, accepted = call_shape(function)
+        handlers[declaration.name] = Handler(declaration, function, is_async, accepts_any, accepted)
     return handlers
 
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from plughost_runner.capture import LogCollector
+from plughost_runner.components import INVOKABLE_TYPES, call_component
 from plughost_runner.invoker import Invoker, call_deadline
 from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
@@ -109,6 +110,7 @@ class RunnerService:
         self._stopped = asyncio.Event()
         self._handlers: dict[str, _Handler] = {
             "tool.invoke": self._on_invoke,
+            "component.invoke": self._on_component,
             "plugins.load": self._on_load,
             "config.update": self._on_config_update,
             "runner.health": self._on_health,
@@ -271,6 +273,27 @@ class RunnerService:
         except TimeoutError:
             raise _Reply("timeout", f"tool {tool} did not finish within {timeout:g} s") from None
         return {"result": wire.result_to_wire(result)}
+
+    async def _on_component(self, envelope: wire.Envelope) -> Any:
+        if self._shutting_down:
+            raise _Reply("shutting_down", "the runner is shutting down; retry the call")
+        plugin = self._plugin(envelope)
+        body = envelope["body"] or {}
+        kind, name = str(body.get("type", "")), str(body.get("name", ""))
+        handler = plugin.components.get((kind, name)) if kind in INVOKABLE_TYPES else None
+        if handler is None:
+            raise _Reply(
+                "component_not_found",
+                f"plugin {plugin.spec.plugin_id} has no {kind} component {name!r}",
+            )
+        timeout = (envelope["deadline_ms"] or 60_000) / 1000
+        arguments = dict(body.get("args") or {})
+        try:
+            return await call_component(
+                self._invoker, plugin.spec.plugin_id, handler, arguments, timeout
+            )
+        except TimeoutError:
+            raise _Reply("timeout", f"{kind} {name} did not finish within {timeout:g} s") from None
 
     def _plugin(self, envelope: wire.Envelope) -> LoadedPlugin:
         plugin = self._plugins.get(envelope["plugin"] or "")

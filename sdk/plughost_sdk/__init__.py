@@ -2,10 +2,24 @@
 
 Write a :class:`Plugin` subclass, mark methods with :func:`Tool`, and return
 anything from them: a dict, a string, a ``(bool, str)`` tuple, or media in
-``content_items``. See docs/plugin-authors.md.
+``content_items``. Chat commands, event handlers, named hooks and APIs for
+other plugins are declared with :func:`Command`, :func:`EventHandler`,
+:func:`HookHandler` and :func:`API`. See docs/plugin-authors.md.
 """
 
+from plughost_sdk._components import (
+    API,
+    Command,
+    EventHandler,
+    HomeCard,
+    HookHandler,
+    LLMProvider,
+    MessageGateway,
+    ReplyExtension,
+    WorkflowStep,
+)
 from plughost_sdk._decorators import Action, Tool
+from plughost_sdk.components import ComponentDeclaration
 from plughost_sdk.context import PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
 from plughost_sdk.errors import (
@@ -33,15 +47,34 @@ from plughost_sdk.models import (
     ToolSpec,
 )
 from plughost_sdk.plugin import Plugin
-from plughost_sdk.types import ToolParameterInfo, ToolParamType
+from plughost_sdk.types import (
+    ErrorPolicy,
+    EventType,
+    HookMode,
+    HookOrder,
+    ToolParameterInfo,
+    ToolParamType,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "API",
     "Action",
     "CapabilityError",
+    "Command",
+    "ComponentDeclaration",
     "ContentItem",
+    "ErrorPolicy",
+    "EventHandler",
+    "EventType",
+    "HomeCard",
+    "HookHandler",
+    "HookMode",
+    "HookOrder",
+    "LLMProvider",
     "ManifestError",
+    "MessageGateway",
     "PlugHostError",
     "Plugin",
     "PluginConfig",
@@ -51,6 +84,7 @@ __all__ = [
     "PluginLoadError",
     "PluginPaths",
     "ProtocolError",
+    "ReplyExtension",
     "RunnerCrashedError",
     "RunnerError",
     "RunnerStartError",
@@ -67,5 +101,6 @@ __all__ = [
     "ToolParamType",
     "ToolParameterInfo",
     "ToolSpec",
+    "WorkflowStep",
     "__version__",
 ]

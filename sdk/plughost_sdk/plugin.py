@@ -1,10 +1,11 @@
 """The plugin base class every plugin subclasses.
 
 A plugin folder's ``plugin.py`` defines a :class:`Plugin` subclass with
-``@Tool`` methods and a module-level ``create_plugin()`` that returns an
-instance. Tool declarations are collected and validated when the class is
+``@Tool`` methods (and ``@Command``, ``@EventHandler``, ``@HookHandler``,
+``@API`` ones) and a module-level ``create_plugin()`` that returns an
+instance. Declarations are collected and validated when the class is
 defined, so a bad declaration fails at import with a message naming the
-plugin, the tool and the parameter.
+plugin, the component and the parameter.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from plughost_sdk.components import ComponentDeclaration, collect_components
 from plughost_sdk.context import PluginConfig, PluginContext
 from plughost_sdk.declarations import ToolDeclaration, collect_declarations
 
@@ -30,17 +32,33 @@ class Plugin:
 
     config_model: ClassVar[type[BaseModel] | None] = None
     __plughost_declarations__: ClassVar[list[ToolDeclaration]] = []
+    __plughost_components__: ClassVar[list[ComponentDeclaration]] = []
 
     ctx: PluginContext
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.__plughost_declarations__ = collect_declarations(cls)
+        cls.__plughost_components__ = collect_components(cls)
 
     @classmethod
     def tool_declarations(cls) -> list[ToolDeclaration]:
         """The validated declarations of this plugin's tools, in definition order."""
         return list(cls.__plughost_declarations__)
+
+    @classmethod
+    def component_declarations(cls) -> list[ComponentDeclaration]:
+        """The plugin's commands, event handlers, hook handlers, APIs and home cards."""
+        return list(cls.__plughost_components__)
+
+    def get_components(self) -> list[dict[str, Any]]:
+        """Every non-tool component as a dict of MaiBot's shape; the runner reads this at load.
+
+        Override it to change what is registered (a plugin written for MaiBot may);
+        entries of type ``TOOL`` or ``ACTION`` are ignored here, tools are declared
+        with ``@Tool``.
+        """
+        return [declaration.to_wire() for declaration in self.component_declarations()]
 
     @property
     def config(self) -> PluginConfig:

@@ -1,9 +1,13 @@
-"""Parameter declarations for ``@Tool``: ToolParamType and ToolParameterInfo.
+"""Types a plugin author declares with: tool parameters and the component enums.
 
 Each parameter becomes one property of the tool's JSON Schema. The mapping is a
 public contract (see docs/plugin-authors.md): STRING, INTEGER, NUMBER, BOOLEAN,
 ARRAY and OBJECT map to the JSON Schema type of the same name; FLOAT is an
 alias of NUMBER.
+
+The component enums (:class:`EventType`, :class:`HookMode`, :class:`HookOrder`,
+:class:`ErrorPolicy`, ...) have the member names and values of MaiBot's plugin
+SDK 2.16, so a plugin written for it compares and sends the same strings.
 """
 
 from __future__ import annotations
@@ -14,7 +18,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ToolParamType", "ToolParameterInfo"]
+__all__ = [
+    "ActivationType",
+    "ChatMode",
+    "ComponentType",
+    "ErrorPolicy",
+    "EventType",
+    "HookMode",
+    "HookOrder",
+    "MessageGatewayRouteType",
+    "ModifyFlag",
+    "ToolParamType",
+    "ToolParameterInfo",
+]
 
 
 class ToolParamType(StrEnum):
@@ -81,3 +97,97 @@ class ToolParameterInfo(BaseModel):
             if self.additional_properties is not None:
                 schema["additionalProperties"] = deepcopy(self.additional_properties)
         return schema
+
+
+# --- component enums: same member names and values as maibot_sdk.types (SDK 2.16) ---
+
+
+class ComponentType(StrEnum):
+    """The kinds of component a plugin can declare; the value is the wire name."""
+
+    ACTION = "ACTION"
+    API = "API"
+    COMMAND = "COMMAND"
+    TOOL = "TOOL"
+    REPLY_EXTENSION = "REPLY_EXTENSION"
+    EVENT_HANDLER = "EVENT_HANDLER"
+    HOOK_HANDLER = "HOOK_HANDLER"
+    HOME_CARD = "HOME_CARD"
+    MESSAGE_GATEWAY = "MESSAGE_GATEWAY"
+
+
+class ActivationType(StrEnum):
+    """When a legacy ``@Action`` was offered (kept as tool metadata)."""
+
+    NEVER = "never"
+    ALWAYS = "always"
+    RANDOM = "random"
+    KEYWORD = "keyword"
+
+
+class ChatMode(StrEnum):
+    """The chat mode a legacy ``@Action`` was meant for (kept as tool metadata)."""
+
+    FOCUS = "focus"
+    NORMAL = "normal"
+    PRIORITY = "priority"
+    ALL = "all"
+
+
+class EventType(StrEnum):
+    """The events a bot emits to ``@EventHandler`` components."""
+
+    UNKNOWN = "unknown"
+    ON_START = "on_start"
+    ON_STOP = "on_stop"
+    ON_MESSAGE_PRE_PROCESS = "on_message_pre_process"
+    ON_MESSAGE = "on_message"
+    ON_PLAN = "on_plan"
+    POST_LLM = "post_llm"
+    AFTER_LLM = "after_llm"
+    POST_SEND_PRE_PROCESS = "post_send_pre_process"
+    POST_SEND = "post_send"
+    AFTER_SEND = "after_send"
+
+
+class MessageGatewayRouteType(StrEnum):
+    """Direction of a ``@MessageGateway`` (declared so plugins import; plughost refuses them)."""
+
+    SEND = "send"
+    RECEIVE = "receive"
+    DUPLEX = "duplex"
+
+
+class HookMode(StrEnum):
+    """``blocking`` handlers run in turn and steer the chain; ``observe`` ones only watch."""
+
+    BLOCKING = "blocking"
+    OBSERVE = "observe"
+
+
+class HookOrder(StrEnum):
+    """The slot of a hook handler within its mode: early, then normal, then late."""
+
+    EARLY = "early"
+    NORMAL = "normal"
+    LATE = "late"
+
+
+class ModifyFlag(StrEnum):
+    """What an event handler may change (kept for compatibility)."""
+
+    CAN_MODIFY_PROMPT = "can_modify_prompt"
+    CAN_MODIFY_RESPONSE = "can_modify_response"
+    CAN_MODIFY_MESSAGE = "can_modify_message"
+
+
+class ErrorPolicy(StrEnum):
+    """What a failing blocking hook handler does to its chain.
+
+    ``abort`` stops the chain; ``skip`` and ``log`` both drop the handler's
+    output and go on (``skip`` logs a warning, ``log`` an error).
+    """
+
+    ABORT = "abort"
+    SKIP = "skip"
+    LOG = "log"

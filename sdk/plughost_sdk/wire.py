@@ -4,7 +4,7 @@ The readable spec is docs/protocol.md; this module is its single source of truth
 Every message is one ZeroMQ frame holding one msgpack map (the envelope),
 followed by zero or more blob frames::
 
-    {"v": 2, "kind": "request" | "response" | "event", "id": int, "method": str,
+    {"v": 3, "kind": "request" | "response" | "event", "id": int, "method": str,
      "plugin": str | None, "deadline_ms": int | None, "body": any, "error": Error | None}
 
 A response carries the id and method of its request. Events carry the id of the
@@ -20,6 +20,8 @@ The envelope is plain msgpack on purpose: frames are checked with a few
 Changelog:
     1: first version.
     2: blob frames after the envelope, referenced by ext type 1.
+    3: ``component.invoke`` (commands, event handlers, hook handlers, APIs), the
+       ``components`` list of a loaded plugin, the ``component_not_found`` code.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 2
+PROTOCOL_VERSION: Final = 3
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""
@@ -71,6 +73,7 @@ Method = Literal[
     # host -> runner
     "plugins.load",
     "tool.invoke",
+    "component.invoke",
     "config.update",
     "runner.health",
     "runner.shutdown",
@@ -89,6 +92,7 @@ ErrorCode = Literal[
     "plugin_crashed",
     "plugin_not_found",
     "tool_not_found",
+    "component_not_found",
     "bad_payload",
     "protocol_mismatch",
     "unauthorized",

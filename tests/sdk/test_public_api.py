@@ -7,10 +7,22 @@ import importlib
 import plughost_sdk
 
 PUBLIC_NAMES = [
+    "API",
     "Action",
     "CapabilityError",
+    "Command",
+    "ComponentDeclaration",
     "ContentItem",
+    "ErrorPolicy",
+    "EventHandler",
+    "EventType",
+    "HomeCard",
+    "HookHandler",
+    "HookMode",
+    "HookOrder",
+    "LLMProvider",
     "ManifestError",
+    "MessageGateway",
     "PlugHostError",
     "Plugin",
     "PluginConfig",
@@ -20,6 +32,7 @@ PUBLIC_NAMES = [
     "PluginLoadError",
     "PluginPaths",
     "ProtocolError",
+    "ReplyExtension",
     "RunnerCrashedError",
     "RunnerError",
     "RunnerStartError",
@@ -36,6 +49,7 @@ PUBLIC_NAMES = [
     "ToolParamType",
     "ToolParameterInfo",
     "ToolSpec",
+    "WorkflowStep",
     "__version__",
 ]
 

@@ -1,7 +1,10 @@
-"""ComponentRegistry: every loaded plugin's tools, registered and replaced one plugin at a time.
+"""ComponentRegistry: every plugin's components, registered and replaced one plugin at a time.
 
-A plugin's components are swapped as one set under one version bump, so a
-reader never sees half a plugin (a reload shows the old set or the new one).
+Tools are :class:`ToolComponent`; commands, event handlers, hook handlers, APIs
+and home cards are :class:`~plughost.plugins.component_info.PluginComponent`.
+A plugin's components, tools and the rest together, are swapped as one set
+under one version bump, so a reader never sees half a plugin (a reload shows
+the old set or the new one: old commands with old hooks, or new with new).
 Each plugin has an explicit owner (the runner serving it), swapped in the same
 step. Operator state (a tool disabled globally or for a session) survives a
 reload for tools that still exist and is pruned for tools that are gone.
@@ -14,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from plughost.plugins.component_info import ComponentKind, PluginComponent
 from plughost_sdk.models import ToolAvailabilityContext, ToolExecutionResult
 
 __all__ = ["ComponentRegistry", "ToolComponent", "ToolInvoker"]
@@ -82,6 +86,7 @@ class ComponentRegistry:
 
     def __init__(self) -> None:
         self._by_plugin: dict[str, tuple[ToolComponent, ...]] = {}
+        self._others: dict[str, tuple[PluginComponent, ...]] = {}
         self._by_full_name: dict[str, ToolComponent] = {}
         self._owners: dict[str, ToolInvoker] = {}
         self._disabled: set[str] = set()
@@ -90,24 +95,38 @@ class ComponentRegistry:
         self.version = 0
 
     def replace_plugin(
-        self, plugin_id: str, components: Iterable[ToolComponent], owner: ToolInvoker
+        self,
+        plugin_id: str,
+        components: Iterable[ToolComponent],
+        owner: ToolInvoker,
+        others: Iterable[PluginComponent] = (),
     ) -> None:
-        """Register ``plugin_id``'s components and owner, replacing any previous set at once.
+        """Register ``plugin_id``'s tools, other components and owner, replacing all at once.
 
         Raises:
-            ValueError: two components share a name, or one belongs to another plugin.
+            ValueError: two components of one kind share a name, or one belongs to
+                another plugin.
         """
         new = tuple(components)
+        new_others = tuple(others)
         names = [c.name for c in new]
         if len(set(names)) != len(names):
             raise ValueError(f"plugin {plugin_id} declares a tool name twice: {names}")
-        if any(c.plugin_id != plugin_id for c in new):
+        keys = [c.key for c in new_others]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"plugin {plugin_id} declares a component twice: {keys}")
+        owners = {c.plugin_id for c in new} | {c.plugin_id for c in new_others}
+        if owners - {plugin_id}:
             raise ValueError(f"components passed for {plugin_id} belong to another plugin")
         by_full_name = {k: v for k, v in self._by_full_name.items() if v.plugin_id != plugin_id}
         by_full_name.update((c.full_name, c) for c in new)
         by_plugin = dict(self._by_plugin)
         by_plugin[plugin_id] = new
+        others_by_plugin = dict(self._others)
+        others_by_plugin[plugin_id] = new_others
+        # Three plain assignments with no await between them: no reader sees a mix.
         self._by_plugin, self._by_full_name = by_plugin, by_full_name
+        self._others = others_by_plugin
         self._owners[plugin_id] = owner
         self._prune_state()
         self._changed()
@@ -120,14 +139,15 @@ class ComponentRegistry:
         self._by_full_name = {
             k: v for k, v in self._by_full_name.items() if v.plugin_id != plugin_id
         }
+        self._others = {k: v for k, v in self._others.items() if k != plugin_id}
         self._owners.pop(plugin_id, None)
         self._prune_state()
         self._changed()
         return True
 
     def _prune_state(self) -> None:
-        live = self._by_full_name.keys()
-        self._disabled &= set(live)
+        live = set(self._by_full_name) | {c.key for group in self._others.values() for c in group}
+        self._disabled &= live
         self._session_disabled = {k: v for k, v in self._session_disabled.items() if k in live}
 
     def get(self, full_name: str) -> ToolComponent | None:
@@ -146,6 +166,38 @@ class ComponentRegistry:
         """Every component, ordered by plugin id then declaration order (stable)."""
         by_plugin = self._by_plugin
         return [c for plugin_id in sorted(by_plugin) for c in by_plugin[plugin_id]]
+
+    def components(self, kind: ComponentKind | None = None) -> list[PluginComponent]:
+        """Non-tool components (of one kind), by plugin id then the order the plugin reported."""
+        others = self._others
+        return [
+            c
+            for plugin_id in sorted(others)
+            for c in others[plugin_id]
+            if kind is None or c.kind == kind
+        ]
+
+    def components_of(self, plugin_id: str) -> tuple[PluginComponent, ...]:
+        """A plugin's non-tool components."""
+        return self._others.get(plugin_id, ())
+
+    def set_component_enabled(self, key: str, enabled: bool) -> None:
+        """Enable or disable one non-tool component; ``key`` is ``KIND:plugin_id.name``.
+
+        Raises:
+            KeyError: no such component.
+        """
+        if not any(c.key == key for group in self._others.values() for c in group):
+            raise KeyError(f"no component {key!r}; keys look like 'COMMAND:plugin_id.name'")
+        if enabled:
+            self._disabled.discard(key)
+        else:
+            self._disabled.add(key)
+        self._changed()
+
+    def component_enabled(self, component: PluginComponent) -> bool:
+        """Whether the plugin declared it enabled and the operator has not disabled it."""
+        return component.declared_enabled and component.key not in self._disabled
 
     def plugins(self) -> list[str]:
         """Ids of the registered plugins, sorted."""

@@ -24,17 +24,18 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import psutil
 import zmq.asyncio
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugins.source import PluginSource
 from plughost.redaction import SecretRedactor
+from plughost.runners.call_errors import KIND_WORDS, call_failure
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess, start_child
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
+from plughost.runners.observe import forward_log, memory_over_limit
 from plughost.runners.restart import RestartPolicy
 from plughost.runners.spawn import SocketDirectory, new_token, runner_command, runner_env
 from plughost.settings import ResourceLimits, RunnerSettings
@@ -328,28 +329,9 @@ class RunnerSupervisor:
                 and now - self._stuck_since > self._settings.stuck_grace
             ):
                 return "a synchronous tool call ran past its deadline and cannot be interrupted"
-            over = self._memory_over_limit()
+            over = memory_over_limit(self.pid, self.limits.memory_mb)
             if over is not None:
                 return over
-
-    def _memory_over_limit(self) -> str | None:
-        """A reason when the runner's resident memory (with its children) passed memory_mb."""
-        limit = self.limits.memory_mb
-        if limit is None or self.pid is None:
-            return None
-        try:
-            process = psutil.Process(self.pid)
-            rss = process.memory_info().rss + sum(
-                child.memory_info().rss for child in process.children(recursive=True)
-            )
-        except psutil.Error:
-            return None
-        if rss <= limit * 1024 * 1024:
-            return None
-        return (
-            f"memory limit exceeded: the runner used {rss / 2**20:.0f} MiB, over its "
-            f"{limit} MiB (limits.memory_mb)"
-        )
 
     async def _pipe(self, stream: asyncio.StreamReader, level: int) -> None:
         """Log what the runner process writes to its real stdout/stderr (crash output)."""
@@ -428,7 +410,7 @@ class RunnerSupervisor:
                 self._stuck_since = self._last_beat
         elif method == "log.batch":
             for record in body.get("records", []):
-                _forward_log(self.runner_id, record, self._redact)
+                forward_log(self.runner_id, record, self._redact)
 
     async def invoke(
         self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
@@ -439,39 +421,89 @@ class RunnerSupervisor:
         ``message_too_large``... A call made while the runner restarts waits for it
         (within its deadline) instead of failing at once.
         """
-        loop = asyncio.get_running_loop()
-        cap = self.limits.call_seconds
-        capped = cap is not None and cap < timeout
-        if cap is not None and capped:
-            timeout = cap
-        deadline = loop.time() + timeout
-        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
-            return ToolExecutionResult.failure(
-                tool, f"the runner of plugin {plugin_id} is shutting down", "shutting_down"
+        timeout, capped = self._budget(timeout)
+        refusal = self._refusal(plugin_id)
+        if refusal is not None:
+            return ToolExecutionResult.failure(tool, refusal[1], refusal[0])
+        body = {"tool": tool, "arguments": arguments}
+        try:
+            reply = await self._request("tool.invoke", body, plugin_id, timeout)
+            return wire.result_from_wire((reply or {}).get("result"))
+        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
+            return call_failure(exc, tool, plugin_id, timeout, capped)
+
+    async def invoke_component(
+        self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Call a command, event handler, hook handler or API of ``plugin_id``; never raises.
+
+        Returns the runner's reply for the component's type (see
+        :mod:`plughost_sdk.components`); a failure to reach it is
+        ``{"success": False, "error": message, "error_code": code}``, with the
+        codes of :meth:`invoke`.
+        """
+        timeout, capped = self._budget(timeout)
+        refusal = self._refusal(plugin_id)
+        if refusal is not None:
+            return {"success": False, "error": refusal[1], "error_code": refusal[0]}
+        body = {"type": kind, "name": name, "args": args}
+        try:
+            reply = await self._request("component.invoke", body, plugin_id, timeout)
+        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
+            failed = call_failure(
+                exc, name, plugin_id, timeout, capped, what=KIND_WORDS.get(kind, kind)
             )
+            return {
+                "success": False,
+                "error": failed.error_message,
+                "error_code": failed.error_code,
+            }
+        if not isinstance(reply, dict):
+            return {
+                "success": False,
+                "error": "bad reply from the runner",
+                "error_code": "internal",
+            }
+        return reply
+
+    def _budget(self, timeout: float) -> tuple[float, bool]:
+        """The call's time limit after the plugin's wall-clock cap, and whether the cap cut it."""
+        cap = self.limits.call_seconds
+        if cap is not None and cap < timeout:
+            return cap, True
+        return timeout, False
+
+    def _refusal(self, plugin_id: str) -> tuple[str, str] | None:
+        """``(code, message)`` when no call can reach the plugin now, else None."""
+        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
+            return "shutting_down", f"the runner of plugin {plugin_id} is shutting down"
         if self.state is RunnerState.FAILED:
-            return ToolExecutionResult.failure(
-                tool,
+            return (
+                "plugin_crashed",
                 f"plugin {plugin_id} is disabled after repeated crashes ({self.last_error}); "
                 "it needs a fix and a reload",
-                "plugin_crashed",
             )
-        try:
-            if not self._ready.is_set():  # the runner is (re)starting: wait within the deadline
-                async with asyncio.timeout_at(deadline):
-                    await self._ready.wait()
-            channel = self._channel
-            if channel is None:
-                raise RunnerCrashedError("no runner")
-            body = await channel.request(
-                "tool.invoke",
-                {"tool": tool, "arguments": arguments},
-                plugin=plugin_id,
-                timeout=max(0.001, deadline - loop.time()),
-            )
-            return wire.result_from_wire((body or {}).get("result"))
-        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
-            return _call_failure(exc, tool, plugin_id, timeout, capped)
+        return None
+
+    async def _request(
+        self, method: wire.Method, body: dict[str, Any], plugin_id: str, timeout: float
+    ) -> Any:
+        """Send one call to the runner, waiting for a restarting runner within ``timeout``.
+
+        Raises:
+            TimeoutError, RemoteError, RunnerCrashedError, ProtocolError.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if not self._ready.is_set():  # the runner is (re)starting: wait within the deadline
+            async with asyncio.timeout_at(deadline):
+                await self._ready.wait()
+        channel = self._channel
+        if channel is None:
+            raise RunnerCrashedError("no runner")
+        return await channel.request(
+            method, body, plugin=plugin_id, timeout=max(0.001, deadline - loop.time())
+        )
 
     async def update_config(self, plugin_id: str, config: dict[str, Any], version: str) -> None:
         """Deliver new configuration to the running plugin (``on_config_update``).
@@ -537,31 +569,6 @@ class RunnerSupervisor:
         )
 
 
-def _call_failure(
-    exc: Exception, tool: str, plugin_id: str, timeout: float, capped: bool = False
-) -> ToolExecutionResult:
-    """The failed result of a call that raised ``exc``: one wording per failure."""
-    if isinstance(exc, TimeoutError) or (isinstance(exc, RemoteError) and exc.code == "timeout"):
-        # The runner's deadline is a hair earlier than ours, so either side may report first.
-        limit = " (the plugin's wall-clock limit, limits.call_seconds)" if capped else ""
-        message = (
-            f"tool {tool} of plugin {plugin_id} did not finish within {timeout:g} s{limit}; "
-            "try again later or with a smaller request"
-        )
-        return ToolExecutionResult.failure(tool, message, "timeout")
-    if isinstance(exc, RemoteError):
-        return ToolExecutionResult.failure(tool, exc.error["message"], exc.code)
-    if isinstance(exc, RunnerCrashedError):
-        message = (
-            f"plugin {plugin_id} crashed while running {tool} ({exc}); it is being "
-            "restarted, so the call may be retried"
-        )
-        return ToolExecutionResult.failure(tool, message, "plugin_crashed")
-    return ToolExecutionResult.failure(
-        tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
-    )
-
-
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -569,17 +576,6 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 def _unchanged(text: str) -> str:
     return text
-
-
-def _forward_log(runner_id: str, record: dict[str, Any], redact: Callable[[str], str]) -> None:
-    plugin = record.get("plugin")
-    logger = logging.getLogger(
-        f"plughost.plugin.{plugin}" if plugin else f"plughost.runner.{runner_id}"
-    )
-    level = int(record.get("level", logging.INFO))
-    if logger.isEnabledFor(level):
-        message = redact(str(record.get("message", "")))
-        logger.log(level, "%s", message, extra={"plugin_id": plugin})
 
 
 async def _first(*awaitables: Any) -> None:
