@@ -7,10 +7,13 @@ that owns the plugin right now (which a reload may have just swapped).
 
 from __future__ import annotations
 
-from plughost.plugins.components import ComponentRegistry
+from typing import Any
+
+from plughost.plugins.components import ComponentRegistry, ToolComponent, ToolInvoker
 from plughost.plugins.query import PLUGIN_PROVIDER_NAME, ComponentQueryService
 from plughost.tools.provider import ChangeListener
 from plughost.tools.registry import ToolRegistry
+from plughost.tracing import start_span
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -77,17 +80,31 @@ class PluginToolProvider:
         )
         timeout_ms = component.metadata.get("timeout_ms")
         timeout = timeout_ms / 1000 if isinstance(timeout_ms, int) else self._default_timeout
-        result = await owner.invoke(component.plugin_id, component.name, kwargs, timeout)
+        result = await _call_runner(owner, component, kwargs, timeout)
         if result.error_code == "shutting_down":
             # A reload swapped the owner between lookup and send: the new runner takes it.
             successor = self._components.owner(component.plugin_id)
             if successor is not None and successor is not owner:
-                result = await successor.invoke(
-                    component.plugin_id, component.name, kwargs, timeout
-                )
+                result = await _call_runner(successor, component, kwargs, timeout)
         if result.tool_name != name:  # a pydantic attribute write costs more than the check
             result.tool_name = name
         return result
 
     async def close(self) -> None:
         """Nothing to release: the host owns the runners."""
+
+
+async def _call_runner(
+    owner: ToolInvoker, component: ToolComponent, kwargs: dict[str, Any], timeout: float
+) -> ToolExecutionResult:
+    """One round trip to the runner, as a ``plughost.runner_call`` span when tracing."""
+    attributes = {
+        "plughost.plugin_id": component.plugin_id,
+        "plughost.runner_id": str(getattr(owner, "runner_id", "")),
+    }
+    with start_span("plughost.runner_call", attributes) as span:
+        result = await owner.invoke(component.plugin_id, component.name, kwargs, timeout)
+        if span is not None:
+            span.set_attribute("plughost.runner_pid", int(getattr(owner, "pid", 0) or 0))
+            span.set_attribute("plughost.success", result.success)
+        return result

@@ -23,6 +23,10 @@ Rules:
   for an unknown tool (``tool_not_found``, with suggestions that are never
   executed), for bad arguments (``invalid_arguments``) and for any exception
   in a provider (``provider_error``). Only cancellation propagates.
+- **Observed and traced.** Call observers (:meth:`ToolRegistry.add_call_observer`)
+  hear every call with its duration: the operator's console and its metrics
+  count from there. When the program traces with OpenTelemetry, each call is a
+  ``plughost.tool_call`` span (:mod:`plughost.tracing`).
 - **Change tracking.** :attr:`ToolRegistry.version` grows on every register,
   unregister and :meth:`ToolRegistry.notify_changed`; listeners hear the
   provider name each time. A provider whose tool set changes calls
@@ -43,14 +47,16 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from plughost.tools.arguments import ArgumentErrors, prepare_arguments
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost.tracing import start_span
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -59,9 +65,12 @@ from plughost_sdk.models import (
     ToolSpec,
 )
 
-__all__ = ["ToolRegistry"]
+__all__ = ["CallObserver", "ToolRegistry"]
 
 log = logging.getLogger(__name__)
+
+CallObserver = Callable[[ToolSpec | None, ToolExecutionResult, float], None]
+"""Hears every call: the spec that ran (None for an unknown name), the result, seconds."""
 
 _VIEW_CACHE_SIZE = 64
 _SUGGESTIONS = 3
@@ -93,6 +102,7 @@ class ToolRegistry:
         self._listeners: list[ChangeListener] = []
         self._views: OrderedDict[tuple[int, ToolAvailabilityContext | None], _View] = OrderedDict()
         self._warned: set[tuple[str, str, str]] = set()
+        self._observers: list[CallObserver] = []
         self._version = 0
 
     @property
@@ -321,24 +331,56 @@ class ToolRegistry:
             The result, with ``tool_name`` set to the invoked name.
         """
         name = invocation.tool_name
-        try:
-            result = await self._route(invocation, context)
-        except Exception as exc:  # the registry's own promise: nothing but cancellation escapes
-            log.exception("tool call failed in the registry tool=%s", name)
-            message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
-            result = ToolExecutionResult.failure(name, message, "registry_error")
+        started = time.perf_counter()
+        routed: list[ToolSpec] = []
+        with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
+            try:
+                result = await self._route(invocation, context, routed)
+            except Exception as exc:  # the registry's own promise: only cancellation escapes
+                log.exception("tool call failed in the registry tool=%s", name)
+                message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
+                result = ToolExecutionResult.failure(name, message, "registry_error")
+            if span is not None:
+                _describe_span(span, routed[0] if routed else None, result)
         if result.tool_name != name:
             result = result.model_copy(update={"tool_name": name})
+        if self._observers:
+            self._observe(routed[0] if routed else None, result, time.perf_counter() - started)
         return result
 
+    def add_call_observer(self, observer: CallObserver) -> None:
+        """Call ``observer(spec, result, seconds)`` after every :meth:`invoke`.
+
+        ``spec`` is the tool that ran, or None when the name matched no tool;
+        ``seconds`` is the whole call, argument checks included. Observers run
+        on the caller's task and must be quick (counters, not I/O).
+        """
+        self._observers.append(observer)
+
+    def remove_call_observer(self, observer: CallObserver) -> None:
+        """Stop calling ``observer``; removing an unknown one does nothing."""
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    def _observe(self, spec: ToolSpec | None, result: ToolExecutionResult, seconds: float) -> None:
+        for observer in list(self._observers):
+            try:
+                observer(spec, result, seconds)
+            except Exception:
+                log.exception("tool call observer failed tool=%s", result.tool_name)
+
     async def _route(
-        self, invocation: ToolInvocation, context: ToolExecutionContext | None
+        self,
+        invocation: ToolInvocation,
+        context: ToolExecutionContext | None,
+        routed: list[ToolSpec],
     ) -> ToolExecutionResult:
         name = invocation.tool_name
         view = await self._view(context.availability() if context is not None else None)
         route = view.routes.get(name)
         if route is None:
             return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
+        routed.append(route.spec)
         prepared = prepare_arguments(invocation.arguments, route.spec.parameters_schema)
         if isinstance(prepared, ArgumentErrors):
             return prepared.failure(name)
@@ -377,6 +419,21 @@ async def _call_provider(
         )
         return ToolExecutionResult.failure(call.tool_name, message, "provider_error")
     return result
+
+
+def _describe_span(span: Any, spec: ToolSpec | None, result: ToolExecutionResult) -> None:
+    """Name the provider and the outcome on a call's span (OpenTelemetry is imported here)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    if spec is not None:
+        span.set_attribute("plughost.provider", spec.provider_name)
+        span.set_attribute("plughost.provider_type", spec.provider_type)
+        plugin_id = spec.metadata.get("plugin_id")
+        if isinstance(plugin_id, str):
+            span.set_attribute("plughost.plugin_id", plugin_id)
+    if not result.success:
+        span.set_attribute("plughost.error_code", result.error_code or "")
+        span.set_status(Status(StatusCode.ERROR, result.error_code or "failed"))
 
 
 def _stamped(spec: ToolSpec, provider: ToolProvider) -> ToolSpec:

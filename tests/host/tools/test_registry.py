@@ -446,3 +446,43 @@ async def test_close_closes_every_provider_even_when_one_fails(
         await registry.close()
     assert [p.closed for p in providers] == [True, True, True]
     assert any("failed to close provider=a" in r.getMessage() for r in caplog.records)
+
+
+async def test_call_observers_hear_every_call_with_its_spec_result_and_duration() -> None:
+    registry = ToolRegistry()
+    registry.register_provider(FakeProvider("a", [_spec("weather")]))
+    heard: list[tuple[str | None, str, bool]] = []
+
+    def observer(spec: ToolSpec | None, result: ToolExecutionResult, seconds: float) -> None:
+        assert seconds >= 0
+        heard.append((spec.name if spec else None, result.tool_name, result.success))
+
+    registry.add_call_observer(observer)
+    await registry.invoke(ToolInvocation(tool_name="weather", arguments={"city": "Oslo"}))
+    await registry.invoke(ToolInvocation(tool_name="weather", arguments={}))
+    await registry.invoke(ToolInvocation(tool_name="nope"))
+    registry.remove_call_observer(observer)
+    await registry.invoke(ToolInvocation(tool_name="weather", arguments={"city": "Oslo"}))
+
+    assert heard == [
+        ("weather", "weather", True),
+        ("weather", "weather", False),
+        (None, "nope", False),
+    ]
+
+
+async def test_a_failing_call_observer_does_not_fail_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+    registry.register_provider(FakeProvider("a", [_spec("weather")]))
+
+    def broken(spec: ToolSpec | None, result: ToolExecutionResult, seconds: float) -> None:
+        raise RuntimeError("observer bug")
+
+    registry.add_call_observer(broken)
+    with caplog.at_level(logging.ERROR):
+        result = await registry.invoke(ToolInvocation(tool_name="weather", arguments={"city": "x"}))
+
+    assert result.success
+    assert "observer failed" in caplog.text

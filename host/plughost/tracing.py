@@ -1,0 +1,43 @@
+"""OpenTelemetry spans for tool calls, made only when the embedding program traces.
+
+plughost never configures OpenTelemetry and never imports it on its own: importing
+``opentelemetry.trace`` costs more than a whole tool call. A program that traces
+has set up an SDK (``opentelemetry-sdk``), which imports the API; from then on
+every call through :class:`~plughost.tools.registry.ToolRegistry` opens a
+``plughost.tool_call`` span, and a call that goes to a runner opens a child
+``plughost.runner_call`` span around the round trip to the runner process.
+Without an SDK (only the API, or nothing) :func:`start_span` yields ``None`` and costs
+one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["TRACER_NAME", "start_span"]
+
+TRACER_NAME = "plughost"
+
+
+@contextlib.contextmanager
+def start_span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+    """Open a span named ``name`` as the current span, if the program traces.
+
+    Yields:
+        The span (set attributes or a status on it), or None when nothing traces.
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None or _no_sdk(trace):
+        yield None
+        return
+    tracer = trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(name, attributes=attributes) as current:
+        yield current
+
+
+def _no_sdk(trace: Any) -> bool:
+    """True while no tracer provider was installed (the API's proxy is still in place)."""
+    return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
