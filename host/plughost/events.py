@@ -1,7 +1,8 @@
 """Lifecycle events: what the host tells its embedder and its operator as it happens.
 
 Runners spawn, become ready, crash and restart; plugins load, fail, reload and
-get new configuration. Each of these is a :class:`LifecycleEvent` published on
+get new configuration; an embedding bot reports its own turns (monitor events,
+:mod:`plughost.monitor`). Each of these is a :class:`LifecycleEvent` published on
 the host's :class:`EventBus`. Subscribers get their own bounded queue, so a
 slow subscriber loses old events instead of stalling the host.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from plughost.redaction import SecretRedactor
 
-__all__ = ["EventBus", "EventKind", "LifecycleEvent"]
+__all__ = ["MONITOR_KINDS", "PROBLEM_KINDS", "EventBus", "EventKind", "LifecycleEvent"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,12 @@ class EventKind(StrEnum):
     RELOAD_ROLLED_BACK = "reload.rolled_back"
     CONFIG_UPDATED = "config.updated"
     CONFIG_REJECTED = "config.rejected"
+    # Monitor events: an embedding bot's own turn, published through plughost.monitor.
+    SESSION_START = "session.start"
+    MESSAGE_INGESTED = "message.ingested"
+    CYCLE_START = "cycle.start"
+    TIMING_GATE_RESULT = "timing_gate.result"
+    PLANNER_FINALIZED = "planner.finalized"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +108,7 @@ class EventBus:
                 details=self._redactor.redact_data(event.details),
             )
         self._history.append(event)
-        level = logging.WARNING if event.kind in _PROBLEMS else logging.INFO
+        level = logging.WARNING if event.kind in PROBLEM_KINDS else logging.INFO
         log.log(level, "%s %s", event.kind.value, event.message)
         for callback in list(self._callbacks):
             try:
@@ -161,7 +168,7 @@ class EventBus:
             self.remove_callback(check)
 
 
-_PROBLEMS = frozenset(
+PROBLEM_KINDS = frozenset(
     {
         EventKind.RUNNER_CRASHED,
         EventKind.RUNNER_GAVE_UP,
@@ -171,3 +178,15 @@ _PROBLEMS = frozenset(
         EventKind.CONFIG_REJECTED,
     }
 )
+"""The kinds that mean something went wrong (logged and shown as warnings)."""
+
+MONITOR_KINDS = frozenset(
+    {
+        EventKind.SESSION_START,
+        EventKind.MESSAGE_INGESTED,
+        EventKind.CYCLE_START,
+        EventKind.TIMING_GATE_RESULT,
+        EventKind.PLANNER_FINALIZED,
+    }
+)
+"""The kinds an embedder publishes about its own turns (:mod:`plughost.monitor`)."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import zmq.asyncio
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.monitor import MonitorPublisher
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.plugins.provider import PluginToolProvider
@@ -78,6 +79,7 @@ class PluginHost:
         self.redactor = SecretRedactor()
         self.redactor.add_environment(os.environ)
         self.events = EventBus(redactor=self.redactor)
+        self.monitor = MonitorPublisher(self.events)
         self.components = ComponentRegistry()
         self.query = ComponentQueryService(self.components)
         self.tool_provider = PluginToolProvider(

@@ -7,7 +7,8 @@ under one version bump, so a reader never sees half a plugin (a reload shows
 the old set or the new one: old commands with old hooks, or new with new).
 Each plugin has an explicit owner (the runner serving it), swapped in the same
 step. Operator state (a tool disabled globally or for a session) survives a
-reload for tools that still exist and is pruned for tools that are gone.
+reload for tools that still exist and is pruned for tools that are gone; a
+whole plugin disabled stays disabled through reloads and restarts.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class ComponentRegistry:
         self._by_full_name: dict[str, ToolComponent] = {}
         self._owners: dict[str, ToolInvoker] = {}
         self._disabled: set[str] = set()
+        self._disabled_plugins: set[str] = set()
         self._session_disabled: dict[str, set[str]] = {}
         self._listeners: list[Callable[[], None]] = []
         self.version = 0
@@ -236,6 +238,24 @@ class ComponentRegistry:
             sessions.add(session_id)
         self._changed()
 
+    def set_plugin_enabled(self, plugin_id: str, enabled: bool) -> None:
+        """Enable or disable every tool of one plugin, now and after its reloads and restarts.
+
+        Raises:
+            KeyError: no such plugin is registered.
+        """
+        if plugin_id not in self._by_plugin:
+            raise KeyError(f"no plugin {plugin_id!r} is loaded")
+        if enabled:
+            self._disabled_plugins.discard(plugin_id)
+        else:
+            self._disabled_plugins.add(plugin_id)
+        self._changed()
+
+    def is_plugin_enabled(self, plugin_id: str) -> bool:
+        """Whether the operator left ``plugin_id`` enabled (loaded or not)."""
+        return plugin_id not in self._disabled_plugins
+
     def is_enabled(self, full_name: str) -> bool:
         """Whether the tool is enabled globally."""
         return full_name in self._by_full_name and full_name not in self._disabled
@@ -244,7 +264,7 @@ class ComponentRegistry:
         self, component: ToolComponent, context: ToolAvailabilityContext | None
     ) -> bool:
         """Whether ``component`` may be offered and called in ``context``."""
-        if component.full_name in self._disabled:
+        if component.full_name in self._disabled or component.plugin_id in self._disabled_plugins:
             return False
         if context is None:
             return True

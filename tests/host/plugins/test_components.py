@@ -70,6 +70,24 @@ def test_disabled_state_survives_a_reload_and_is_pruned_when_the_tool_goes() -> 
     assert registry.is_enabled("a.one.x")
 
 
+def test_a_disabled_plugin_stays_disabled_through_reloads_and_new_tools() -> None:
+    registry = ComponentRegistry()
+    owner = FakeOwner()
+    registry.replace_plugin("a.one", [tool("a.one", "x")], owner)
+    registry.set_plugin_enabled("a.one", False)
+    registry.replace_plugin("a.one", [tool("a.one", "x"), tool("a.one", "new")], owner)
+
+    assert not any(registry.is_available(c, None) for c in registry.by_plugin("a.one"))
+    assert not registry.is_plugin_enabled("a.one")
+    registry.set_plugin_enabled("a.one", True)
+    assert all(registry.is_available(c, None) for c in registry.by_plugin("a.one"))
+
+
+def test_enabling_an_unknown_plugin_is_a_key_error() -> None:
+    with pytest.raises(KeyError, match="no plugin"):
+        ComponentRegistry().set_plugin_enabled("nobody", False)
+
+
 def test_removing_a_plugin_is_idempotent_and_leaves_nothing_behind() -> None:
     registry = ComponentRegistry()
     registry.replace_plugin("a.one", [tool("a.one", "x")], FakeOwner())
