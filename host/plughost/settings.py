@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["HostSettings", "ResourceLimits", "RunnerSettings"]
+__all__ = ["HostSettings", "ResourceLimits", "RunnerSettings", "WebSettings"]
 
 
 class ResourceLimits(BaseModel):
@@ -80,6 +80,28 @@ class RunnerSettings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+class WebSettings(BaseModel):
+    """The operator's console (:mod:`plughost.web`): a web page, ``/metrics`` and an API.
+
+    Reads from a loopback client need nothing; reads from anywhere else need the
+    token, and every action (enable, disable, reload, a tool call) needs it from
+    everyone. ``plughost serve --web HOST:PORT`` sets ``address``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = Field(
+        None, description="HOST:PORT to serve the console on; None serves none (port 0: any)"
+    )
+    token: str | None = Field(
+        None, min_length=16, description="the access token; None makes a new one at each start"
+    )
+    allow_remote: bool = Field(False, description="allow a non-loopback address")
+    feed_size: int = Field(
+        1000, ge=10, le=100_000, description="events and log records kept in memory"
+    )
+
+
 class HostSettings(BaseModel):
     """Everything ``PluginHost`` and ``plughost serve`` can be told."""
 
@@ -102,3 +124,4 @@ class HostSettings(BaseModel):
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"
     )
+    web: WebSettings = Field(default_factory=WebSettings)

@@ -17,7 +17,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "host" / "plughost"
 
-LEAVES = frozenset({"settings", "events", "redaction"})
+LEAVES = frozenset({"settings", "events", "redaction", "monitor", "tracing"})
 # part -> the parts it may import (besides itself). A part is a subpackage, a leaf
 # module, or "top" (the façade: plughost/__init__.py, host.py, reloader.py).
 ALLOWED: dict[str, frozenset[str]] = {
@@ -28,7 +28,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "plugins": LEAVES | {"tools"},
     "runners": LEAVES | {"tools", "plugins"},
     "top": LEAVES | {"tools", "search", "mcp", "plugins", "runners"},
-    "cli": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "top"},
+    "web": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "top"},
+    "cli": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "top", "web"},
 }
 TOP_MODULES = frozenset({"__init__", "host", "reloader"})
 

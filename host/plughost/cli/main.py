@@ -88,7 +88,14 @@ def cli(ctx: click.Context, verbose: int) -> None:
     metavar="HOST:PORT",
     help="Also serve every tool over MCP streamable HTTP (loopback unless allowed).",
 )
-@click.option("--allow-remote", is_flag=True, help="Allow --mcp-http on a non-loopback address.")
+@click.option(
+    "--web",
+    metavar="HOST:PORT",
+    help="Also serve the operator's console (a web page, /metrics) here (loopback unless allowed).",
+)
+@click.option(
+    "--allow-remote", is_flag=True, help="Allow --mcp-http and --web on a non-loopback address."
+)
 @click.option("--strict", is_flag=True, help="Exit with code 3 if any plugin fails to start.")
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 @click.pass_context
@@ -101,6 +108,7 @@ def serve(
     no_watch: bool,
     mcp_stdio: bool,
     mcp_http: str | None,
+    web: str | None,
     allow_remote: bool,
     strict: bool,
     print_config: bool,
@@ -112,6 +120,7 @@ def serve(
       plughost serve --plugins plugins_example
       plughost serve --config plughost.toml --log-format json
       plughost serve --plugins plugins --mcp-http 127.0.0.1:8765
+      plughost serve --plugins plugins --web 127.0.0.1:8770   # console: open the printed URL
     """
     from plughost.cli.serve import configure_logging
     from plughost.cli.serve import serve as run_serve
@@ -120,6 +129,8 @@ def serve(
         raise click.UsageError("choose one of --mcp-stdio and --mcp-http")
     config = _load_config(config_file)
     host = config.host.model_copy(update={"plugin_dirs": [*config.host.plugin_dirs, *plugin_dirs]})
+    if web:
+        host.web = host.web.model_copy(update={"address": web})
     serve_settings = config.serve.model_copy(
         update={
             k: v

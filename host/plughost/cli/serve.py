@@ -30,11 +30,19 @@ from plughost.mcp.server import serve_http, serve_stdio
 from plughost.search.service import ToolSearchService
 from plughost.tools.builtin import BuiltinToolProvider
 
-__all__ = ["EXIT_FORCED", "EXIT_OK", "EXIT_STARTUP_FAILED", "configure_logging", "serve"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_FORCED",
+    "EXIT_OK",
+    "EXIT_STARTUP_FAILED",
+    "configure_logging",
+    "serve",
+]
 
 log = logging.getLogger(__name__)
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_STARTUP_FAILED = 3
 EXIT_FORCED = 130
 
@@ -66,33 +74,68 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
     host.events.add_callback(printer)
     _install_signals(stop, host)
     try:
-        async with _progress(host, config):
-            await host.start()
-        _print_summary(host, config.serve.log_format)
-        printer.quiet = False
-        if strict and host.problems:
-            return EXIT_STARTUP_FAILED
-        if config.mcp.servers:
-            host.tools.register_provider(MCPToolProvider(config.mcp))
-        if config.search.enabled:
-            search = ToolSearchService(
-                host.tools,
-                threshold=config.search.threshold,
-                always_loaded=config.search.always_loaded,
-            )
-            host.tools.register_provider(
-                BuiltinToolProvider([search.tool()], provider_name="builtin")
-            )
-        async with asyncio.TaskGroup() as group:
-            workers = _start_workers(group, host, config)
-            await stop.wait()
-            for worker in workers:
-                worker.cancel()
-        return EXIT_OK
+        async with contextlib.AsyncExitStack() as console:
+            if config.host.web.address and not await _start_console(console, host, config):
+                return EXIT_FAILED
+            return await _serve_started(host, config, stop, printer, strict)
     finally:
         with contextlib.suppress(Exception):
             stderr.print("[dim]stopping runners...[/dim]")
         await host.aclose()
+
+
+async def _serve_started(
+    host: PluginHost,
+    config: ServeConfig,
+    stop: asyncio.Event,
+    printer: _EventPrinter,
+    strict: bool,
+) -> int:
+    """Start the plugins, report them, and run the workers until ``stop``."""
+    async with _progress(host, config):
+        await host.start()
+    _print_summary(host, config.serve.log_format)
+    printer.quiet = False
+    if strict and host.problems:
+        return EXIT_STARTUP_FAILED
+    if config.mcp.servers:
+        host.tools.register_provider(MCPToolProvider(config.mcp))
+    if config.search.enabled:
+        search = ToolSearchService(
+            host.tools,
+            threshold=config.search.threshold,
+            always_loaded=config.search.always_loaded,
+        )
+        host.tools.register_provider(BuiltinToolProvider([search.tool()], provider_name="builtin"))
+    async with asyncio.TaskGroup() as group:
+        workers = _start_workers(group, host, config)
+        await stop.wait()
+        for worker in workers:
+            worker.cancel()
+    return EXIT_OK
+
+
+async def _start_console(
+    stack: contextlib.AsyncExitStack, host: PluginHost, config: ServeConfig
+) -> bool:
+    """Serve the operator's console from the start, so it sees the plugins load."""
+    from plughost.web import WebConsole
+
+    settings = config.host.web
+    if config.serve.allow_remote:
+        settings = settings.model_copy(update={"allow_remote": True})
+    try:
+        console = await stack.enter_async_context(WebConsole(host, settings))
+    except (ValueError, OSError) as exc:
+        stderr.print(f"[bold red]cannot serve the console on {settings.address}: {exc}[/bold red]")
+        return False
+    if config.serve.log_format == "json":
+        line = {"event": "web.started", "url": console.url, "login_url": console.login_url}
+        sys.stderr.write(json.dumps(line) + "\n")
+        sys.stderr.flush()
+    else:
+        stderr.print(f"console on {console.login_url}", markup=False, highlight=False)
+    return True
 
 
 def _start_workers(

@@ -12,6 +12,8 @@
     threshold = 25
     [mcp.servers.files]         # upstream MCP servers (see docs/mcp.md)
     command = "mcp-server-files"
+    [host.web]                  # the operator's console (plughost serve --web)
+    address = "127.0.0.1:8770"
     [serve]                     # what serve exposes and how it logs
     mcp = "http"
     mcp_http = "127.0.0.1:8765"
@@ -65,7 +67,9 @@ class ServeSettings(BaseModel):
 
     mcp: Literal["none", "stdio", "http"] = "none"
     mcp_http: str = "127.0.0.1:8765"
-    allow_remote: bool = Field(False, description="allow --mcp-http on a non-loopback address")
+    allow_remote: bool = Field(
+        False, description="allow --mcp-http and the console (--web) on a non-loopback address"
+    )
     log_format: Literal["text", "json"] = "text"
 
 

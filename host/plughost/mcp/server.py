@@ -53,7 +53,14 @@ from plughost_sdk.models import (
     ToolSpec,
 )
 
-__all__ = ["DEFAULT_HTTP_PORT", "MCP_HTTP_PATH", "RegistryMCPServer", "serve_http", "serve_stdio"]
+__all__ = [
+    "DEFAULT_HTTP_PORT",
+    "MCP_HTTP_PATH",
+    "RegistryMCPServer",
+    "is_loopback",
+    "serve_http",
+    "serve_stdio",
+]
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +271,7 @@ async def serve_http(
         ValueError: ``host`` is not a loopback address and ``allow_remote`` is False.
         OSError: The address cannot be bound (for example, the port is taken).
     """
-    if not allow_remote and not _is_loopback(host):
+    if not allow_remote and not is_loopback(host):
         raise ValueError(
             f"refusing to serve MCP on {host!r}: it is not a loopback address, and the "
             "server runs tools for anyone who can connect, without authentication; "
@@ -366,7 +373,8 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address, ``localhost`` or ``[::1]``) is a loopback address."""
     if host == "localhost":
         return True
     try:

@@ -1,0 +1,215 @@
+"""The console's HTTP surface: the page, a JSON API, a live stream and ``/metrics``.
+
+====================================  ====================================================
+``GET /``                             the page (``static/index.html``)
+``GET /api/overview``                 plugins, runners and MCP servers, as the page shows
+``GET /api/tools?session=ID``         every tool, enabled globally and in session ``ID``
+``GET /api/feed?plugin=&level=``      the newest feed entries, filtered
+``GET /api/stream``                   server-sent events: ``overview`` every second,
+                                      ``feed`` for each new entry
+``POST /api/plugins/{id}/{action}``   ``reload``, ``enable`` or ``disable`` a plugin
+``POST /api/tools/enabled``           ``{"full_name", "enabled", "session_id"?}``
+``POST /api/call``                    ``{"tool", "arguments", "session_id"?}``: try a tool
+``GET /metrics``                      Prometheus text format
+====================================  ====================================================
+
+Who may call what is :mod:`plughost.web.guard`'s business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+import plughost.web.snapshot as snapshot
+from plughost import __version__
+from plughost.host import PluginHost
+from plughost.web.feed import ConsoleFeed
+from plughost.web.metrics import ConsoleMetrics
+from plughost.web.stats import CallStats
+from plughost.web.trial import try_tool
+
+__all__ = ["STATIC", "ConsoleParts", "build_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+_TICK = 1.0
+_FEED_LIMIT = 1000
+
+
+class ConsoleParts(Protocol):
+    """What the routes read from (a :class:`~plughost.web.server.WebConsole`)."""
+
+    host: PluginHost
+    feed: ConsoleFeed
+    stats: CallStats
+    tracker: snapshot.EventTracker
+    metrics: ConsoleMetrics
+    closing: asyncio.Event
+    started: float
+
+
+def build_app(console: ConsoleParts) -> Starlette:
+    """The console's routes over ``console``'s host, feed, statistics and metrics."""
+    api = _Api(console)
+    routes = [
+        Route("/", api.page),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/api/overview", api.overview),
+        Route("/api/tools", api.tools),
+        Route("/api/feed", api.feed),
+        Route("/api/stream", api.stream),
+        Route("/api/plugins/{plugin_id}/{action}", api.plugin_action, methods=["POST"]),
+        Route("/api/tools/enabled", api.tool_enabled, methods=["POST"]),
+        Route("/api/call", api.call, methods=["POST"]),
+        Route("/metrics", api.metrics),
+    ]
+    return Starlette(routes=routes)
+
+
+class _Api:
+    def __init__(self, console: ConsoleParts) -> None:
+        self._console = console
+        self._host = console.host
+        self._calls = itertools.count(1)
+
+    async def page(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    def _overview(self) -> dict[str, Any]:
+        console = self._console
+        return {
+            "time": time.time(),
+            "version": __version__,
+            "started": console.started,
+            "plugins": snapshot.plugins(self._host, console.stats, console.tracker),
+            "mcp": snapshot.mcp_servers(self._host),
+            "feed_size": console.feed.size,
+        }
+
+    async def overview(self, request: Request) -> Response:
+        return _json(self._overview())
+
+    async def tools(self, request: Request) -> Response:
+        session = request.query_params.get("session", "")
+        return _json({"session": session, "tools": await snapshot.tools(self._host, session)})
+
+    async def feed(self, request: Request) -> Response:
+        params = request.query_params
+        limit = _int(params.get("limit"), 200)
+        entries = self._console.feed.recent(
+            plugin_id=params.get("plugin") or None,
+            level=params.get("level") or None,
+            limit=min(max(limit, 0), _FEED_LIMIT),
+        )
+        return _json({"entries": [e.to_dict() for e in entries]})
+
+    async def stream(self, request: Request) -> Response:
+        return StreamingResponse(
+            self._events(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    async def _events(self) -> AsyncIterator[str]:
+        closing = self._console.closing
+        yield "retry: 1000\n\n"
+        with self._console.feed.subscription() as queue:
+            yield _sse("overview", self._overview())
+            next_tick = time.monotonic() + _TICK
+            while not closing.is_set():
+                try:
+                    async with asyncio.timeout(max(0.0, next_tick - time.monotonic())):
+                        entry = await queue.get()
+                except TimeoutError:
+                    next_tick = time.monotonic() + _TICK
+                    yield _sse("overview", self._overview())
+                else:
+                    yield _sse("feed", entry.to_dict())
+
+    async def plugin_action(self, request: Request) -> Response:
+        plugin_id = request.path_params["plugin_id"]
+        action = request.path_params["action"]
+        if plugin_id not in self._host.sources:
+            return _error(404, f"no plugin {plugin_id!r}")
+        if action == "reload":
+            served = await self._host.reload_plugin(plugin_id)
+            return _json({"plugin_id": plugin_id, "reloaded": served})
+        if action in ("enable", "disable"):
+            try:
+                self._host.components.set_plugin_enabled(plugin_id, action == "enable")
+            except KeyError as exc:
+                return _error(409, str(exc.args[0]))
+            return _json({"plugin_id": plugin_id, "enabled": action == "enable"})
+        return _error(404, f"no action {action!r}; use reload, enable or disable")
+
+    async def tool_enabled(self, request: Request) -> Response:
+        body = await _body(request)
+        full_name, enabled = body.get("full_name"), body.get("enabled")
+        session = body.get("session_id") or ""
+        if not isinstance(full_name, str) or not isinstance(enabled, bool):
+            return _error(400, 'send {"full_name": "plugin_id.tool", "enabled": true|false}')
+        try:
+            if session:
+                self._host.components.set_enabled_for_session(full_name, str(session), enabled)
+            else:
+                self._host.components.set_enabled(full_name, enabled)
+        except KeyError as exc:
+            return _error(404, str(exc.args[0]))
+        return _json({"full_name": full_name, "enabled": enabled, "session_id": session})
+
+    async def call(self, request: Request) -> Response:
+        body = await _body(request)
+        tool, arguments = body.get("tool"), body.get("arguments", {})
+        if not isinstance(tool, str) or not isinstance(arguments, dict | str):
+            return _error(400, 'send {"tool": NAME, "arguments": {...} or "JSON text"}')
+        call_id = f"console_{next(self._calls)}"
+        session = str(body.get("session_id") or "")
+        return _json(
+            await try_tool(self._host, tool, arguments, call_id=call_id, session_id=session)
+        )
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(self._console.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        data = json.loads(await request.body() or b"{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text else default
+    except ValueError:
+        return default
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def _json(data: Any) -> Response:
+    return Response(_dumps(data), media_type="application/json")
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {_dumps(data)}\n\n"

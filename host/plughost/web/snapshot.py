@@ -1,0 +1,205 @@
+"""What the console shows, as JSON-ready data: plugins and runners, tools, MCP servers.
+
+Read from the host at the moment of asking (``host.status()``, the runners, the
+tool registry) plus what only the event stream tells: which plugins are
+reloading right now and how many times each runner restarted in the restart
+window. Every field a newer ``host.status()`` row carries (sandbox protections,
+say) is passed through as it is, so the page shows it without a change here.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from plughost.events import EventKind, LifecycleEvent
+from plughost.host import PluginHost
+from plughost.mcp.provider import MCPToolProvider
+from plughost.runners.supervisor import RunnerState, RunnerSupervisor
+from plughost.web.stats import CallStats
+from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
+
+__all__ = ["EventTracker", "ProcessInfo", "mcp_servers", "plugins", "runner_process", "tools"]
+
+_RELOAD_ENDS = frozenset(
+    {EventKind.RELOAD_SUCCEEDED, EventKind.RELOAD_FAILED, EventKind.RELOAD_ROLLED_BACK}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """A runner process as the operating system sees it."""
+
+    rss: int
+    started: float
+
+
+def runner_process(pid: int | None) -> ProcessInfo | None:
+    """Resident memory (with children) and start time of ``pid``; None if it is gone."""
+    if not pid:
+        return None
+    try:
+        process = psutil.Process(pid)
+        with process.oneshot():
+            rss = process.memory_info().rss
+            started = process.create_time()
+        for child in process.children(recursive=True):
+            try:
+                rss += child.memory_info().rss
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return None
+    return ProcessInfo(rss, started)
+
+
+class EventTracker:
+    """Facts only the event stream tells: reloads under way, restarts per runner."""
+
+    def __init__(self, restart_window: float) -> None:
+        self._window = restart_window
+        self.reloading: set[str] = set()
+        self._restarts: dict[str, collections.deque[float]] = {}
+
+    def observe(self, event: LifecycleEvent) -> None:
+        """An event bus callback."""
+        if event.kind is EventKind.RELOAD_STARTED and event.plugin_id:
+            self.reloading.add(event.plugin_id)
+        elif event.kind in _RELOAD_ENDS and event.plugin_id:
+            self.reloading.discard(event.plugin_id)
+        elif event.kind is EventKind.RUNNER_RESTARTED and event.runner_id:
+            self._restarts.setdefault(event.runner_id, collections.deque()).append(event.time)
+
+    def restarts(self, runner_id: str) -> int:
+        """Restarts of ``runner_id`` within the restart window."""
+        times = self._restarts.get(runner_id)
+        if not times:
+            return 0
+        while times and times[0] < time.time() - self._window:
+            times.popleft()
+        return len(times)
+
+
+def plugins(host: PluginHost, stats: CallStats, tracker: EventTracker) -> list[dict[str, Any]]:
+    """One row per plugin: its status, problems, runner and call figures."""
+    rows = []
+    for status in host.status():
+        row = dataclasses.asdict(status)
+        key = status.plugin_id
+        runner = host.runner_for(key) if status.runner_id else None
+        if key in tracker.reloading:
+            row["state"] = "reloading"
+        elif runner is not None and runner.state is RunnerState.FAILED:
+            row["state"] = "gave up"
+        row["enabled"] = host.components.is_plugin_enabled(key)
+        problem = host.problems.get(key)
+        row["problems"] = [] if problem is None else [_problem(problem)]
+        row["runner"] = _runner(runner, tracker) if runner is not None else None
+        row["calls"] = stats.summary(key)
+        rows.append(row)
+    return rows
+
+
+def _problem(problem: Any) -> dict[str, Any]:
+    return {
+        "stage": problem.stage,
+        "file": problem.file or str(problem.path),
+        "line": problem.line,
+        "reason": problem.reason,
+        "traceback": problem.traceback,
+    }
+
+
+def _runner(runner: RunnerSupervisor, tracker: EventTracker) -> dict[str, Any]:
+    ready = runner.state is RunnerState.READY
+    info = runner_process(runner.pid) if ready else None
+    return {
+        "runner_id": runner.runner_id,
+        "state": runner.state.value,
+        "pid": runner.pid if ready else None,
+        "uptime_s": round(time.time() - info.started, 1) if info else None,
+        "memory_bytes": info.rss if info else None,
+        "restarts": tracker.restarts(runner.runner_id),
+        "plugins": runner.plugin_ids,
+        "last_error": runner.last_error,
+    }
+
+
+async def tools(host: PluginHost, session_id: str = "") -> list[dict[str, Any]]:
+    """Every tool with its schema, visibility, provider and enabled state.
+
+    ``enabled`` is the global switch; ``enabled_in_session`` says whether a
+    model in ``session_id`` would see and may call it (None without a session).
+    Disabled plugin tools are listed too, so they can be switched back on.
+    """
+    specs = await host.tools.list_tools(include_hidden=True)
+    in_session: set[str] | None = None
+    if session_id:
+        context = ToolAvailabilityContext(session_id=session_id)
+        in_session = {s.name for s in await host.tools.list_tools(context, include_hidden=True)}
+    rows = [_tool(spec, True, in_session) for spec in specs]
+    listed = {spec.tool_id for spec in specs}
+    for component in host.components.all():
+        if f"plugin:{component.plugin_id}:{component.name}" in listed:
+            continue
+        enabled = host.components.is_enabled(component.full_name)
+        rows.append(
+            {
+                "name": host.query.model_name(component),
+                "full_name": component.full_name,
+                "description": component.description,
+                "provider": "plugins",
+                "provider_type": "plugin",
+                "plugin_id": component.plugin_id,
+                "component_type": component.component_type,
+                "visibility": component.visibility,
+                "parameters": component.parameters_schema,
+                # Enabled yet not listed: another tool of the same name came first.
+                "enabled": enabled and host.components.is_plugin_enabled(component.plugin_id),
+                "enabled_in_session": False if in_session is not None else None,
+            }
+        )
+    return rows
+
+
+def _tool(spec: ToolSpec, enabled: bool, in_session: set[str] | None) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "full_name": spec.metadata.get("full_name"),
+        "description": spec.description,
+        "provider": spec.provider_name,
+        "provider_type": spec.provider_type,
+        "plugin_id": spec.metadata.get("plugin_id"),
+        "component_type": spec.metadata.get("component_type", "tool"),
+        "visibility": spec.visibility,
+        "parameters": spec.parameters_schema,
+        "enabled": enabled,
+        "enabled_in_session": None if in_session is None else spec.name in in_session,
+    }
+
+
+def mcp_servers(host: PluginHost) -> list[dict[str, Any]]:
+    """Every upstream MCP server the host's registry consumes, with its connection state."""
+    rows = []
+    for provider in host.tools.providers:
+        if not isinstance(provider, MCPToolProvider):
+            continue
+        for name, status in sorted(provider.status().items()):
+            rows.append(
+                {
+                    "name": name,
+                    "provider": provider.provider_name,
+                    "state": status.state.value,
+                    "transport": status.transport,
+                    "reason": status.reason,
+                    "tools": status.tools,
+                    "failures": status.failures,
+                    "retry_in": status.retry_in,
+                }
+            )
+    return rows

@@ -1,0 +1,391 @@
+// plughost operator console: plain JavaScript, no build step, no downloads.
+// Live state arrives as server-sent events from /api/stream; actions are POSTs with the token.
+"use strict";
+
+const $ = (selector, root = document) => root.querySelector(selector);
+const state = { plugins: [], tools: [], feed: [], seen: new Set(), selected: null, toolsTimer: null };
+const FEED_KEEP = 2000;
+
+// --- token: from the URL fragment (#token=...), kept for this tab only --------------------
+function readToken() {
+  const match = location.hash.match(/token=([^&]+)/);
+  if (match) {
+    sessionStorage.setItem("plughost-token", decodeURIComponent(match[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("plughost-token") || "";
+}
+const tokenInput = $("#token");
+tokenInput.value = readToken();
+tokenInput.addEventListener("change", () => sessionStorage.setItem("plughost-token", tokenInput.value));
+
+async function api(path, body) {
+  const headers = {};
+  if (tokenInput.value) headers.authorization = "Bearer " + tokenInput.value;
+  const init = { headers };
+  if (body !== undefined) {
+    init.method = "POST";
+    headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || response.statusText);
+  return data;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children.flat()) {
+    if (child !== undefined && child !== null) node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+const fmt = {
+  num: (v, unit = "") => (v === null || v === undefined ? "–" : v + unit),
+  ms: (v) => (v === null || v === undefined ? "–" : v < 10 ? v.toFixed(2) + " ms" : Math.round(v) + " ms"),
+  mb: (v) => (v ? (v / 1048576).toFixed(1) + " MiB" : "–"),
+  uptime: (s) => {
+    if (s === null || s === undefined) return "–";
+    if (s < 120) return Math.round(s) + " s";
+    if (s < 7200) return Math.round(s / 60) + " min";
+    if (s < 172800) return (s / 3600).toFixed(1) + " h";
+    return (s / 86400).toFixed(1) + " d";
+  },
+  time: (t) => new Date(t * 1000).toLocaleTimeString(),
+};
+
+// --- plugins and runners ---------------------------------------------------------------------
+const KNOWN_FIELDS = new Set(["plugin_id", "version", "path", "state", "runner_id", "pid", "tools",
+  "error", "enabled", "problems", "runner", "calls"]);
+
+function chart(calls) {
+  const series = (calls && calls.series) || [];
+  const width = 150, height = 30, n = Math.max(series.length, 1), step = width / n;
+  const top = Math.max(1, ...series.map((p) => p.calls));
+  const slowest = Math.max(1, ...series.map((p) => p.p50_ms || 0));
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "chart");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  const title = document.createElementNS(ns, "title");
+  title.textContent = `calls per ${calls ? calls.bucket_seconds : 10} s (bars, red: errors), p50 latency (line); peak ${top} calls, ${slowest} ms`;
+  svg.append(title);
+  const points = [];
+  series.forEach((p, i) => {
+    const h = (p.calls / top) * (height - 2);
+    if (h > 0) {
+      const bar = document.createElementNS(ns, "rect");
+      bar.setAttribute("class", p.errors ? "errors" : "calls");
+      bar.setAttribute("x", (i * step).toFixed(1));
+      bar.setAttribute("y", (height - h).toFixed(1));
+      bar.setAttribute("width", Math.max(step - 0.5, 0.5).toFixed(1));
+      bar.setAttribute("height", h.toFixed(1));
+      svg.append(bar);
+    }
+    if (p.p50_ms !== null) points.push(`${(i * step + step / 2).toFixed(1)},${(height - 1 - (p.p50_ms / slowest) * (height - 4)).toFixed(1)}`);
+  });
+  if (points.length > 1) {
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("class", "latency");
+    line.setAttribute("points", points.join(" "));
+    svg.append(line);
+  }
+  return svg;
+}
+
+function pluginAction(id, action) {
+  return api(`/api/plugins/${encodeURIComponent(id)}/${action}`, {})
+    .then((answer) => note(`${action} ${id}: ${JSON.stringify(answer)}`))
+    .catch((error) => note(`${action} ${id} refused: ${error.message}`, true));
+}
+
+function renderPlugins(plugins) {
+  const body = $("#plugins tbody");
+  body.replaceChildren();
+  for (const p of plugins) {
+    const runner = p.runner || {};
+    const calls = p.calls || {};
+    const stateName = p.enabled === false ? p.state + " (disabled)" : p.state;
+    const row = el("tr", { "data-plugin": p.plugin_id },
+      el("td", { title: p.path }, el("strong", {}, p.plugin_id)),
+      el("td", {}, p.version || "–"),
+      el("td", { class: "state state-" + p.state.replace(/\s+/g, "-") }, stateName),
+      el("td", { class: "pid num" }, fmt.num(p.pid)),
+      el("td", { class: "uptime num" }, fmt.uptime(runner.uptime_s)),
+      el("td", { class: "restarts num" }, fmt.num(runner.restarts)),
+      el("td", { class: "memory num" }, fmt.mb(runner.memory_bytes)),
+      el("td", { class: "calls num" }, fmt.num(calls.calls_per_minute)),
+      el("td", { class: "errors num" }, fmt.num(calls.errors_per_minute)),
+      el("td", { class: "p50 num" }, fmt.ms(calls.p50_ms)),
+      el("td", { class: "p99 num" }, fmt.ms(calls.p99_ms)),
+      el("td", {}, chart(calls)),
+      el("td", {},
+        el("button", { class: "reload", onclick: () => pluginAction(p.plugin_id, "reload") }, "reload"), " ",
+        p.enabled === false
+          ? el("button", { class: "enable", onclick: () => pluginAction(p.plugin_id, "enable") }, "enable")
+          : el("button", { class: "disable", onclick: () => pluginAction(p.plugin_id, "disable") }, "disable")));
+    body.append(row);
+    const extra = [];
+    for (const problem of p.problems || []) {
+      const where = problem.line ? `${problem.file}:${problem.line}` : problem.file;
+      extra.push(el("div", { class: "problem" }, `${problem.stage}: ${where} — ${problem.reason}`));
+    }
+    if (runner.runner_id) {
+      const shared = (runner.plugins || []).length > 1 ? `, shared by ${runner.plugins.join(", ")}` : "";
+      extra.push(el("div", { class: "details" },
+        `runner ${runner.runner_id} (${runner.state}${shared}); tools: ${(p.tools || []).join(", ") || "none"}`));
+    }
+    for (const [key, value] of Object.entries(p)) {
+      if (KNOWN_FIELDS.has(key) || value === null || value === "" || (Array.isArray(value) && !value.length)) continue;
+      extra.push(el("div", { class: "details extra", "data-field": key }, `${key.replace(/_/g, " ")}: ${typeof value === "object" ? JSON.stringify(value) : value}`));
+    }
+    if (extra.length) body.append(el("tr", { class: "extra-row", "data-plugin-details": p.plugin_id }, el("td", { colspan: 13 }, extra)));
+  }
+}
+
+function renderMcp(servers) {
+  const box = $("#mcp");
+  box.replaceChildren();
+  if (!servers.length) return;
+  box.append(el("h3", {}, "MCP servers"));
+  for (const s of servers) {
+    box.append(el("div", { "data-mcp": s.name },
+      el("strong", {}, s.name), ` ${s.transport}: `,
+      el("span", { class: "state state-" + (s.state === "connected" ? "loaded" : "failed") }, s.state),
+      ` — ${s.tools} tools`, s.reason ? ` — ${s.reason}` : ""));
+  }
+}
+
+function renderOverview(data) {
+  state.plugins = data.plugins;
+  const loaded = data.plugins.filter((p) => p.state === "loaded").length;
+  $("#summary").textContent = `plughost ${data.version} — ${loaded} of ${data.plugins.length} plugins loaded — up ${fmt.uptime(data.time - data.started)}`;
+  renderPlugins(data.plugins);
+  renderMcp(data.mcp || []);
+  const select = $("#feed-plugin");
+  const known = new Set([...select.options].map((o) => o.value));
+  for (const p of data.plugins) if (!known.has(p.plugin_id)) select.append(el("option", { value: p.plugin_id }, p.plugin_id));
+}
+
+// --- tools ---------------------------------------------------------------------------------------
+async function loadTools() {
+  const session = $("#session").value.trim();
+  const data = await api("/api/tools?session=" + encodeURIComponent(session));
+  state.tools = data.tools;
+  renderTools();
+}
+
+function scheduleTools() {
+  clearTimeout(state.toolsTimer);
+  state.toolsTimer = setTimeout(() => loadTools().catch((e) => note(e.message, true)), 200);
+}
+
+function setToolEnabled(tool, enabled, session) {
+  const body = { full_name: tool.full_name, enabled };
+  if (session) body.session_id = session;
+  api("/api/tools/enabled", body).then(scheduleTools).catch((e) => { note(e.message, true); scheduleTools(); });
+}
+
+function renderTools() {
+  const filter = $("#tool-filter").value.trim().toLowerCase();
+  const session = $("#session").value.trim();
+  const body = $("#tools tbody");
+  body.replaceChildren();
+  for (const t of state.tools) {
+    if (filter && !(t.name + " " + t.description + " " + (t.plugin_id || "")).toLowerCase().includes(filter)) continue;
+    const switchable = Boolean(t.full_name);
+    const global = el("input", { type: "checkbox", class: "enabled", title: switchable ? "enabled everywhere" : "only plugin tools can be switched here" });
+    global.checked = t.enabled;
+    global.disabled = !switchable;
+    global.addEventListener("change", () => setToolEnabled(t, global.checked, ""));
+    let inSession = "–";
+    if (t.enabled_in_session !== null && t.enabled_in_session !== undefined) {
+      inSession = el("input", { type: "checkbox", class: "in-session", title: `enabled in session ${session}` });
+      inSession.checked = t.enabled_in_session;
+      inSession.disabled = !switchable;
+      inSession.addEventListener("change", () => setToolEnabled(t, inSession.checked, session));
+    }
+    body.append(el("tr", { "data-tool": t.name, title: t.description },
+      el("td", { class: "mono" }, t.name),
+      el("td", {}, t.component_type || "tool"),
+      el("td", {}, t.plugin_id || `${t.provider} (${t.provider_type})`),
+      el("td", {}, t.visibility),
+      el("td", {}, global),
+      el("td", {}, inSession),
+      el("td", {}, el("button", { class: "try", onclick: () => selectTool(t) }, "try"))));
+  }
+}
+
+// --- try a tool: a form from the JSON Schema --------------------------------------------------------
+function fieldFor(name, schema, required) {
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
+  let input;
+  if (Array.isArray(schema.enum)) {
+    input = el("select", { name }, el("option", { value: "" }, ""), schema.enum.map((v) => el("option", { value: JSON.stringify(v) }, String(v))));
+    input.dataset.kind = "enum";
+  } else if (type === "boolean") {
+    input = el("select", { name }, el("option", { value: "" }, ""), el("option", { value: "true" }, "true"), el("option", { value: "false" }, "false"));
+    input.dataset.kind = "boolean";
+  } else if (type === "integer" || type === "number") {
+    input = el("input", { name, type: "number", step: type === "integer" ? "1" : "any", placeholder: schema.default !== undefined ? String(schema.default) : "" });
+    input.dataset.kind = "number";
+  } else if (type === "object" || type === "array" || !type) {
+    input = el("textarea", { name, rows: 3, placeholder: type === "array" ? "[...] as JSON" : "{...} as JSON" });
+    input.dataset.kind = "json";
+  } else {
+    input = el("input", { name, type: "text", placeholder: schema.default !== undefined ? String(schema.default) : "" });
+    input.dataset.kind = "string";
+  }
+  return el("div", { class: "field" },
+    el("label", {}, name, required ? " *" : "", el("span", { class: "hint" }, ` ${type || "any"}`)),
+    input,
+    schema.description ? el("div", { class: "hint" }, schema.description) : null);
+}
+
+function selectTool(tool) {
+  state.selected = tool;
+  const schema = tool.parameters || {};
+  const required = new Set(schema.required || []);
+  $("#try-name").textContent = tool.name;
+  $("#try-hint").textContent = tool.description || "";
+  $("#try-fields").replaceChildren(...Object.entries(schema.properties || {}).map(([name, prop]) => fieldFor(name, prop, required.has(name))));
+  $("#try-schema").textContent = JSON.stringify(schema, null, 2);
+  $("#try-raw").value = "";
+  $("#try-result").replaceChildren();
+  $("#try-form").hidden = false;
+  $("#try-panel").scrollIntoView({ block: "nearest" });
+}
+
+function formArguments() {
+  const raw = $("#try-raw").value.trim();
+  if (raw) return raw; // sent as text, parsed by the registry exactly like a model's arguments
+  const args = {};
+  for (const input of $("#try-fields").querySelectorAll("[name]")) {
+    const text = input.value.trim();
+    if (text === "") continue;
+    const kind = input.dataset.kind;
+    if (kind === "number") args[input.name] = Number.isNaN(Number(text)) ? text : Number(text);
+    else if (kind === "boolean") args[input.name] = text === "true";
+    else if (kind === "enum") args[input.name] = JSON.parse(text);
+    else if (kind === "json") { try { args[input.name] = JSON.parse(text); } catch { args[input.name] = text; } }
+    else args[input.name] = text;
+  }
+  return args;
+}
+
+function shortenData(value) {
+  return JSON.stringify(value, (key, v) => (typeof v === "string" && v.length > 200 && /^(data:|[A-Za-z0-9+/=]{200,}$)/.test(v) ? v.slice(0, 60) + `… (${v.length} chars)` : v), 2);
+}
+
+function renderResult(answer) {
+  const r = answer.result;
+  const box = el("div", { class: "result " + (r.success ? "ok" : "failed"), "data-call": answer.call_id },
+    el("div", {}, el("strong", { class: "outcome" }, r.success ? "success" : `failed: ${r.error_code || "error"}`)),
+    r.content ? el("pre", { class: "content" }, r.content) : null,
+    r.structured_content !== null && r.structured_content !== undefined
+      ? el("details", { open: "" }, el("summary", {}, "structured content"), el("pre", { class: "structured" }, JSON.stringify(r.structured_content, null, 2)))
+      : null);
+  for (const item of answer.items) {
+    const label = el("div", { class: "details" }, `${item.type} ${item.name || ""} ${item.mime_type || ""} ${item.description || ""}`);
+    if (item.type === "image" && item.data_url) box.append(label, el("img", { src: item.data_url, alt: item.description || item.name || "image" }));
+    else if (item.type === "audio" && item.data_url) box.append(label, el("audio", { controls: "", src: item.data_url }));
+    else if (item.text) box.append(label, el("pre", {}, item.text));
+    else if (item.uri) box.append(label, el("a", { href: item.uri, rel: "noreferrer", target: "_blank" }, item.uri));
+    else box.append(label);
+  }
+  box.append(
+    el("details", { class: "history" }, el("summary", {}, "history messages (OpenAI)"), el("pre", {}, shortenData(answer.history.openai))),
+    el("details", { class: "history" }, el("summary", {}, "history messages (Anthropic)"), el("pre", {}, shortenData(answer.history.anthropic))));
+  $("#try-result").replaceChildren(box);
+}
+
+$("#try-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (!state.selected) return;
+  const body = { tool: state.selected.name, arguments: formArguments() };
+  const session = $("#session").value.trim();
+  if (session) body.session_id = session;
+  $("#try-result").replaceChildren(el("div", { class: "muted" }, "calling…"));
+  api("/api/call", body).then(renderResult).catch((e) => $("#try-result").replaceChildren(el("div", { class: "problem" }, e.message)));
+});
+
+// --- events and logs --------------------------------------------------------------------------------
+const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
+function passes(entry) {
+  const plugin = $("#feed-plugin").value, level = $("#feed-level").value, source = $("#feed-source").value;
+  if (plugin && entry.plugin_id !== plugin) return false;
+  if (source && entry.source !== source) return false;
+  if (level && LEVELS.indexOf(entry.level) < LEVELS.indexOf(level)) return false;
+  return true;
+}
+
+function feedLine(entry) {
+  const where = entry.details && entry.details.file && entry.details.line ? ` (${entry.details.file}:${entry.details.line})` : "";
+  return el("li", { class: `${entry.source} ${entry.level}`, "data-kind": entry.kind, "data-plugin": entry.plugin_id || "" },
+    el("span", { class: "time" }, fmt.time(entry.time)),
+    el("span", { class: "kind" }, entry.kind),
+    " ", entry.plugin_id ? `[${entry.plugin_id}] ` : "", entry.message, where);
+}
+
+function renderFeed() {
+  const list = $("#feed");
+  const shown = state.feed.filter(passes).slice(-500);
+  list.replaceChildren(...shown.map(feedLine));
+  list.scrollTop = list.scrollHeight;
+  $("#feed-count").textContent = `${shown.length} shown of ${state.feed.length} kept`;
+}
+
+function addFeed(entry) {
+  if (entry.seq && state.seen.has(entry.seq)) return;
+  if (entry.seq) state.seen.add(entry.seq);
+  state.feed.push(entry);
+  if (state.feed.length > FEED_KEEP) state.feed.splice(0, state.feed.length - FEED_KEEP);
+  if (passes(entry)) {
+    const list = $("#feed");
+    const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+    list.append(feedLine(entry));
+    while (list.children.length > 500) list.firstChild.remove();
+    if (atBottom) list.scrollTop = list.scrollHeight;
+  }
+  if (/^(plugin|reload|runner)\./.test(entry.kind)) scheduleTools();
+}
+
+function note(message, bad = false) {
+  addFeed({ seq: 0, time: Date.now() / 1000, source: "event", level: bad ? "ERROR" : "INFO", kind: "console", message, plugin_id: null, details: {} });
+}
+
+// --- live stream ------------------------------------------------------------------------------------
+function connect() {
+  const query = tokenInput.value ? "?token=" + encodeURIComponent(tokenInput.value) : "";
+  const source = new EventSource("/api/stream" + query);
+  const live = $("#live");
+  source.addEventListener("open", () => { live.textContent = "live"; live.className = "badge on"; });
+  source.addEventListener("error", () => { live.textContent = "reconnecting"; live.className = "badge off"; });
+  source.addEventListener("overview", (event) => renderOverview(JSON.parse(event.data)));
+  source.addEventListener("feed", (event) => addFeed(JSON.parse(event.data)));
+}
+
+for (const id of ["#feed-plugin", "#feed-level", "#feed-source"]) $(id).addEventListener("change", renderFeed);
+$("#tool-filter").addEventListener("input", renderTools);
+$("#session").addEventListener("change", scheduleTools);
+
+// Live first, then the history: entries that arrive on both are told apart by their seq.
+connect();
+loadTools().catch((e) => note(e.message, true));
+api("/api/feed?limit=500")
+  .then((feed) => {
+    const fresh = feed.entries.filter((e) => !state.seen.has(e.seq));
+    fresh.forEach((e) => state.seen.add(e.seq));
+    state.feed = [...fresh, ...state.feed].sort((a, b) => (a.seq || Infinity) - (b.seq || Infinity));
+    renderFeed();
+  })
+  .catch((e) => note(e.message, true));

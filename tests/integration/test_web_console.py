@@ -1,0 +1,191 @@
+"""The operator's console in a real headless Chromium, over ``plughost serve --web``.
+
+One ``plughost serve`` process on a copy of the example plugins, one browser
+and one page serve every test here; the page is loaded once and never
+reloaded, so whatever changes on it arrived live. Chromium is Debian's
+(``scripts/install_test_browser.sh``); Playwright drives it and never downloads
+a browser of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+WAIT_MS = 20_000
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"no Chromium at {CHROMIUM}: run scripts/install_test_browser.sh (Debian's chromium)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="Playwright for Python is not installed (pip install playwright)"
+)
+expect = sync_api.expect
+
+
+class Served:
+    """A ``plughost serve --web`` process, started at once, and the console address it prints."""
+
+    def __init__(self, plugins: Path, workdir: Path) -> None:
+        command = [sys.executable, "-m", "plughost", "serve", "--plugins", str(plugins)]
+        command += ["--web", "127.0.0.1:0", "--log-format", "json"]
+        self.process = subprocess.Popen(
+            command,
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._started = threading.Event()
+        self.login_url = ""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def wait_started(self) -> str:
+        """The console's login URL, once serve printed it."""
+        if not self._started.wait(30):
+            raise AssertionError("serve printed no web.started line:\n" + "".join(self.lines))
+        return self.login_url
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+            if line.startswith('{"event": "web.started"'):
+                self.login_url = json.loads(line)["login_url"]
+                self._started.set()
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(5)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("console") / "plugins"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def served(plugins: Path) -> Iterator[Served]:
+    server = Served(plugins, plugins.parent)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(served: Served, browser: Any) -> Iterator[Any]:
+    """One page for the whole module, loaded once: every later change on it came live."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(served.wait_started())  # serve started first; Chromium launched meanwhile
+    yield page
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def _example_ids() -> list[str]:
+    return sorted(
+        json.loads((folder / "_manifest.json").read_text())["id"]
+        for folder in EXAMPLES.iterdir()
+        if (folder / "_manifest.json").exists()
+    )
+
+
+def test_the_page_shows_every_example_plugin_loaded(page: Any) -> None:
+    for plugin_id in _example_ids():
+        row = page.locator(f'tr[data-plugin="{plugin_id}"]')
+        expect(row.locator(".state")).to_have_text("loaded", timeout=WAIT_MS)
+        expect(row.locator(".pid")).to_have_text(_digits())
+    expect(page.locator("#live")).to_have_text("live")
+
+
+def test_a_runner_crash_and_its_restart_appear_without_reloading_the_page(page: Any) -> None:
+    row = page.locator('tr[data-plugin="plughost.example-units"]')
+    expect(row.locator(".state")).to_have_text("loaded", timeout=WAIT_MS)
+    old_pid = int(row.locator(".pid").inner_text())
+
+    os.kill(old_pid, signal.SIGKILL)
+
+    feed = page.locator("#feed")
+    expect(feed.locator('li[data-kind="runner.crashed"]')).to_have_count(1, timeout=WAIT_MS)
+    expect(row.locator(".restarts")).to_have_text("1", timeout=WAIT_MS)
+    expect(row.locator(".state")).to_have_text("loaded", timeout=WAIT_MS)
+    expect(row.locator(".pid")).not_to_have_text(str(old_pid), timeout=WAIT_MS)
+    expect(row.locator(".pid")).to_have_text(_digits())
+
+
+def test_editing_a_plugin_shows_the_reload_and_the_new_version(page: Any, plugins: Path) -> None:
+    row = page.locator('tr[data-plugin="plughost.example-greeter"]')
+    expect(row.locator(".state")).to_have_text("loaded", timeout=WAIT_MS)
+    manifest = plugins / "legacy_greeter" / "_manifest.json"
+    data = json.loads(manifest.read_text())
+    data["version"] = "1.0.1"
+
+    manifest.write_text(json.dumps(data))
+
+    feed = page.locator("#feed")
+    expect(feed.locator('li[data-kind="reload.succeeded"]')).to_have_count(1, timeout=WAIT_MS)
+    expect(row.locator("td").nth(1)).to_have_text("1.0.1", timeout=WAIT_MS)
+
+
+def test_the_form_of_a_tool_with_an_image_result_shows_the_image(page: Any) -> None:
+    tool = page.locator('tr[data-tool="render_swatch"]')
+    tool.locator("button.try").click(timeout=WAIT_MS)
+    page.fill("#try-fields input[name=color]", "green")
+    page.fill("#try-fields input[name=width]", "40")
+    page.click("#try-form button[type=submit]")
+
+    image = page.locator("#try-result img")
+    expect(image).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator("#try-result .outcome")).to_have_text("success")
+    assert image.evaluate("img => img.complete && img.naturalWidth") == 40
+
+
+def _digits() -> re.Pattern[str]:
+    return re.compile(r"^\d+$")
