@@ -199,7 +199,11 @@ class ComponentRegistry:
 
     def component_enabled(self, component: PluginComponent) -> bool:
         """Whether the plugin declared it enabled and the operator has not disabled it."""
-        return component.declared_enabled and component.key not in self._disabled
+        return (
+            component.declared_enabled
+            and component.key not in self._disabled
+            and component.plugin_id not in self._disabled_plugins
+        )
 
     def plugins(self) -> list[str]:
         """Ids of the registered plugins, sorted."""

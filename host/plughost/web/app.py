@@ -3,12 +3,14 @@
 ====================================  ====================================================
 ``GET /``                             the page (``static/index.html``)
 ``GET /api/overview``                 plugins, runners and MCP servers, as the page shows
-``GET /api/tools?session=ID``         every tool, enabled globally and in session ``ID``
+``GET /api/tools?session=ID``         every tool, enabled globally and in session ``ID``;
+                                      commands, event handlers, hooks, APIs, home cards
 ``GET /api/feed?plugin=&level=``      the newest feed entries, filtered
 ``GET /api/stream``                   server-sent events: ``overview`` every second,
                                       ``feed`` for each new entry
 ``POST /api/plugins/{id}/{action}``   ``reload``, ``enable`` or ``disable`` a plugin
 ``POST /api/tools/enabled``           ``{"full_name", "enabled", "session_id"?}``
+``POST /api/components/enabled``      ``{"key": "KIND:plugin_id.name", "enabled"}``
 ``POST /api/call``                    ``{"tool", "arguments", "session_id"?}``: try a tool
 ``GET /metrics``                      Prometheus text format
 ====================================  ====================================================
@@ -72,6 +74,7 @@ def build_app(console: ConsoleParts) -> Starlette:
         Route("/api/stream", api.stream),
         Route("/api/plugins/{plugin_id}/{action}", api.plugin_action, methods=["POST"]),
         Route("/api/tools/enabled", api.tool_enabled, methods=["POST"]),
+        Route("/api/components/enabled", api.component_enabled, methods=["POST"]),
         Route("/api/call", api.call, methods=["POST"]),
         Route("/metrics", api.metrics),
     ]
@@ -103,7 +106,13 @@ class _Api:
 
     async def tools(self, request: Request) -> Response:
         session = request.query_params.get("session", "")
-        return _json({"session": session, "tools": await snapshot.tools(self._host, session)})
+        return _json(
+            {
+                "session": session,
+                "tools": await snapshot.tools(self._host, session),
+                "components": snapshot.components(self._host),
+            }
+        )
 
     async def feed(self, request: Request) -> Response:
         params = request.query_params
@@ -168,6 +177,17 @@ class _Api:
         except KeyError as exc:
             return _error(404, str(exc.args[0]))
         return _json({"full_name": full_name, "enabled": enabled, "session_id": session})
+
+    async def component_enabled(self, request: Request) -> Response:
+        body = await _body(request)
+        key, enabled = body.get("key"), body.get("enabled")
+        if not isinstance(key, str) or not isinstance(enabled, bool):
+            return _error(400, 'send {"key": "KIND:plugin_id.name", "enabled": true|false}')
+        try:
+            self._host.components.set_component_enabled(key, enabled)
+        except KeyError as exc:
+            return _error(404, str(exc.args[0]))
+        return _json({"key": key, "enabled": enabled})
 
     async def call(self, request: Request) -> Response:
         body = await _body(request)

@@ -24,7 +24,15 @@ from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost.web.stats import CallStats
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
 
-__all__ = ["EventTracker", "ProcessInfo", "mcp_servers", "plugins", "runner_process", "tools"]
+__all__ = [
+    "EventTracker",
+    "ProcessInfo",
+    "components",
+    "mcp_servers",
+    "plugins",
+    "runner_process",
+    "tools",
+]
 
 _RELOAD_ENDS = frozenset(
     {EventKind.RELOAD_SUCCEEDED, EventKind.RELOAD_FAILED, EventKind.RELOAD_ROLLED_BACK}
@@ -181,6 +189,22 @@ def _tool(spec: ToolSpec, enabled: bool, in_session: set[str] | None) -> dict[st
         "enabled": enabled,
         "enabled_in_session": None if in_session is None else spec.name in in_session,
     }
+
+
+def components(host: PluginHost) -> list[dict[str, Any]]:
+    """Every command, event handler, hook handler, API and home card, with its enabled state."""
+    return [
+        {
+            "key": component.key,
+            "name": component.name,
+            "kind": component.kind,
+            "plugin_id": component.plugin_id,
+            "description": component.description,
+            "metadata": component.metadata,
+            "enabled": host.components.component_enabled(component),
+        }
+        for component in host.components.components()
+    ]
 
 
 def mcp_servers(host: PluginHost) -> list[dict[str, Any]]:

@@ -203,3 +203,25 @@ async def test_a_non_loopback_address_is_refused_unless_allowed(tmp_path: Path) 
     with pytest.raises(ValueError, match="not a loopback"):
         WebConsole(host, WebSettings(address="0.0.0.0:0"))
     assert WebConsole(host, WebSettings(address="0.0.0.0:0", allow_remote=True)).bind_host
+
+
+async def test_commands_handlers_and_hooks_are_listed_and_can_be_switched_off(
+    make_host: HostFactory,
+) -> None:
+    async with (
+        make_host([TEST_PLUGINS / "chat"]) as host,
+        WebConsole(host, WebSettings(address="127.0.0.1:0", token=TOKEN)) as console,
+        httpx2.AsyncClient(base_url=console.url.rstrip("/")) as client,
+    ):
+        before = (await client.get("/api/tools")).json()["components"]
+        key = "COMMAND:tests.chat.weather"
+        body = {"key": key, "enabled": False}
+        refused = await client.post("/api/components/enabled", json=body)
+        await client.post("/api/components/enabled", json=body, headers=_auth())
+        after = (await client.get("/api/tools")).json()["components"]
+
+    kinds = {c["kind"] for c in before}
+    assert {"COMMAND", "EVENT_HANDLER", "HOOK_HANDLER"} <= kinds
+    assert {c["key"]: c["enabled"] for c in before}[key] is True
+    assert refused.status_code == 401
+    assert {c["key"]: c["enabled"] for c in after}[key] is False

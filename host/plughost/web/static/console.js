@@ -181,6 +181,7 @@ async function loadTools() {
   const session = $("#session").value.trim();
   const data = await api("/api/tools?session=" + encodeURIComponent(session));
   state.tools = data.tools;
+  state.components = data.components || [];
   renderTools();
 }
 
@@ -222,6 +223,21 @@ function renderTools() {
       el("td", {}, global),
       el("td", {}, inSession),
       el("td", {}, el("button", { class: "try", onclick: () => selectTool(t) }, "try"))));
+  }
+  for (const c of state.components || []) {
+    if (filter && !(c.name + " " + c.description + " " + c.plugin_id).toLowerCase().includes(filter)) continue;
+    const box = el("input", { type: "checkbox", class: "enabled", title: "enabled everywhere" });
+    box.checked = c.enabled;
+    box.addEventListener("change", () =>
+      api("/api/components/enabled", { key: c.key, enabled: box.checked }).then(scheduleTools).catch((e) => { note(e.message, true); scheduleTools(); }));
+    body.append(el("tr", { "data-component": c.key, title: c.description },
+      el("td", { class: "mono" }, c.name),
+      el("td", {}, c.kind.toLowerCase().replace(/_/g, " ")),
+      el("td", {}, c.plugin_id),
+      el("td", {}, "–"),
+      el("td", {}, box),
+      el("td", {}, "–"),
+      el("td", {}, "")));
   }
 }
 
