@@ -12,6 +12,7 @@ there and what it may import::
     mcp/       MCP servers as a tool source; the registry served over MCP
     plugins/   plugin folders, manifests, components, the plugin tool provider
     runners/   runner processes, their channel, supervision, capabilities
+    dispatch/  commands, events, hook chains and plugin APIs, run in their runners
     cli/       the ``plughost`` command
     host.py    PluginHost, the one façade an embedder needs
 
@@ -26,11 +27,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from plughost.dispatch.apis import ApiOutcome
+    from plughost.dispatch.commands import CommandOutcome
+    from plughost.dispatch.events import EventOutcome
+    from plughost.dispatch.hooks import HookOutcome, HookSpec
     from plughost.events import EventBus, EventKind, LifecycleEvent
     from plughost.host import PluginHost, PluginStatus
     from plughost.mcp.config import MCPConfig, MCPServerConfig
     from plughost.mcp.provider import MCPToolProvider
     from plughost.mcp.server import serve_http, serve_stdio
+    from plughost.plugins.component_info import PluginComponent
     from plughost.plugins.components import ComponentRegistry, ToolComponent
     from plughost.plugins.provider import PluginToolProvider
     from plughost.plugins.query import ComponentQueryService
@@ -48,20 +54,26 @@ __version__ = "0.1.0"
 # and an embedder that needs one part do not pay for the others (pyzmq, the JSON
 # Schema validator, jieba, the MCP SDK).
 _LAZY = {
+    "ApiOutcome": "plughost.dispatch.apis",
     "BuiltinTool": "plughost.tools.builtin",
     "BuiltinToolProvider": "plughost.tools.builtin",
     "CapabilityCall": "plughost.runners.capabilities",
     "CapabilityHandler": "plughost.runners.capabilities",
     "CapabilityRouter": "plughost.runners.capabilities",
+    "CommandOutcome": "plughost.dispatch.commands",
     "ComponentQueryService": "plughost.plugins.query",
     "ComponentRegistry": "plughost.plugins.components",
     "EventBus": "plughost.events",
     "EventKind": "plughost.events",
+    "EventOutcome": "plughost.dispatch.events",
+    "HookOutcome": "plughost.dispatch.hooks",
+    "HookSpec": "plughost.dispatch.hooks",
     "HostSettings": "plughost.settings",
     "LifecycleEvent": "plughost.events",
     "MCPConfig": "plughost.mcp.config",
     "MCPServerConfig": "plughost.mcp.config",
     "MCPToolProvider": "plughost.mcp.provider",
+    "PluginComponent": "plughost.plugins.component_info",
     "PluginHost": "plughost.host",
     "PluginStatus": "plughost.host",
     "PluginToolProvider": "plughost.plugins.provider",
@@ -90,20 +102,26 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ApiOutcome",
     "BuiltinTool",
     "BuiltinToolProvider",
     "CapabilityCall",
     "CapabilityHandler",
     "CapabilityRouter",
+    "CommandOutcome",
     "ComponentQueryService",
     "ComponentRegistry",
     "EventBus",
     "EventKind",
+    "EventOutcome",
+    "HookOutcome",
+    "HookSpec",
     "HostSettings",
     "LifecycleEvent",
     "MCPConfig",
     "MCPServerConfig",
     "MCPToolProvider",
+    "PluginComponent",
     "PluginHost",
     "PluginStatus",
     "PluginToolProvider",

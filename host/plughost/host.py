@@ -20,12 +20,18 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import zmq.asyncio
 
+from plughost.dispatch.apis import API_CAPABILITIES, ApiOutcome
+from plughost.dispatch.commands import CommandOutcome
+from plughost.dispatch.events import EventOutcome
+from plughost.dispatch.hooks import HookOutcome, HookSpec
+from plughost.dispatch.service import ComponentDispatcher
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.monitor import MonitorPublisher
 from plughost.plugins.component_info import PluginComponent
@@ -91,6 +97,12 @@ class PluginHost:
         # ctx.call_tool: it reads self.settings at every call, so grant changes apply at once.
         tool_calls = ToolCallCapability(self.tools, lambda: self.settings)
         self.capabilities.register(TOOLS_CALL, tool_calls)
+        # Commands, events, hooks and APIs; ctx.api.* reads the grants at every call too.
+        self.dispatcher = ComponentDispatcher(
+            self.components, lambda: self.settings, self._plugin_config
+        )
+        for name in API_CAPABILITIES:
+            self.capabilities.register(name, self.dispatcher.apis)
         self.problems: dict[str, PluginProblem] = {}
         self.sources: dict[str, PluginSource] = {}
         self._runners: dict[str, RunnerSupervisor] = {}
@@ -395,8 +407,76 @@ class PluginHost:
         invocation = ToolInvocation(tool_name=tool_name, arguments=arguments or {}, call_id=call_id)
         return await self.tools.invoke(invocation, context)
 
+    async def dispatch_command(
+        self,
+        text: str,
+        *,
+        message: dict[str, Any] | None = None,
+        stream_id: str = "",
+        group_id: str = "",
+        user_id: str = "",
+        platform: str = "",
+        timeout: float | None = None,
+    ) -> CommandOutcome:
+        """Match ``text`` against every enabled command and run the first match in its runner.
+
+        Returns whether a command handled it and whether to keep processing the
+        message; never raises for a failing command (see :mod:`plughost.dispatch.commands`).
+        """
+        return await self.dispatcher.dispatch_command(
+            text,
+            message=message,
+            stream_id=stream_id,
+            group_id=group_id,
+            user_id=user_id,
+            platform=platform,
+            timeout=timeout,
+        )
+
+    async def emit_event(
+        self,
+        event_type: str | Enum,
+        message: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        **extra: Any,
+    ) -> EventOutcome:
+        """Emit a bot event (``EventType``): intercepting handlers in weight order, then the rest.
+
+        Never raises for a failing handler (see :mod:`plughost.dispatch.events`).
+        """
+        return await self.dispatcher.emit_event(event_type, message, timeout=timeout, **extra)
+
+    async def run_hook(
+        self, hook: str, *, timeout: float | None = None, **kwargs: Any
+    ) -> HookOutcome:
+        """Run the named hook chain over ``kwargs``; blocking handlers may rewrite or abort it.
+
+        Never raises for a failing handler (see :mod:`plughost.dispatch.hooks`).
+        """
+        return await self.dispatcher.run_hook(hook, timeout=timeout, **kwargs)
+
+    def register_hook_spec(self, spec: HookSpec) -> None:
+        """Declare what a named hook allows its handlers (abort, rewriting, default limit)."""
+        self.dispatcher.register_hook_spec(spec)
+
+    async def call_api(
+        self, name: str, *, version: str = "", timeout: float | None = None, **args: Any
+    ) -> ApiOutcome:
+        """Call a plugin's API (``plugin_id.name`` or ``name``) with ``args``; never raises."""
+        return await self.dispatcher.call_api(name, version=version, timeout=timeout, **args)
+
+    async def drain_background(self, timeout: float = 10.0) -> bool:
+        """Wait for background event and observe-hook handlers; False if ``timeout`` passed."""
+        return await self.dispatcher.drain(timeout)
+
+    def _plugin_config(self, plugin_id: str) -> dict[str, Any]:
+        source = self.sources.get(plugin_id)
+        return dict(source.config) if source is not None else {}
+
     async def aclose(self) -> None:
         """Stop every runner (drain, then the signal ladder) and release sockets."""
+        await self.dispatcher.aclose()
         runners = list(self._runners.values())
         await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)
         for task in self._tasks.values():

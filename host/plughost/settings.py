@@ -121,6 +121,11 @@ class HostSettings(BaseModel):
         description="tools each plugin may call through ctx.call_tool besides its own, by "
         "calling plugin id: patterns over tool names (see plughost.plugins.grants)",
     )
+    api_grants: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="other plugins' public APIs each plugin may call through ctx.api.call, by "
+        "calling plugin id: patterns over 'plugin_id.api_name' (see plughost.plugins.grants)",
+    )
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"
     )

@@ -27,9 +27,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "mcp": LEAVES | {"tools"},
     "plugins": LEAVES | {"tools"},
     "runners": LEAVES | {"tools", "plugins"},
-    "top": LEAVES | {"tools", "search", "mcp", "plugins", "runners"},
-    "web": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "top"},
-    "cli": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "top", "web"},
+    "dispatch": LEAVES | {"tools", "plugins", "runners"},
+    "top": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch"},
+    "web": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch", "top"},
+    "cli": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch", "top", "web"},
 }
 TOP_MODULES = frozenset({"__init__", "host", "reloader"})
 

@@ -41,6 +41,16 @@ def test_tools_lists_every_example_tool_as_json() -> None:
     assert {"search_web", "get_weather", "render_swatch", "greet", "notify"} <= names
 
 
+def test_components_lists_commands_handlers_hooks_and_apis_in_maibots_shape() -> None:
+    done = run("components", "--plugins", str(TEST_PLUGINS / "chat"), "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {f"{c['type']}:{c['name']}": c for c in json.loads(done.stdout)["components"]}
+    assert {"COMMAND:weather", "EVENT_HANDLER:tagger", "HOOK_HANDLER:add_reminder"} <= set(rows)
+    assert rows["API:add"]["metadata"]["public"] is True
+    assert rows["COMMAND:weather"]["plugin_id"] == "tests.chat"
+    assert rows["COMMAND:weather"]["enabled"] is True
+
+
 def test_tools_exits_1_and_names_the_plugins_that_failed() -> None:
     done = run("tools", "--plugins", str(TEST_PLUGINS), "--json")
     assert done.returncode == 1

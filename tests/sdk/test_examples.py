@@ -32,6 +32,7 @@ FOLDERS = {
     "legacy_greeter": "plughost.example-greeter",
     "notifier": "plughost.example-notifier",
     "unit_converter": "plughost.example-units",
+    "chat_guard": "plughost.example-chat-guard",
 }
 _unique = itertools.count()
 
@@ -88,7 +89,7 @@ def test_example_manifest_is_valid_and_accepts_this_sdk(folder: str, plugin_id: 
     assert version_in_range(plughost_sdk.__version__, manifest.plughost_sdk)
 
 
-@pytest.mark.parametrize("folder", sorted(set(FOLDERS) - {"legacy_greeter"}))
+@pytest.mark.parametrize("folder", sorted(set(FOLDERS) - {"legacy_greeter", "chat_guard"}))
 def test_example_declares_tools_whose_handlers_exist(folder: str, load_example: Loader) -> None:
     module = load_example(folder)
     plugin = module.create_plugin()
@@ -110,6 +111,7 @@ def test_only_the_notifier_asks_for_a_capability() -> None:
         "legacy_greeter": [],
         "notifier": ["send.text"],
         "unit_converter": [],
+        "chat_guard": [],
     }
 
 
@@ -492,3 +494,55 @@ def test_unit_convert_explains_impossible_conversions(
 ) -> None:
     with pytest.raises(ToolError, match=message):
         units.unit_convert(value=-1, from_unit=from_unit, to_unit=to_unit)
+
+
+# --- chat_guard ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def guard(load_example: Loader) -> Any:
+    return _create(load_example("chat_guard"), FakeBridge())
+
+
+def test_chat_guard_declares_a_filter_a_command_and_a_planner_hook(guard: Any) -> None:
+    components = {c["name"]: c for c in guard.get_components()}
+
+    assert type(guard).tool_declarations() == []
+    assert components["spam_filter"]["type"] == "EVENT_HANDLER"
+    assert components["spam_filter"]["metadata"]["intercept_message"] is True
+    assert components["weather"]["metadata"]["command_pattern"] == r"^/weather\s+(?P<city>\w+)"
+    assert components["planner_brevity"]["metadata"]["hook"] == "maisaka.planner.before_request"
+
+
+async def test_chat_guard_drops_blocked_words_and_tidies_the_rest(guard: Any) -> None:
+    dropped = await guard.spam_filter({"processed_plain_text": "Cheap CASINO chips"})
+    kept = await guard.spam_filter({"processed_plain_text": "  hello \n there "})
+
+    assert dropped["continue_processing"] is False
+    assert kept == {"modified_message": {"processed_plain_text": "hello there"}}
+
+
+async def test_chat_guard_blocked_words_come_from_the_config(load_example: Loader) -> None:
+    plugin = _create(load_example("chat_guard"), FakeBridge(), {"blocked_words": ["tea"]})
+
+    assert (await plugin.spam_filter({"processed_plain_text": "casino"})) != {
+        "continue_processing": False,
+        "custom_result": "blocked word",
+    }
+    assert (await plugin.spam_filter({"processed_plain_text": "green tea"}))[
+        "continue_processing"
+    ] is False
+
+
+async def test_chat_guard_weather_command_answers_and_stops_processing(guard: Any) -> None:
+    assert await guard.weather({"city": "Paris"}) == (True, "Paris: cloudy, 17 °C", True)
+    ok, text, stop = await guard.weather({"city": "Lima"})
+    assert (ok, stop) == (False, True)
+    assert "oslo, paris, tokyo" in text
+
+
+async def test_chat_guard_hook_appends_a_reminder_to_the_planner_items(guard: Any) -> None:
+    reply = await guard.planner_brevity(items=[{"role": "user", "content": "hi"}], session_id="s")
+
+    assert reply["modified_kwargs"]["session_id"] == "s"
+    assert reply["modified_kwargs"]["items"][-1]["content"] == "Answer in one or two sentences."

@@ -13,7 +13,9 @@ when known, and what to do:
 3. **Declarations** of the plugins that loaded: model-safe tool names, a valid
    JSON Schema (Draft 2020-12) of type object, ``required`` names that exist;
    missing descriptions, legacy ``@Action`` and names the host must qualify
-   because two plugins share them are warnings.
+   because two plugins share them are warnings. Commands, event handlers and
+   hook handlers are checked too (:mod:`plughost.cli.component_checks`), and the
+   report lists what each plugin declares besides tools.
 
 A plugin is ok when it has no error; warnings never fail a check.
 
@@ -33,6 +35,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from plughost.cli.component_checks import component_findings, word
 from plughost.host import PluginHost
 from plughost.plugins.source import (
     PluginProblem,
@@ -69,6 +72,11 @@ _FIXES = {
 }
 
 
+_DECORATORS = frozenset(
+    {"Tool", "Action", "Command", "EventHandler", "HookHandler", "API", "HomeCard"}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckProblem:
     """One problem: where it is, what it is, and how to fix it."""
@@ -97,10 +105,13 @@ class CheckReport:
     Attributes:
         problems: Every problem, errors and warnings, in the order found.
         plugins_ok: Ids of the plugins that loaded without an error, sorted.
+        components: Each loaded plugin's commands, handlers, APIs and cards, in the
+            dict shape of MaiBot's SDK.
     """
 
     problems: list[CheckProblem] = field(default_factory=list)
     plugins_ok: list[str] = field(default_factory=list)
+    components: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -122,6 +133,7 @@ class CheckReport:
         return {
             "ok": self.ok,
             "plugins_ok": list(self.plugins_ok),
+            "components": {k: list(v) for k, v in self.components.items()},
             "errors": len(self.errors),
             "warnings": len(self.warnings),
             "problems": [p.to_dict() for p in self.problems],
@@ -153,6 +165,7 @@ async def check_plugins(dirs: list[Path], *, timeout: float = 20.0) -> CheckRepo
             report.problems.append(_load_problem(source.plugin_id, outcome))
         else:
             report.problems.extend(_declaration_problems(source, *outcome))
+            report.components[source.plugin_id] = outcome[2]
     report.problems.sort(key=lambda p: p.plugin)  # stable: each plugin's in the order found
     failed = {p.plugin for p in report.errors}
     report.plugins_ok = sorted(
@@ -225,8 +238,8 @@ def _manifest_warnings(source: PluginSource) -> list[CheckProblem]:
     return found
 
 
-_Loaded = tuple[list[dict[str, Any]], dict[str, str]]
-"""A loaded plugin's tool declarations (wire form) and tool name -> model-facing name."""
+_Loaded = tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]
+"""A loaded plugin's tool declarations (wire form), tool name -> model-facing name, components."""
 _Finding = tuple[str, str, Severity]
 """message, fix, severity"""
 
@@ -273,7 +286,7 @@ def _outcome(host: PluginHost, source: PluginSource, timeout: float) -> _Loaded 
             plugin_id,
         )
     names = {c.name: host.query.model_name(c) for c in host.components.by_plugin(plugin_id)}
-    return list(loaded.get("tools", [])), names
+    return list(loaded.get("tools", [])), names, list(loaded.get("components", []))
 
 
 def _load_problem(plugin_id: str, problem: PluginProblem) -> CheckProblem:
@@ -293,7 +306,10 @@ def _load_problem(plugin_id: str, problem: PluginProblem) -> CheckProblem:
 
 
 def _declaration_problems(
-    source: PluginSource, tools: list[dict[str, Any]], model_names: dict[str, str]
+    source: PluginSource,
+    tools: list[dict[str, Any]],
+    model_names: dict[str, str],
+    components: list[dict[str, Any]],
 ) -> list[CheckProblem]:
     plugin_py = source.path / "plugin.py"
     lines = _declaration_lines(plugin_py)
@@ -306,6 +322,16 @@ def _declaration_problems(
                 source.plugin_id, str(plugin_py), line, f"tool {name!r}: {message}", fix, severity
             )
             for message, fix, severity in _tool_findings(name, tool, model_names.get(name, name))
+        )
+    for component in components:
+        metadata = component.get("metadata") or {}
+        line = lines.get(str(metadata.get("handler_name", "")), 0)
+        what = f"{word(str(component.get('type', '')))} {component.get('name')!r}"
+        found.extend(
+            CheckProblem(
+                source.plugin_id, str(plugin_py), line, f"{what}: {message}", fix, severity
+            )
+            for message, fix, severity in component_findings(source.plugin_id, component)
         )
     return found
 
@@ -400,7 +426,7 @@ def _key_lines(manifest: Path) -> dict[str, int]:
 
 
 def _declaration_lines(plugin_py: Path) -> dict[str, int]:
-    """Handler method name -> line of its ``@Tool``/``@Action`` decorator in ``plugin_py``."""
+    """Handler method name -> line of its declaring decorator (``@Tool``, ``@Command``...)."""
     try:
         tree = ast.parse(plugin_py.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -410,6 +436,6 @@ def _declaration_lines(plugin_py: Path) -> dict[str, int]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if getattr(target, "id", getattr(target, "attr", "")) in ("Tool", "Action"):
+                if getattr(target, "id", getattr(target, "attr", "")) in _DECORATORS:
                     lines[node.name] = decorator.lineno
     return lines

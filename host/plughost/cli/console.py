@@ -19,6 +19,7 @@ from rich.text import Text
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginStatus
+from plughost.plugins.component_info import PluginComponent
 from plughost_sdk.models import ToolExecutionResult, ToolSpec
 
 __all__ = [
@@ -76,6 +77,23 @@ def tools_table(specs: Iterable[ToolSpec]) -> Table:
     for spec in specs:
         source = spec.metadata.get("plugin_id") or spec.provider_name
         table.add_row(spec.name, str(source), spec.visibility, spec.brief_description)
+    return table
+
+
+def components_table(components: Iterable[PluginComponent]) -> Table:
+    """Commands, event handlers, hooks, APIs and cards: kind, name, trigger, description."""
+    table = Table(title="Components", title_justify="left")
+    table.add_column("Kind", no_wrap=True)
+    table.add_column("Component", overflow="fold")
+    table.add_column("Runs on")
+    table.add_column("Description", overflow="fold")
+    for component in components:
+        table.add_row(
+            component.kind.lower().replace("_", " "),
+            component.full_name,
+            component.summary(),
+            component.description,
+        )
     return table
 
 

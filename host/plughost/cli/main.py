@@ -1,4 +1,4 @@
-"""The ``plughost`` command line: serve, tools, call, search, new, check.
+"""The ``plughost`` command line: serve, tools, components, call, search, new, check.
 
 Start-up time is part of the interface: ``plughost --help`` must answer at once.
 This module imports only click at the top; each command imports the host, rich,
@@ -53,6 +53,7 @@ def cli(ctx: click.Context, verbose: int) -> None:
     Quick start:
       plughost serve --plugins plugins_example     # run the host, hot reload on
       plughost tools --plugins plugins_example     # list every tool
+      plughost components --plugins plugins_example  # commands, event handlers, hooks, APIs
       plughost call get_weather --plugins plugins_example --args '{"city": "Paris"}'
       plughost new my_plugin --dir plugins         # scaffold a plugin
       plughost check plugins                       # validate before deploying
@@ -195,6 +196,46 @@ async def _tools(plugin_dirs: tuple[Path, ...], as_json: bool, show_all: bool) -
             )
         else:
             Console().print(tools_table(specs))
+            for row in failures:
+                stderr.print(f"[red]✗ {row.error}[/red]")
+        return EXIT_FAILED if failures else 0
+
+
+@cli.command()
+@_plugins_option
+@_json_option
+def components(plugin_dirs: tuple[Path, ...], as_json: bool) -> None:
+    """Load the plugins and list their commands, event handlers, hooks, APIs and cards.
+
+    Exit 1 if a plugin failed to load. The JSON lists each component in the dict
+    shape of MaiBot's plugin SDK, with its plugin and whether it is enabled.
+
+    \b
+    Example:
+      plughost components --plugins plugins_example --json
+    """
+    _require_dirs(plugin_dirs)
+    sys.exit(_run(_components(plugin_dirs, as_json)))
+
+
+async def _components(plugin_dirs: tuple[Path, ...], as_json: bool) -> int:
+    from rich.console import Console
+
+    from plughost.cli.console import components_table, print_json, stderr
+
+    async with _quiet_host(plugin_dirs) as host:
+        registry = host.components
+        found = registry.components()
+        failures = [row for row in host.status() if row.state != "loaded"]
+        if as_json:
+            rows = [
+                {"plugin_id": c.plugin_id, "enabled": registry.component_enabled(c), **c.to_wire()}
+                for c in found
+            ]
+            errors = [{"plugin_id": r.plugin_id, "error": r.error} for r in failures]
+            print_json({"components": rows, "failures": errors})
+        else:
+            Console().print(components_table(found))
             for row in failures:
                 stderr.print(f"[red]✗ {row.error}[/red]")
         return EXIT_FAILED if failures else 0
@@ -380,6 +421,7 @@ async def _check(dirs: list[Path], as_json: bool, timeout: float) -> int:
     from rich.console import Console
 
     from plughost.cli.checker import check_plugins
+    from plughost.cli.component_checks import summarize
     from plughost.cli.console import print_json, stderr
 
     logging.basicConfig(level=logging.CRITICAL)
@@ -397,7 +439,9 @@ async def _check(dirs: list[Path], as_json: bool, timeout: float) -> int:
         style = "red" if problem.severity == "error" else "yellow"
         console.print(problem.describe(), style=style, markup=False, highlight=False)
     for plugin_id in report.plugins_ok:
-        console.print(f"ok: {plugin_id}", style="green", highlight=False)
+        extra = summarize(report.components.get(plugin_id, []))
+        line = f"ok: {plugin_id}" + (f" (also {extra})" if extra else "")
+        console.print(line, style="green", highlight=False)
     summary = f"{len(report.plugins_ok)} ok, {len(report.errors)} error(s), "
     console.print(summary + f"{len(report.warnings)} warning(s)", highlight=False)
     return 0 if report.ok else EXIT_FAILED

@@ -11,6 +11,7 @@ from plughost.cli.scaffold import scaffold_plugin
 from tests.conftest import EXAMPLES, TEST_PLUGINS
 
 EXAMPLE_IDS = [
+    "plughost.example-chat-guard",
     "plughost.example-greeter",
     "plughost.example-image",
     "plughost.example-notifier",
@@ -180,6 +181,57 @@ async def test_an_invalid_parameters_schema_is_an_error_at_its_tool(tmp_path: Pa
         ),
         (14, "tool 'ghost_required': 'required' lists 'ghost', not among its properties"),
     ]
+
+
+async def test_commands_and_hooks_are_checked_and_listed(tmp_path: Path) -> None:
+    _write_plugin(
+        tmp_path / "commands",
+        """
+        from plughost_sdk import Command, EventHandler, HookHandler, Plugin
+
+
+        class Commands(Plugin):
+            @Command("broken", pattern="^/broken(")
+            async def broken(self, **kwargs):
+                return True, "x", True
+
+            @Command("silent")
+            async def silent(self, **kwargs):
+                return True, "x", True
+
+            @HookHandler("maisaka.planner.before_request")
+            async def planner(self, **kwargs):
+                return None
+
+            @EventHandler("odd", event_type="on_message")
+            async def odd(self, **kwargs):
+                return None
+
+
+        def create_plugin():
+            return Commands()
+        """,
+    )
+
+    report = await check_plugins([tmp_path])
+
+    assert [(p.line, p.severity, p.message) for p in _only(report, "tests.commands")] == [
+        (
+            6,
+            "error",
+            "command 'broken': pattern '^/broken(' does not compile "
+            "(missing ), unterminated subpattern at position 8)",
+        ),
+        (10, "warning", "command 'silent': has neither a pattern nor an alias, so it never runs"),
+    ]
+    listed = {(c["type"], c["name"]) for c in report.components["tests.commands"]}
+    assert listed == {
+        ("COMMAND", "broken"),
+        ("COMMAND", "silent"),
+        ("HOOK_HANDLER", "planner"),
+        ("EVENT_HANDLER", "odd"),
+    }
+    assert report.to_dict()["components"]["tests.commands"][0]["metadata"]["handler_name"]
 
 
 async def test_shared_tool_names_unknown_fields_and_missing_descriptions_are_warnings(

@@ -1,0 +1,137 @@
+"""One component call in its runner, under a deadline, never raising; and background calls.
+
+:class:`ComponentCaller` finds the runner that owns a component's plugin and
+asks it to run the component. Whatever happens (the plugin raised, the call
+timed out, the runner crashed or is gone) the caller gets a reply dict with
+``success`` and, on failure, ``error`` and ``error_code``: isolation means a
+failing handler is one failed reply, never an exception in the embedder's code.
+
+:class:`Background` owns the fire-and-forget calls (background event handlers,
+observe hook handlers): every task is kept until it ends, its failure is
+logged, :meth:`Background.drain` waits for them (tests, shutdown) and
+:meth:`Background.aclose` cancels what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from plughost.plugins.component_info import PluginComponent
+from plughost.plugins.components import ComponentRegistry
+
+__all__ = ["Background", "ComponentCaller", "ComponentInvoker", "Deadline"]
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ComponentInvoker(Protocol):
+    """What runs a plugin's components: a runner supervisor."""
+
+    async def invoke_component(
+        self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Run one component and return its reply; never raises."""
+        ...
+
+
+class Deadline:
+    """The loop-clock end of one dispatch; each handler gets what is left, at most its own limit."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = asyncio.get_running_loop().time() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left, never negative."""
+        return max(0.0, self._end - asyncio.get_running_loop().time())
+
+    def budget(self, own_ms: int, default: float) -> float:
+        """A handler's time limit: its own (``own_ms``) or ``default``, cut to what is left."""
+        own = own_ms / 1000 if own_ms > 0 else default
+        return min(own, self.remaining())
+
+
+class ComponentCaller:
+    """Calls components of the plugins in a registry, in their runners."""
+
+    def __init__(self, registry: ComponentRegistry) -> None:
+        self._registry = registry
+
+    async def call(
+        self, component: PluginComponent, args: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Run ``component`` with ``args`` within ``timeout`` seconds; never raises."""
+        if timeout <= 0:
+            return _failure("the dispatch deadline passed before this handler could run", "timeout")
+        owner: ComponentInvoker | None = _as_invoker(self._registry.owner(component.plugin_id))
+        if owner is None:
+            message = f"plugin {component.plugin_id} is not loaded"
+            return _failure(message, "plugin_not_found")
+        try:
+            reply = await owner.invoke_component(
+                component.plugin_id, component.kind, component.name, args, timeout
+            )
+        except Exception as exc:  # an owner breaking its promise must not reach the embedder
+            log.exception("calling %s failed", component.key)
+            return _failure(f"{type(exc).__name__}: {exc}", "internal")
+        if not reply.get("success", False) and reply.get("error") and "error_code" not in reply:
+            reply = {**reply, "error_code": "handler_failed"}  # the plugin's code raised
+        return reply
+
+
+class Background:
+    """Fire-and-forget calls that are still owned: tracked, logged, awaited or cancelled."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, what: str, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        """Run ``call`` in the background; a failed reply is logged as a warning, never raised."""
+        task = asyncio.get_running_loop().create_task(self._run(what, call))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _run(what: str, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        try:
+            reply = await call()
+        except Exception:
+            log.exception("background %s failed", what)
+            return
+        if not reply.get("success", False):
+            log.warning("background %s failed: %s", what, reply.get("error", "unknown error"))
+
+    @property
+    def pending(self) -> int:
+        """Background calls not finished yet."""
+        return len(self._tasks)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait until every background call has ended; False if ``timeout`` passed first."""
+        if not self._tasks:
+            return True
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        return not pending
+
+    async def aclose(self) -> None:
+        """Cancel what is still running and wait for it to stop."""
+        tasks = set(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _as_invoker(owner: object) -> ComponentInvoker | None:
+    """The registry's owner of a plugin, when it can run components (a runner supervisor)."""
+    return owner if isinstance(owner, ComponentInvoker) else None
+
+
+def _failure(message: str, code: str) -> dict[str, Any]:
+    return {"success": False, "error": message, "error_code": code}

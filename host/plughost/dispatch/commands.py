@@ -1,0 +1,117 @@
+"""Match a message's text against every enabled command and run the first match in its runner.
+
+Matching is MaiBot's: commands are tried in registry order (plugin id, then the
+order the plugin reported them); a command matches when its pattern is found
+in the text (``re.search``; named groups become ``matched_groups``) or, failing
+that, when the text starts with one of its aliases. A pattern that does not
+compile never matches (``plughost check`` reports it as an error).
+
+The outcome says whether a command handled the message and whether the bot
+should keep processing it: a command's ``intercept`` (its third return value)
+stops processing, and so does a command that failed (raised, timed out,
+crashed its runner), as in MaiBot, so a broken command is never followed by the
+bot answering the same message as if it were chat.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from plughost.dispatch.calls import ComponentCaller, Deadline
+from plughost.plugins.component_info import PluginComponent
+from plughost.plugins.components import ComponentRegistry
+
+__all__ = ["CommandDispatcher", "CommandOutcome"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """What dispatching one message to the commands did.
+
+    Attributes:
+        handled: A command matched and was run (whatever its result).
+        command: The command that matched, ``plugin_id.name``; None when none did.
+        success: The command ran and reported success.
+        response: The text the command returned (for the bot to send, if it wants).
+        continue_processing: Whether the bot should go on with the message
+            (false when the command intercepts it or failed).
+        matched_groups: The pattern's named groups.
+        error: Why the command failed, or ``""``.
+        error_code: ``timeout``, ``plugin_crashed``, ``handler_failed``...; None on success.
+    """
+
+    handled: bool
+    command: str | None = None
+    success: bool = False
+    response: str | None = None
+    continue_processing: bool = True
+    matched_groups: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    error_code: str | None = None
+
+
+class CommandDispatcher:
+    """Finds and runs the command a message's text triggers."""
+
+    def __init__(
+        self,
+        registry: ComponentRegistry,
+        caller: ComponentCaller,
+        config_of: Callable[[str], Mapping[str, Any]],
+    ) -> None:
+        self._registry = registry
+        self._caller = caller
+        self._config_of = config_of
+
+    def match(self, text: str) -> tuple[PluginComponent, dict[str, Any]] | None:
+        """The first enabled command ``text`` triggers, with its named groups."""
+        for command in self._registry.components("COMMAND"):
+            if not self._registry.component_enabled(command):
+                continue
+            pattern = command.compiled
+            if pattern is not None and (found := pattern.search(text)) is not None:
+                return command, found.groupdict()
+            if any(text.startswith(alias) for alias in command.aliases):
+                return command, {}
+        return None
+
+    async def dispatch(
+        self,
+        text: str,
+        *,
+        message: Mapping[str, Any] | None,
+        context: Mapping[str, str],
+        deadline: Deadline,
+    ) -> CommandOutcome:
+        """Run the command ``text`` triggers, if any; never raises."""
+        found = self.match(text)
+        if found is None:
+            return CommandOutcome(handled=False)
+        command, groups = found
+        args: dict[str, Any] = {
+            "text": text,
+            **context,
+            "matched_groups": groups,
+            "message": dict(message) if message is not None else None,
+            "plugin_config": dict(self._config_of(command.plugin_id)),
+        }
+        timeout = deadline.budget(command.timeout_ms, deadline.seconds)
+        reply = await self._caller.call(command, args, timeout)
+        if reply.get("error_code"):
+            log.warning("command %s failed: %s", command.full_name, reply.get("error"))
+        response = reply.get("response")
+        return CommandOutcome(
+            handled=True,
+            command=command.full_name,
+            success=bool(reply.get("success", False)),
+            response=None if response is None else str(response),
+            continue_processing=not bool(reply.get("intercept", True)),
+            matched_groups=groups,
+            error=str(reply.get("error") or ""),
+            error_code=reply.get("error_code"),
+        )
