@@ -112,18 +112,24 @@ class FakeRunner:
                 next_beat = now + self._heartbeat_interval
             if not self._sock.poll(max(1, int((next_beat - now) * 1000))):
                 continue
-            envelope = wire.decode(self._sock.recv())
-            if envelope["kind"] != "request":
-                continue
-            if envelope["method"] == "runner.shutdown":
-                self._send(wire.response(envelope, {"unload_problems": {}}))
-                return 0
-            if envelope["method"] == "tool.invoke":
-                self._misbehave(envelope)
-            else:
-                error = wire.error_body("bad_payload", f"fake runner: no {envelope['method']}")
-                self._send(wire.response(envelope, error=error))
+            for envelope in wire.decode_many(self._sock.recv()):
+                if self._answer(envelope):
+                    return 0
         return 70
+
+    def _answer(self, envelope: wire.Envelope) -> bool:
+        """Answer one request from the host; True when it asked the runner to stop."""
+        if envelope["kind"] != "request":
+            return False
+        if envelope["method"] == "runner.shutdown":
+            self._send(wire.response(envelope, {"unload_problems": {}}))
+            return True
+        if envelope["method"] == "tool.invoke":
+            self._misbehave(envelope)
+        else:
+            error = wire.error_body("bad_payload", f"fake runner: no {envelope['method']}")
+            self._send(wire.response(envelope, error=error))
+        return False
 
     def _misbehave(self, envelope: wire.Envelope) -> None:
         arguments = (envelope["body"] or {}).get("arguments") or {}
@@ -153,9 +159,9 @@ class FakeRunner:
         while True:
             if not self._sock.poll(10_000):
                 raise TimeoutError(f"no answer to {method}")
-            reply = wire.decode(self._sock.recv())
-            if reply["kind"] == "response" and reply["id"] == self._next_id:
-                return reply
+            for reply in wire.decode_many(self._sock.recv()):
+                if reply["kind"] == "response" and reply["id"] == self._next_id:
+                    return reply
 
     def _send(self, envelope: Any) -> None:
         self._sock.send(wire.encode(envelope))

@@ -196,10 +196,14 @@ class RunnerService:
         self, group: asyncio.TaskGroup, frame: memoryview, blobs: list[memoryview]
     ) -> None:
         try:
-            envelope = wire.decode(frame, blobs)
+            envelopes = wire.decode_many(frame, blobs)
         except ProtocolError as exc:
             log.warning("dropped a frame from the host: %s", exc)
             return
+        for envelope in envelopes:
+            self._on_envelope(group, envelope)
+
+    def _on_envelope(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
         kind = envelope["kind"]
         if kind == "response":
             self._resolve(envelope)

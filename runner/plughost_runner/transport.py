@@ -47,11 +47,18 @@ class Transport:
         )
 
     async def send(self, parts: Sequence[bytes | memoryview]) -> None:
-        """Send one message (envelope frame, blob frames); wait only while the host's queue is full.
+        """Send one message (envelope frame, blob frames).
+
+        A message of one frame is posted: it goes out at once or with the others
+        sent in this loop iteration. One with blob frames is sent alone, waiting
+        only while the host's queue is full.
 
         Raises:
             zmq.ZMQError: the socket failed.
         """
+        if len(parts) == 1:
+            self._pump.post(parts)
+            return
         await self._pump.send(parts)
 
     def close(self) -> None:

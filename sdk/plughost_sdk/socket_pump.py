@@ -14,6 +14,14 @@ edge-triggered (it fires once for a batch, and a send can swallow its wakeup), s
 the reader drains until the socket reports nothing left, and a send that finds a
 message waiting has it drained on the next loop iteration.
 
+Under load, most of a call's cost is the socket send itself, so :meth:`SocketPump.post`
+coalesces: the first message posted in an event-loop iteration goes out at
+once (an isolated call waits for nothing), and the messages posted after it in
+the same iteration leave together at the end of it, their last parts joined
+into one frame. The protocol allows this because an envelope is a complete
+msgpack map, so a frame may hold several back to back
+(:func:`plughost_sdk.wire.decode_many`).
+
 Messages are received without a copy (``copy=False``): a part's bytes are read
 through ``Frame.buffer``, so a 10 MB media part is copied at most once, by
 whoever turns it into ``bytes``. Parts are sent with ``copy=False`` as well;
@@ -24,17 +32,31 @@ cheaper than tracking the buffer.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 
 import zmq
 
-__all__ = ["MessageHandler", "SocketPump"]
+__all__ = ["MessageHandler", "SendErrorHandler", "SocketPump"]
+
+log = logging.getLogger(__name__)
 
 MessageHandler = Callable[[list[zmq.Frame]], None]
 """Receives every part of one message, or is not called for a message over ``max_parts``."""
 
+SendErrorHandler = Callable[[zmq.ZMQError], None]
+"""Told when a posted message could not be sent (its sender has already moved on)."""
+
 _BATCH = 256
 """Messages handled per wakeup before other callbacks (heartbeats, replies) get a turn."""
+
+_Route = tuple[bytes | memoryview, ...]
+_Posted = tuple[_Route, bytes | memoryview]
+
+_COALESCE_MAX = 256
+"""Posted messages joined into one frame at most (``wire.MAX_BATCH``)."""
+_COALESCE_BYTES = 1024 * 1024
+"""A joined frame stops growing past this many bytes: big messages gain nothing from it."""
 
 # Plain ints: pyzmq's enum flags cost a Python-level operation at every use.
 _EVENTS = int(zmq.EVENTS)
@@ -50,11 +72,25 @@ class SocketPump:
         max_parts: A message with more parts is read to its end and dropped;
             :attr:`oversized` counts them. A peer cannot make one message cost
             more than this many frame objects.
+        on_send_error: Told when a posted message could not be sent.
     """
 
-    def __init__(self, sock: zmq.Socket[bytes], *, max_parts: int) -> None:
+    def __init__(
+        self,
+        sock: zmq.Socket[bytes],
+        *,
+        max_parts: int,
+        on_send_error: SendErrorHandler | None = None,
+    ) -> None:
         self._sock = sock
         self._max_parts = max_parts
+        self._on_send_error = on_send_error
+        # Messages posted in this loop iteration, as (routing parts, body); None when no
+        # iteration window is open. The backlog holds what a full queue held back.
+        self._window: list[_Posted] | None = None
+        self._backlog: list[_Posted] = []
+        self._draining: asyncio.Task[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
         self._fd = int(sock.getsockopt(zmq.FD))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_message: MessageHandler | None = None
@@ -156,7 +192,119 @@ class SocketPump:
         if not self._check_scheduled and int(sock.getsockopt(_EVENTS)) & _POLLIN:
             self._schedule_events()
 
+    def post(self, parts: Sequence[bytes | memoryview]) -> None:
+        """Send one message now, or with the others posted in this loop iteration.
+
+        ``parts`` are the routing parts (a ROUTER's peer identity, or none) and one
+        body frame holding complete envelopes. Messages to the same peer posted in
+        one iteration are joined into one frame; order is kept. A failure is
+        reported to ``on_send_error``, since the caller has moved on.
+        """
+        route, body = tuple(parts[:-1]), parts[-1]
+        if self._window is None and not self._backlog:
+            loop = self._loop or asyncio.get_running_loop()
+            self._window = []
+            loop.call_soon(self._close_window)
+            try:
+                self._send_now(route, body)
+                return
+            except zmq.Again:
+                pass  # the peer's queue is full: wait in the window like the rest
+            except zmq.ZMQError as exc:
+                self._report(exc)
+                return
+        if self._window is None:
+            self._backlog.append((route, body))
+        else:
+            self._window.append((route, body))
+
+    @property
+    def backlogged(self) -> bool:
+        """Whether posted messages are waiting for the peer's queue to have room."""
+        return bool(self._backlog)
+
+    async def drained(self) -> None:
+        """Wait until no posted message waits for the peer's queue (at once if none does)."""
+        while self._backlog:
+            if self._drained is None or self._drained.done():
+                self._drained = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._drained)
+
+    def _close_window(self) -> None:
+        """End of the iteration: send what was posted in it, joined per peer."""
+        window, self._window = self._window or [], None
+        self._backlog.extend(_joined(window))
+        if not self._drain_backlog() and (self._draining is None or self._draining.done()):
+            loop = self._loop or asyncio.get_running_loop()
+            self._draining = loop.create_task(self._drain_when_writable())
+
+    def _drain_backlog(self) -> bool:
+        """Send the backlog until the peer's queue is full; True when all of it went."""
+        while self._backlog:
+            route, body = self._backlog[0]
+            try:
+                self._send_now(route, body)
+            except zmq.Again:
+                return False
+            except zmq.ZMQError as exc:
+                self._report(exc)
+            del self._backlog[0]
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        return True
+
+    async def _drain_when_writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            writer = loop.create_future()
+            self._writers.append(writer)
+            loop.call_soon(self._on_events)  # writable again already? then go on at once
+            await writer
+            if self._drain_backlog():
+                return
+
+    def _send_now(self, route: _Route, body: bytes | memoryview) -> None:
+        sock = self._sock
+        if route:
+            # All parts of a message are queued once the first one is accepted.
+            sock.send(route[0], _NOBLOCK | _SNDMORE, copy=False)
+            for part in route[1:]:
+                sock.send(part, _NOBLOCK | _SNDMORE, copy=False)
+        sock.send(body, _NOBLOCK, copy=False)
+        if not self._check_scheduled and int(sock.getsockopt(_EVENTS)) & _POLLIN:
+            self._schedule_events()
+
+    def _report(self, exc: zmq.ZMQError) -> None:
+        if self._on_send_error is not None:
+            self._on_send_error(exc)
+        else:
+            log.debug("a posted message was not sent: %s", exc)
+
     def detach(self) -> None:
         """Stop watching the socket's descriptor (a no-op unless run() never cleaned up)."""
+        if self._draining is not None:
+            self._draining.cancel()
         if self._loop is not None and not self._loop.is_closed():
             self._loop.remove_reader(self._fd)
+
+
+def _joined(
+    window: list[_Posted],
+) -> list[_Posted]:
+    """Join consecutive messages to the same peer, keeping order and the batch bounds."""
+    out: list[_Posted] = []
+    group: list[bytes | memoryview] = []
+    route: _Route | None = None
+    size = 0
+    for next_route, body in window:
+        if group and (
+            next_route != route or len(group) == _COALESCE_MAX or size + len(body) > _COALESCE_BYTES
+        ):
+            out.append((route or (), b"".join(group)))
+            group, size = [], 0
+        route = next_route
+        group.append(body)
+        size += len(body)
+    if group:
+        out.append((route or (), b"".join(group)))
+    return out

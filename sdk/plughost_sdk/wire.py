@@ -17,16 +17,20 @@ such a payload into or out of the envelope, so media cost one copy end to end.
 The envelope is plain msgpack on purpose: frames are checked with a few
 ``isinstance`` tests, not a pydantic model, because this is the hot path.
 
+A frame without blob frames may hold several envelopes back to back: a sender
+coalesces what it sends in one event-loop iteration (:func:`decode_many`).
+
 Changelog:
     1: first version.
-    2: blob frames after the envelope, referenced by ext type 1.
+    2: blob frames after the envelope, referenced by ext type 1; several envelopes
+       back to back in one frame.
     3: ``component.invoke`` (commands, event handlers, hook handlers, APIs), the
        ``components`` list of a loaded plugin, the ``component_not_found`` code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, TypedDict, get_args
 
 import msgpack
@@ -39,6 +43,7 @@ __all__ = [
     "BLOB_MIN_BYTES",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ERROR_CODES",
+    "MAX_BATCH",
     "MAX_BLOBS",
     "PROTOCOL_VERSION",
     "Blob",
@@ -48,6 +53,7 @@ __all__ = [
     "Method",
     "WireError",
     "decode",
+    "decode_many",
     "encode",
     "encode_parts",
     "error_body",
@@ -66,6 +72,8 @@ BLOB_MIN_BYTES: Final = 64 * 1024
 """Result media this large or larger travel as blob frames; smaller ones stay ``bin``."""
 MAX_BLOBS: Final = 64
 """Blob frames one message may carry; a message with more is dropped whole."""
+MAX_BATCH: Final = 256
+"""Envelopes one coalesced frame may carry (see :func:`decode_many`)."""
 
 Kind = Literal["request", "response", "event"]
 
@@ -241,7 +249,7 @@ def encode_parts(envelope: Envelope) -> list[bytes | memoryview]:
 
 
 def decode(frame: bytes | memoryview, blobs: Sequence[bytes | memoryview] = ()) -> Envelope:
-    """Decode and check one envelope frame; ``blobs`` are the frames that followed it.
+    """Decode and check a frame holding exactly one envelope; ``blobs`` followed it.
 
     Each blob referenced from the envelope becomes ``bytes`` (its one copy); a blob
     frame nothing references is ignored.
@@ -250,17 +258,59 @@ def decode(frame: bytes | memoryview, blobs: Sequence[bytes | memoryview] = ()) 
         ProtocolError: the frame is not msgpack, not an envelope, or of another
             version, or it references a blob frame that is not there.
     """
+    try:
+        data = msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=_blob_hook(blobs))
+    except Exception as exc:  # msgpack raises several unrelated types on garbage
+        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+    return _checked(data)
 
+
+def decode_many(
+    frame: bytes | memoryview, blobs: Sequence[bytes | memoryview] = ()
+) -> list[Envelope]:
+    """Decode a frame holding one envelope, or up to ``MAX_BATCH`` back to back.
+
+    A sender coalesces the envelopes it sends in one event-loop iteration into one
+    frame (see :class:`~plughost_sdk.socket_pump.SocketPump`); each is a complete
+    msgpack map, so the frame is their concatenation. A bad envelope anywhere
+    makes the whole frame invalid.
+
+    Raises:
+        ProtocolError: as :func:`decode`, or more than ``MAX_BATCH`` envelopes.
+    """
+    hook = _blob_hook(blobs)
+    try:
+        return [_checked(msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=hook))]
+    except msgpack.ExtraData:
+        pass  # a coalesced batch: several envelopes back to back
+    except Exception as exc:  # msgpack raises several unrelated types on garbage
+        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+    unpacker = msgpack.Unpacker(
+        raw=False, strict_map_key=False, ext_hook=hook, max_buffer_size=max(len(frame), 1)
+    )
+    try:
+        unpacker.feed(frame)
+        items = [data for data, _ in zip(unpacker, range(MAX_BATCH + 1), strict=False)]
+    except Exception as exc:
+        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+    if len(items) > MAX_BATCH:
+        raise ProtocolError(f"more than {MAX_BATCH} envelopes in one frame")
+    if unpacker.tell() != len(frame):
+        raise ProtocolError("frame ends in the middle of an envelope")
+    return [_checked(data) for data in items]
+
+
+def _blob_hook(blobs: Sequence[bytes | memoryview]) -> Callable[[int, bytes], Any]:
     def blob(code: int, data: bytes) -> Any:
         index = int.from_bytes(data, "big") if code == BLOB_EXT and len(data) == 4 else 0
         if not 1 <= index <= len(blobs):
             raise ValueError(f"ext type {code} does not name one of {len(blobs)} blob frames")
         return bytes(blobs[index - 1])
 
-    try:
-        data = msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=blob)
-    except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+    return blob
+
+
+def _checked(data: Any) -> Envelope:
     if not isinstance(data, dict):
         raise ProtocolError("frame is not an envelope (expected a map)")
     version = data.get("v")

@@ -78,3 +78,49 @@ async def test_a_single_part_message_is_within_any_limit(max_parts: int) -> None
 
         assert await asyncio.wait_for(received.get(), timeout=10) == [b"only"]
         assert receiver.oversized == 0
+
+
+async def test_messages_posted_in_one_iteration_after_the_first_leave_as_one_frame() -> None:
+    async with pumped_pair(max_parts=2) as (_, sender, received):
+        for number in range(5):  # no await between: one event-loop iteration
+            sender.post([b"<%d>" % number])
+
+        first = await asyncio.wait_for(received.get(), timeout=10)
+        rest = await asyncio.wait_for(received.get(), timeout=10)
+
+    assert first == [b"<0>"]  # the first goes at once: an isolated message waits for nothing
+    assert rest == [b"<1><2><3><4>"]
+
+
+async def test_a_post_while_the_peer_queue_is_full_waits_its_turn_in_order() -> None:
+    context = zmq.Context()
+    server, client = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+    client.setsockopt(zmq.SNDHWM, 2)
+    server.setsockopt(zmq.RCVHWM, 2)
+    server.bind("inproc://full")
+    client.connect("inproc://full")
+    sender = SocketPump(client, max_parts=1)
+    pumping = asyncio.create_task(sender.run(lambda parts: None))
+    try:
+        big = b"x" * (2 * 1024 * 1024)  # over the join limit: each stays its own message
+        for number in range(20):
+            sender.post([bytes([number]) + big])
+            await asyncio.sleep(0)  # a new iteration each time
+        assert sender.backlogged
+        got = []
+        async with asyncio.timeout(20):
+            while len(got) < 20:
+                if server.poll(10):
+                    got.append(server.recv()[0])
+                else:
+                    await asyncio.sleep(0)
+            await sender.drained()
+        assert got == list(range(20))
+        assert not sender.backlogged
+    finally:
+        pumping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pumping
+        server.close(linger=0)
+        client.close(linger=0)
+        context.term()

@@ -150,3 +150,42 @@ def test_more_blobs_than_a_message_may_carry_cannot_be_encoded() -> None:
 def test_encode_refuses_a_blob_so_it_is_never_silently_inlined() -> None:
     with pytest.raises(ProtocolError):
         wire.encode(wire.request(1, "tool.invoke", wire.Blob(b"x")))
+
+
+def test_a_frame_may_hold_several_envelopes_back_to_back() -> None:
+    envelopes = [wire.request(n, "tool.invoke", {"n": n}) for n in range(1, 4)]
+    frame = b"".join(wire.encode(e) for e in envelopes)
+
+    decoded = wire.decode_many(frame)
+
+    assert [e["body"]["n"] for e in decoded] == [1, 2, 3]
+
+
+def test_a_frame_with_one_bad_envelope_among_good_ones_is_refused_whole() -> None:
+    good = wire.encode(wire.request(1, "tool.invoke", {}))
+    bad = msgpack.packb({"v": wire.PROTOCOL_VERSION, "kind": "nonsense", "id": 2, "method": "x"})
+
+    with pytest.raises(ProtocolError):
+        wire.decode_many(good + bad)
+
+
+def test_a_frame_cut_in_the_middle_of_an_envelope_is_refused() -> None:
+    good = wire.encode(wire.request(1, "tool.invoke", {"text": "hello"}))
+
+    with pytest.raises(ProtocolError, match="middle"):
+        wire.decode_many(good + good[:-3])
+
+
+def test_more_envelopes_in_one_frame_than_a_batch_may_hold_is_refused() -> None:
+    one = wire.encode(wire.event("runner.heartbeat", {}))
+
+    assert len(wire.decode_many(one * wire.MAX_BATCH)) == wire.MAX_BATCH
+    with pytest.raises(ProtocolError, match="envelopes in one frame"):
+        wire.decode_many(one * (wire.MAX_BATCH + 1))
+
+
+def test_decode_still_refuses_a_frame_of_several_envelopes() -> None:
+    one = wire.encode(wire.event("runner.heartbeat", {}))
+
+    with pytest.raises(ProtocolError):
+        wire.decode(one + one)

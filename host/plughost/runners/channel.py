@@ -79,7 +79,7 @@ class RunnerChannel:
             curve.secure_server(self._sock)
         self._sock.bind(endpoint)
         self.endpoint: str = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        self._pump = SocketPump(self._sock, max_parts=_MAX_PARTS)
+        self._pump = SocketPump(self._sock, max_parts=_MAX_PARTS, on_send_error=self._send_failed)
         self._max_message_bytes = max_message_bytes
         self._peer: bytes | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -122,10 +122,16 @@ class RunnerChannel:
         blobs: list[memoryview],
     ) -> None:
         try:
-            envelope = wire.decode(frame, blobs)
+            envelopes = wire.decode_many(frame, blobs)
         except ProtocolError as exc:
             self._reject(identity, str(exc))
             return
+        for envelope in envelopes:
+            self._dispatch_one(group, identity, envelope)
+
+    def _dispatch_one(
+        self, group: asyncio.TaskGroup, identity: bytes, envelope: wire.Envelope
+    ) -> None:
         if identity != self._peer:
             self._handshake(group, identity, envelope)
             return
@@ -218,8 +224,14 @@ class RunnerChannel:
         """
         if self._peer is None:
             raise RunnerCrashedError("the runner is not connected")
+        parts = wire.encode_parts(envelope)
+        if len(parts) == 1:  # most messages: coalesced with others sent in this iteration
+            if self._pump.backlogged:  # the runner's queue is full: wait for room first
+                await self._pump.drained()
+            self._pump.post((self._peer, parts[0]))
+            return
         try:
-            await self._pump.send((self._peer, *wire.encode_parts(envelope)))
+            await self._pump.send((self._peer, *parts))
         except zmq.ZMQError as exc:
             raise RunnerCrashedError(f"cannot reach the runner: {exc}") from exc
 
@@ -264,6 +276,11 @@ class RunnerChannel:
     async def _cancel_remote(self, request_id: int) -> None:
         with contextlib.suppress(RunnerCrashedError):
             await self.send(wire.event("call.cancel", {"id": request_id}))
+
+    def _send_failed(self, exc: zmq.ZMQError) -> None:
+        """A posted message did not go out: the runner's end is gone (ROUTER_MANDATORY)."""
+        log.warning("cannot reach the runner on %s: %s", self.endpoint, exc)
+        self.fail_all(f"cannot reach the runner: {exc}")
 
     def fail_all(self, reason: str) -> None:
         """Fail every request still waiting: the runner is gone."""

@@ -205,20 +205,22 @@ class RunnerLink:
         async with asyncio.TaskGroup() as group:
             group.create_task(self._watch_exit())
             while True:
-                identity, envelope = await self._receive()
-                if envelope is None:
-                    continue
-                if identity != self._peer:
-                    self._handshake(group, identity, envelope)
-                elif envelope["kind"] == "response":
-                    self._resolve(envelope)
-                elif envelope["kind"] == "request":
-                    group.create_task(self._answer(envelope))
-                elif envelope["method"] == "log.batch":
-                    self._on_logs(envelope["body"])
-                # Heartbeats need no answer: the harness does not watch for hangs.
+                identity, envelopes = await self._receive()
+                for envelope in envelopes:
+                    self._dispatch(group, identity, envelope)
 
-    async def _receive(self) -> tuple[bytes, wire.Envelope | None]:
+    def _dispatch(self, group: asyncio.TaskGroup, identity: bytes, envelope: wire.Envelope) -> None:
+        if identity != self._peer:
+            self._handshake(group, identity, envelope)
+        elif envelope["kind"] == "response":
+            self._resolve(envelope)
+        elif envelope["kind"] == "request":
+            group.create_task(self._answer(envelope))
+        elif envelope["method"] == "log.batch":
+            self._on_logs(envelope["body"])
+        # Heartbeats need no answer: the harness does not watch for hangs.
+
+    async def _receive(self) -> tuple[bytes, list[wire.Envelope]]:
         if self._socket is None:
             raise RuntimeError("the harness has no socket")
         parts = await self._socket.recv_multipart()
@@ -227,10 +229,10 @@ class RunnerLink:
                 raise ProtocolError(
                     f"expected 2 to {2 + wire.MAX_BLOBS} frame parts, got {len(parts)}"
                 )
-            return parts[0], wire.decode(parts[1], parts[2:])
+            return parts[0], wire.decode_many(parts[1], parts[2:])
         except ProtocolError as exc:
             log.warning("dropped a frame from the runner: %s", exc)
-            return parts[0], None
+            return parts[0], []
 
     async def _watch_exit(self) -> None:
         if self._process is None:
@@ -290,13 +292,10 @@ class RunnerLink:
     async def _drain_logs(self) -> None:
         """Read the last log batch, which the runner sends just before it exits."""
         while self._socket is not None and await self._socket.poll(timeout=50):
-            identity, envelope = await self._receive()
-            if (
-                envelope is not None
-                and identity == self._peer
-                and envelope["method"] == "log.batch"
-            ):
-                self._on_logs(envelope["body"])
+            identity, envelopes = await self._receive()
+            for envelope in envelopes:
+                if identity == self._peer and envelope["method"] == "log.batch":
+                    self._on_logs(envelope["body"])
 
     async def _send(self, envelope: wire.Envelope, identity: bytes | None = None) -> None:
         """Send to the runner; zmq errors become RunnerCrashedError here, at the edge."""
