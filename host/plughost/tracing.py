@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 __all__ = ["TRACER_NAME", "start_span"]
@@ -22,20 +22,24 @@ __all__ = ["TRACER_NAME", "start_span"]
 TRACER_NAME = "plughost"
 
 
-@contextlib.contextmanager
-def start_span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
+_NO_SPAN: AbstractContextManager[None] = contextlib.nullcontext()
+"""Shared by every untraced call: entering it costs less than making a generator."""
+
+
+def start_span(name: str, attributes: dict[str, Any]) -> AbstractContextManager[Any]:
     """Open a span named ``name`` as the current span, if the program traces.
 
-    Yields:
-        The span (set attributes or a status on it), or None when nothing traces.
+    Returns:
+        A context manager giving the span (set attributes or a status on it), or
+        None when nothing traces.
     """
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None or _no_sdk(trace):
-        yield None
-        return
-    tracer = trace.get_tracer(TRACER_NAME)
-    with tracer.start_as_current_span(name, attributes=attributes) as current:
-        yield current
+        return _NO_SPAN
+    span: AbstractContextManager[Any] = trace.get_tracer(TRACER_NAME).start_as_current_span(
+        name, attributes=attributes
+    )
+    return span
 
 
 def _no_sdk(trace: Any) -> bool:
