@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plughost.dispatch.hooks import HookSpec
+from plughost.dispatch.hooks import PLANNER_HOOK_SPECS
 from plughost.host import PluginHost
 from plughost_sdk import EventType, ToolExecutionContext
 
@@ -84,15 +84,9 @@ async def handle(host: PluginHost, stream_id: str, text: str) -> None:
 
 async def main() -> None:
     async with PluginHost([EXAMPLES / "chat_guard", EXAMPLES / "search_tools"]) as host:
-        # The hook's rules: handlers may rewrite the request but not abort it, 6 s each.
-        host.register_hook_spec(
-            HookSpec(
-                "maisaka.planner.before_request",
-                default_timeout_ms=6000,
-                allow_abort=False,
-                allow_kwargs_mutation=True,
-            )
-        )
+        # The planner hooks' rules, as MaiBot declares them: rewrite yes, abort no, 6 s each.
+        for spec in PLANNER_HOOK_SPECS:
+            host.register_hook_spec(spec)
         for stream_id, text in MESSAGES:
             await handle(host, stream_id, text)
 

@@ -1,0 +1,226 @@
+"""The dispatchers' rules over an in-memory owner: order, copies, deadlines, refusals.
+
+Real runners (tests/integration/test_dispatch.py) show the same rules end to end;
+these pin the edges that need exact control of each handler's reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from plughost.dispatch.hooks import PLANNER_HOOK_SPECS, HookSpec
+from plughost.dispatch.service import ComponentDispatcher
+from plughost.plugins.component_info import PluginComponent
+from plughost.plugins.components import ComponentRegistry
+from plughost.settings import HostSettings
+from plughost_sdk.models import ToolExecutionResult
+
+Reply = Callable[[str, dict[str, Any]], Any]
+
+
+class FakeOwner:
+    """Answers component calls from a function of (name, args); records the calls."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.calls: list[tuple[str, dict[str, Any], float]] = []
+
+    async def invoke(self, plugin_id: str, tool: str, arguments: Any, timeout: float) -> Any:
+        return ToolExecutionResult(tool_name=tool)
+
+    async def invoke_component(
+        self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        self.calls.append((name, args, timeout))
+        answer = self.reply(name, args)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        return dict(answer)
+
+
+def hook(plugin: str, name: str, **metadata: Any) -> PluginComponent:
+    return PluginComponent(plugin, name, "HOOK_HANDLER", {"hook": "h", **metadata})
+
+
+def event(plugin: str, name: str, **metadata: Any) -> PluginComponent:
+    meta = {"event_type": "on_message", "intercept_message": True, **metadata}
+    return PluginComponent(plugin, name, "EVENT_HANDLER", meta)
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[Callable[..., ComponentDispatcher]]:
+    made: list[ComponentDispatcher] = []
+
+    def build(
+        owners: dict[str, tuple[FakeOwner, list[PluginComponent]]], timeout: float = 5.0
+    ) -> ComponentDispatcher:
+        registry = ComponentRegistry()
+        for plugin_id, (owner, components) in owners.items():
+            registry.replace_plugin(plugin_id, [], owner, components)
+        settings = HostSettings(call_timeout=timeout)
+        dispatcher = ComponentDispatcher(registry, lambda: settings, lambda _: {})
+        made.append(dispatcher)
+        return dispatcher
+
+    yield build
+    for dispatcher in made:
+        await dispatcher.aclose()
+
+
+def trail(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    kwargs = {k: v for k, v in args.items() if k != "hook_name"}
+    return {"success": True, "modified_kwargs": {**kwargs, "trail": [*args["trail"], name]}}
+
+
+async def test_equal_slots_are_ordered_by_plugin_id_then_name(setup: Any) -> None:
+    b = FakeOwner(trail)
+    a = FakeOwner(trail)
+    dispatcher = setup(
+        {
+            "p.b": (b, [hook("p.b", "x", order="normal"), hook("p.b", "a", order="normal")]),
+            "p.a": (a, [hook("p.a", "z", order="normal"), hook("p.a", "y", order="late")]),
+        }
+    )
+
+    outcome = await dispatcher.run_hook("h", trail=[])
+
+    assert outcome.kwargs["trail"] == ["z", "a", "x", "y"]
+
+
+async def test_observers_do_not_run_when_the_chain_is_aborted(setup: Any) -> None:
+    owner = FakeOwner(lambda name, args: {"success": True, "action": "abort"})
+    dispatcher = setup(
+        {"p.a": (owner, [hook("p.a", "stop"), hook("p.a", "watch", mode="observe")])}
+    )
+
+    outcome = await dispatcher.run_hook("h", trail=[])
+    await dispatcher.drain(5.0)
+
+    assert outcome.aborted
+    assert outcome.observers == 0
+    assert [name for name, _, _ in owner.calls] == ["stop"]
+
+
+async def test_a_spec_that_forbids_rewriting_keeps_the_payload(setup: Any) -> None:
+    owner = FakeOwner(trail)
+    dispatcher = setup({"p.a": (owner, [hook("p.a", "one")])})
+    dispatcher.register_hook_spec(HookSpec("h", allow_kwargs_mutation=False))
+
+    outcome = await dispatcher.run_hook("h", trail=[])
+
+    assert outcome.kwargs == {"trail": []}
+    assert "does not allow changing its arguments" in outcome.errors[0]
+
+
+async def test_an_abort_policy_under_a_spec_that_forbids_abort_acts_as_skip(setup: Any) -> None:
+    def reply(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        if name == "bad":
+            return {"success": False, "error": "boom", "error_code": "handler_failed"}
+        return trail(name, args)
+
+    owner = FakeOwner(reply)
+    dispatcher = setup(
+        {
+            "p.a": (
+                owner,
+                [hook("p.a", "bad", error_policy="abort"), hook("p.a", "ok", order="late")],
+            )
+        }
+    )
+    dispatcher.register_hook_spec(HookSpec("h", allow_abort=False))
+
+    outcome = await dispatcher.run_hook("h", trail=[])
+
+    assert not outcome.aborted
+    assert outcome.kwargs["trail"] == ["ok"]
+
+
+async def test_each_handler_gets_its_own_limit_cut_to_what_the_chain_has_left(
+    setup: Any,
+) -> None:
+    async def slow(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.3)
+        return trail(name, args)
+
+    owner = FakeOwner(slow)
+    dispatcher = setup(
+        {"p.a": (owner, [hook("p.a", "own", timeout_ms=250, order="early"), hook("p.a", "rest")])}
+    )
+    dispatcher.register_hook_spec(HookSpec("h", default_timeout_ms=100_000))
+
+    await dispatcher.run_hook("h", timeout=0.5, trail=[])
+
+    (_, _, own), (_, _, rest) = owner.calls
+    assert own == pytest.approx(0.25)
+    assert 0.1 < rest < 0.25  # the 100 s default, cut to what is left of 0.5 s
+
+
+async def test_handlers_after_the_deadline_fail_with_timeout_without_being_called(
+    setup: Any,
+) -> None:
+    async def slow(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.25)  # the fake does not enforce limits: it overstays them
+        return {"success": True, "continue_processing": True}
+
+    owner = FakeOwner(slow)
+    dispatcher = setup(
+        {"p.a": (owner, [event("p.a", "first", weight=2), event("p.a", "second", weight=1)])}
+    )
+
+    outcome = await dispatcher.emit_event("on_message", {"t": 1}, timeout=0.2)
+
+    assert [name for name, _, _ in owner.calls] == ["first"]
+    assert [r.error_code for r in outcome.results] == [None, "timeout"]
+    assert outcome.continue_processing
+
+
+async def test_background_handlers_each_get_a_deep_copy_of_the_final_message(
+    setup: Any,
+) -> None:
+    def reply(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        args["message"]["nested"]["seen_by"].append(name)  # mutate the copy it got
+        return {"success": True}
+
+    owner = FakeOwner(reply)
+    listeners = [event("p.a", n, intercept_message=False) for n in ("one", "two")]
+    dispatcher = setup({"p.a": (owner, listeners)})
+    message = {"nested": {"seen_by": []}}
+
+    outcome = await dispatcher.emit_event("on_message", message)
+    assert await dispatcher.drain(5.0)
+
+    assert outcome.background == 2
+    assert message == {"nested": {"seen_by": []}}
+    assert sorted(args["message"]["nested"]["seen_by"][0] for _, args, _ in owner.calls) == [
+        "one",
+        "two",
+    ]
+
+
+async def test_a_plugin_that_is_gone_is_a_failed_handler_not_an_error(setup: Any) -> None:
+    owner = FakeOwner(trail)
+    dispatcher = setup({"p.a": (owner, [hook("p.a", "one")])})
+    dispatcher.hooks._registry._owners.clear()  # the runner was dropped mid-dispatch
+
+    outcome = await dispatcher.run_hook("h", trail=[])
+
+    assert "plugin p.a is not loaded" in outcome.errors[0]
+
+
+def test_the_planner_hook_specs_rewrite_but_never_abort() -> None:
+    names = [spec.name for spec in PLANNER_HOOK_SPECS]
+
+    assert names == ["maisaka.planner.before_request", "maisaka.planner.after_response"]
+    assert all(s.allow_kwargs_mutation and not s.allow_abort for s in PLANNER_HOOK_SPECS)
+    assert all(s.default_timeout_ms == 6000 for s in PLANNER_HOOK_SPECS)
+
+
+async def test_a_non_positive_timeout_is_a_caller_mistake(setup: Any) -> None:
+    dispatcher = setup({})
+
+    with pytest.raises(ValueError, match="positive"):
+        await dispatcher.run_hook("h", timeout=0)
