@@ -30,11 +30,14 @@ async def test_a_plugin_call_is_a_tool_call_span_around_a_runner_call_span(
     make_host: HostFactory, exporter: InMemorySpanExporter
 ) -> None:
     async with make_host([TEST_PLUGINS / "echo"]) as host:
-        await host.invoke("echo", {"text": "hi"})
+        with trace.get_tracer("bot").start_as_current_span("turn"):
+            await host.invoke("echo", {"text": "hi"})
         pid = host.runner_for("tests.echo").pid  # type: ignore[union-attr]
 
     spans = {span.name: span for span in exporter.get_finished_spans()}
-    call, runner = spans["plughost.tool_call"], spans["plughost.runner_call"]
+    call, runner, turn = spans["plughost.tool_call"], spans["plughost.runner_call"], spans["turn"]
+    assert call.parent is not None
+    assert call.parent.span_id == turn.context.span_id
     assert runner.parent is not None
     assert runner.parent.span_id == call.context.span_id
     assert call.attributes["plughost.tool"] == "echo"

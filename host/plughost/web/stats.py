@@ -33,7 +33,7 @@ class CallStats:
     """Rolling call counts and latencies per source."""
 
     def __init__(
-        self, *, window: float = 600.0, bucket: float = 10.0, clock: Callable[[], float] = time.time
+        self, *, window: float = 300.0, bucket: float = 5.0, clock: Callable[[], float] = time.time
     ) -> None:
         if bucket <= 0 or window < bucket:
             raise ValueError("bucket must be positive and no longer than window")

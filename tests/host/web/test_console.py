@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,11 +14,19 @@ import httpx2
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from plughost.host import PluginHost
+import plughost.web.snapshot as snapshot
+from plughost.events import EventKind, LifecycleEvent
+from plughost.host import PluginHost, PluginStatus
+from plughost.runners.supervisor import RunnerState
 from plughost.settings import WebSettings
 from plughost.web import WebConsole
+from plughost.web.stats import CallStats
 from plughost_sdk.models import ToolInvocation
-from tests.conftest import TEST_PLUGINS, HostFactory
+from tests.conftest import TEST_PLUGINS, HostFactory, fast_settings
+from tests.fault_injection import copy_plugin
+from tests.waiting import wait_until
+
+BREAKABLE = TEST_PLUGINS / "breakable"
 
 TOKEN = "console-test-token-0123456789"
 
@@ -225,3 +235,76 @@ async def test_commands_handlers_and_hooks_are_listed_and_can_be_switched_off(
     assert {c["key"]: c["enabled"] for c in before}[key] is True
     assert refused.status_code == 401
     assert {c["key"]: c["enabled"] for c in after}[key] is False
+
+
+async def test_the_console_reads_its_settings_from_the_host_and_detaches_when_it_stops(
+    make_host: HostFactory, tmp_path: Path
+) -> None:
+    web = WebSettings(address="127.0.0.1:0", token=TOKEN)
+    settings = fast_settings(tmp_path).model_copy(update={"web": web})
+    async with make_host([TEST_PLUGINS / "echo"], settings) as host:
+        async with WebConsole(host) as console:
+            assert console.login_url.endswith(f"/#token={TOKEN}")
+            await host.invoke("echo", {"text": "counted"})
+        await host.invoke("echo", {"text": "not counted"})
+        logging.getLogger("plughost.plugin.tests.echo").warning("not in the feed")
+        host.monitor.session_started("after")
+
+    assert console.stats.summary("tests.echo")["calls_per_minute"] == 1
+    assert not [e for e in console.feed.recent() if e.kind == "session.start"]
+    assert not [e for e in console.feed.recent() if e.message == "not in the feed"]
+    assert TOKEN not in host.redactor.redact(f"token={TOKEN}")
+
+
+async def test_reload_from_the_console_starts_a_new_runner(make_host: HostFactory) -> None:
+    async with _console(make_host) as (host, client):
+        old_pid = host.runner_for("tests.echo").pid  # type: ignore[union-attr]
+        answer = (await client.post("/api/plugins/tests.echo/reload", headers=_auth())).json()
+        (plugin,) = (await client.get("/api/overview")).json()["plugins"]
+
+    assert answer == {"plugin_id": "tests.echo", "reloaded": True}
+    assert plugin["state"] == "loaded"
+    assert plugin["pid"] != old_pid
+
+
+async def test_a_plugin_being_reloaded_and_one_whose_runner_gave_up_say_so(
+    make_host: HostFactory, tmp_path: Path
+) -> None:
+    looping = copy_plugin(BREAKABLE, tmp_path / "loop", "tests.loop", fault="crash_after_load")
+    async with (
+        make_host([TEST_PLUGINS / "echo", looping], max_restarts=0) as host,
+        WebConsole(host, WebSettings(address="127.0.0.1:0")) as console,
+    ):
+        await wait_until(lambda: _gave_up(host, "tests.loop"), timeout=15, what="give-up")
+        start = LifecycleEvent(EventKind.RELOAD_STARTED, "", plugin_id="tests.echo")
+        host.events.emit(start)
+        during = {p["plugin_id"]: p for p in snapshot.plugins(host, console.stats, console.tracker)}
+        host.events.emit(LifecycleEvent(EventKind.RELOAD_SUCCEEDED, "", plugin_id="tests.echo"))
+        after = {p["plugin_id"]: p for p in snapshot.plugins(host, console.stats, console.tracker)}
+
+    assert during["tests.echo"]["state"] == "reloading"
+    assert after["tests.echo"]["state"] == "loaded"
+    assert after["tests.loop"]["state"] == "gave up"
+    assert after["tests.loop"]["problems"][0]["stage"] == "crashed"
+
+
+def _gave_up(host: PluginHost, plugin_id: str) -> bool:
+    runner = host.runner_for(plugin_id)
+    return runner is not None and runner.state is RunnerState.FAILED
+
+
+def test_fields_a_newer_status_row_carries_are_passed_to_the_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class GuardedStatus(PluginStatus):
+        protections: tuple[str, ...] = ()
+
+    host = PluginHost([])
+    row = GuardedStatus("p", "1.0", "/p", "failed", None, None, (), protections=("seccomp",))
+    monkeypatch.setattr(host, "status", lambda: [row])
+
+    (plugin,) = snapshot.plugins(host, CallStats(), snapshot.EventTracker(60))
+
+    assert plugin["protections"] == ("seccomp",)
+    assert plugin["runner"] is None

@@ -1,0 +1,66 @@
+"""ConsoleMetrics: counters fed by events, gauges read from the host at scrape time."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from plughost.events import EventKind, LifecycleEvent
+from plughost.host import PluginHost
+from plughost.mcp.config import MCPServerConfig
+from plughost.mcp.provider import MCPToolProvider
+from plughost.web.metrics import ConsoleMetrics
+
+DEMO_SERVER = Path(__file__).resolve().parents[2] / "mcp_servers" / "demo_server.py"
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _scrape(metrics: ConsoleMetrics) -> Samples:
+    found: Samples = {}
+    for family in text_string_to_metric_families(metrics.render().decode()):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def test_restarts_crashes_and_reloads_are_counted_from_events() -> None:
+    metrics = ConsoleMetrics(PluginHost([]))
+    for kind in (EventKind.RUNNER_CRASHED, EventKind.RUNNER_RESTARTED, EventKind.RUNNER_CRASHED):
+        metrics.observe_event(LifecycleEvent(kind, "", runner_id="runner-a"))
+    metrics.observe_event(LifecycleEvent(EventKind.RELOAD_SUCCEEDED, "", plugin_id="p"))
+    metrics.observe_event(LifecycleEvent(EventKind.RELOAD_FAILED, "", plugin_id="p"))
+    metrics.observe_event(LifecycleEvent(EventKind.RELOAD_FAILED, "", plugin_id="p"))
+
+    found = _scrape(metrics)
+
+    assert found[("plughost_runner_crashes_total", (("runner", "runner-a"),))] == 2
+    assert found[("plughost_runner_restarts_total", (("runner", "runner-a"),))] == 1
+    assert found[("plughost_reloads_total", (("outcome", "succeeded"), ("plugin", "p")))] == 1
+    assert found[("plughost_reloads_total", (("outcome", "failed"), ("plugin", "p")))] == 2
+
+
+async def test_upstream_mcp_servers_show_as_up_or_down_with_their_failures() -> None:
+    host = PluginHost([])
+    servers = {
+        "files": MCPServerConfig(command="/nonexistent/mcp-server-files", retry_delay=30),
+        "demo": MCPServerConfig(command=sys.executable, args=[str(DEMO_SERVER), "stdio"]),
+    }
+    host.tools.register_provider(MCPToolProvider(servers))
+    metrics = ConsoleMetrics(host)
+    before = _scrape(metrics)
+
+    await host.tools.list_tools()  # the first listing connects, and fails
+    after = _scrape(metrics)
+    await host.tools.close()
+
+    up = ("plughost_mcp_server_up", (("server", "files"),))
+    failures = ("plughost_mcp_server_failures", (("server", "files"),))
+    assert before[up] == 0
+    assert before[failures] == 0
+    assert after[up] == 0
+    assert after[failures] == 1
+    assert before[("plughost_mcp_server_up", (("server", "demo"),))] == 0
+    assert after[("plughost_mcp_server_up", (("server", "demo"),))] == 1
