@@ -167,10 +167,12 @@ def test_editing_a_plugin_shows_the_reload_and_the_new_version(page: Any, plugin
     data = json.loads(manifest.read_text())
     data["version"] = "1.0.1"
 
-    manifest.write_text(json.dumps(data))
+    edited = manifest.with_suffix(".tmp")
+    edited.write_text(json.dumps(data))
+    edited.replace(manifest)  # one complete edit, as an editor saves
 
     feed = page.locator("#feed")
-    expect(feed.locator('li[data-kind="reload.succeeded"]')).to_have_count(1, timeout=WAIT_MS)
+    expect(feed.locator('li[data-kind="reload.succeeded"]').first).to_be_visible(timeout=WAIT_MS)
     expect(row.locator("td").nth(1)).to_have_text("1.0.1", timeout=WAIT_MS)
 
 
