@@ -250,3 +250,29 @@ def test_importing_the_test_kit_does_not_import_pyzmq() -> None:
     )
 
     assert output.stdout.strip() == "False"
+
+
+async def test_a_command_and_a_hook_handler_run_in_the_harness_as_the_host_runs_them() -> None:
+    async with PluginTestHarness(EXAMPLES / "chat_guard") as harness:
+        command = await harness.invoke_component(
+            "COMMAND", "weather", {"text": "/weather Oslo", "matched_groups": {"city": "Oslo"}}
+        )
+        hook = await harness.invoke_component(
+            "HOOK_HANDLER", "planner_brevity", {"items": [], "session_id": "s1"}
+        )
+        kinds = sorted(c["type"] for c in harness.components)
+
+    assert command == {
+        "success": True,
+        "response": "Oslo: snow, -3 °C",
+        "intercept": True,
+        "error": "",
+    }
+    assert hook["modified_kwargs"]["items"][-1]["content"] == "Answer in one or two sentences."
+    assert kinds == ["COMMAND", "EVENT_HANDLER", "HOOK_HANDLER"]
+
+
+async def test_invoking_a_component_the_plugin_lacks_lists_what_it_has() -> None:
+    async with PluginTestHarness(EXAMPLES / "chat_guard") as harness:
+        with pytest.raises(ValueError, match=r"has no COMMAND 'nope'; its components: .*weather"):
+            await harness.invoke_component("COMMAND", "nope")

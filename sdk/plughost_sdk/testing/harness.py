@@ -107,6 +107,8 @@ class PluginTestHarness:
         manifest: The validated manifest, or None if it is invalid.
         config: The configuration the plugin was given.
         tools: The plugin's tool declarations, as the runner reported them.
+        components: Its commands, event and hook handlers, APIs and home cards, as
+            the runner reported them (the dict shape of MaiBot's SDK).
         sent: Messages the plugin sent through ``ctx.send.*``.
         logs: Log records and printed lines; complete once the harness is closed,
             since the runner forwards them in batches about every 0.1 s.
@@ -140,6 +142,7 @@ class PluginTestHarness:
         self.manifest: Manifest | None = None
         self.config: dict[str, Any] = {}
         self.tools: list[dict[str, Any]] = []
+        self.components: list[dict[str, Any]] = []
         self.sent: list[SentMessage] = []
         self.logs: list[PluginLog] = []
         self.load_failure: LoadFailure | None = None
@@ -272,6 +275,7 @@ class PluginTestHarness:
         for loaded in report.get("loaded") or []:
             if loaded.get("plugin_id") == self.plugin_id:
                 self.tools = list(loaded.get("tools") or [])
+                self.components = list(loaded.get("components") or [])
         for failed in report.get("failed") or []:
             self.load_failure = LoadFailure(
                 stage=str(failed.get("stage", "load")),
@@ -335,14 +339,52 @@ class PluginTestHarness:
             return ToolExecutionResult.failure(tool, f"the runner died: {exc}", "plugin_crashed")
         return wire.result_from_wire((reply or {}).get("result"))
 
-    def _declaration(self, tool: str) -> dict[str, Any]:
+    async def invoke_component(
+        self,
+        kind: Literal["COMMAND", "EVENT_HANDLER", "HOOK_HANDLER", "API"],
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Run one command, event handler, hook handler or API with ``args``, as the host does.
+
+        This calls the handler directly; the host's matching and ordering (which
+        command a text triggers, which handler runs first) are not involved. The
+        reply is the runner's reading of the return value for that kind, such as
+        ``{"success", "response", "intercept", "error"}`` for a command (see
+        docs/protocol.md, ``component.invoke``); a handler that raises gives
+        ``success: False`` and its ``error``.
+
+        Raises:
+            PluginLoadError: the plugin did not load (see :attr:`load_failure`).
+            ValueError: the plugin has no such component.
+            TimeoutError: it did not finish within ``timeout`` (default ``call_timeout``).
+        """
+        self._require_loaded(f"{kind} {name!r}")
+        if not any(c.get("type") == kind and c.get("name") == name for c in self.components):
+            names = ", ".join(f"{c.get('type')} {c.get('name')}" for c in self.components)
+            raise ValueError(
+                f"plugin {self.plugin_id} has no {kind} {name!r}; its components: {names or 'none'}"
+            )
+        body = {"type": kind, "name": name, "args": dict(args or {})}
+        budget = timeout or self._call_timeout
+        reply = await self._request_runner(
+            "component.invoke", body, plugin=self.plugin_id, timeout=budget
+        )
+        return dict(reply or {})
+
+    def _require_loaded(self, what: str) -> None:
         if self.load_failure is not None:
             raise PluginLoadError(
-                f"plugin {self.plugin_id} did not load, so {tool!r} cannot be called: "
+                f"plugin {self.plugin_id} did not load, so {what} cannot be called: "
                 + self.load_failure.describe()
             )
         if self._state != "started":
             raise RuntimeError("use the harness inside 'async with PluginTestHarness(...)'")
+
+    def _declaration(self, tool: str) -> dict[str, Any]:
+        self._require_loaded(repr(tool))
         for declaration in self.tools:
             if declaration.get("name") == tool:
                 return declaration
