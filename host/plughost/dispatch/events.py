@@ -4,7 +4,8 @@ As in MaiBot, handlers of the event are ordered by weight, highest first (then
 plugin id, then name, so equal weights are stable). Intercepting handlers
 (``intercept_message=True``) run one after another, each seeing the message as
 the previous one left it: one may replace it (``modified_message``) or stop
-the event (``continue_processing: false``), and then no later handler runs.
+the event (``continue_processing: false``), and then no later handler runs
+and, as in MaiBot, the stopping handler's own replacement is dropped.
 When the event was not stopped, the other handlers are started in the
 background, each with its own copy of the final message; they cannot change
 anything, and their failures are logged, never raised into the bot.
@@ -103,15 +104,15 @@ class EventDispatcher:
                 handler, event_type, outcome.message, extra, deadline
             )
             outcome.results.append(result)
-            if changed is not None:
-                outcome.message = changed
             if result.error_code is not None:
                 outcome.errors.append(f"{handler.full_name}: {result.error}")
                 continue
-            if not result.continue_processing:
+            if not result.continue_processing:  # as in MaiBot, a stopping handler's edit is dropped
                 outcome.continue_processing = False
                 outcome.stopped_by = handler.full_name
                 return outcome
+            if changed is not None:
+                outcome.message = changed
         for handler in (h for h in handlers if not h.intercepts):
             self._start(handler, event_type, outcome.message, extra, background_timeout)
             outcome.background += 1

@@ -178,6 +178,25 @@ async def test_handlers_after_the_deadline_fail_with_timeout_without_being_calle
     assert outcome.continue_processing
 
 
+async def test_a_handler_that_stops_the_event_has_its_own_edit_dropped(setup: Any) -> None:
+    def reply(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        edited = {**args["message"], "by": name}
+        return {
+            "success": True,
+            "continue_processing": name != "stopper",
+            "modified_message": edited,
+        }
+
+    owner = FakeOwner(reply)
+    handlers = [event("p.a", "editor", weight=2), event("p.a", "stopper", weight=1)]
+    dispatcher = setup({"p.a": (owner, handlers)})
+
+    outcome = await dispatcher.emit_event("on_message", {"text": "hi"})
+
+    assert outcome.stopped_by == "p.a.stopper"
+    assert outcome.message == {"text": "hi", "by": "editor"}
+
+
 async def test_background_handlers_each_get_a_deep_copy_of_the_final_message(
     setup: Any,
 ) -> None:
