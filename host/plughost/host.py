@@ -91,7 +91,7 @@ class PluginHost:
         self.tool_provider = PluginToolProvider(
             self.components, self.query, default_timeout=self.settings.call_timeout
         )
-        self.tools = ToolRegistry()
+        self.tools = ToolRegistry(enforce_visibility=self.settings.enforce_tool_visibility)
         self.tools.register_provider(self.tool_provider)
         self.capabilities = CapabilityRouter()
         # ctx.call_tool: it reads self.settings at every call, so grant changes apply at once.
@@ -402,10 +402,15 @@ class PluginHost:
         context: ToolExecutionContext | None = None,
         *,
         call_id: str = "",
+        trusted: bool = False,
     ) -> ToolExecutionResult:
-        """Call any tool of ``host.tools`` by name (a shortcut over ``host.tools.invoke``)."""
+        """Call any tool of ``host.tools`` by name (a shortcut over ``host.tools.invoke``).
+
+        ``trusted=True`` runs hidden and undiscovered tools too: for the
+        embedder's own calls, never for a model's.
+        """
         invocation = ToolInvocation(tool_name=tool_name, arguments=arguments or {}, call_id=call_id)
-        return await self.tools.invoke(invocation, context)
+        return await self.tools.invoke(invocation, context, trusted=trusted)
 
     async def dispatch_command(
         self,

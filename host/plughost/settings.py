@@ -126,6 +126,11 @@ class HostSettings(BaseModel):
         description="other plugins' public APIs each plugin may call through ctx.api.call, by "
         "calling plugin id: patterns over 'plugin_id.api_name' (see plughost.plugins.grants)",
     )
+    enforce_tool_visibility: bool = Field(
+        True,
+        description="refuse a model's call of a hidden tool, or of a deferred tool its "
+        "conversation has not discovered through tool_search; false runs any tool by name",
+    )
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"
     )

@@ -140,6 +140,54 @@ class ToolInvocation(BaseModel):
     reasoning: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    def execution_context(
+        self, context: ToolExecutionContext | None = None
+    ) -> ToolExecutionContext | None:
+        """The context this call runs in: the one precedence rule for every tool source.
+
+        The invocation describes this one call, the context the conversation
+        around it, so the invocation's own ``session_id``, ``stream_id`` and
+        ``reasoning`` win when set and the context fills what they leave empty;
+        ``metadata`` is the context's with the invocation's keys on top. Every
+        other field (``group_id``, ``message``...) comes from the context.
+
+        Returns:
+            ``context`` itself when the invocation adds nothing to it, None when
+            there is neither a context nor anything set on the invocation.
+        """
+        fields = {
+            "session_id": self.session_id,
+            "stream_id": self.stream_id,
+            "reasoning": self.reasoning,
+        }
+        own = {key: value for key, value in fields.items() if value}
+        if context is None:
+            if not own and not self.metadata:
+                return None
+            return ToolExecutionContext(**own, metadata=dict(self.metadata))
+        update: dict[str, Any] = {
+            key: value for key, value in own.items() if getattr(context, key) != value
+        }
+        if self.metadata and any(
+            context.metadata.get(key, _MISSING) != value for key, value in self.metadata.items()
+        ):
+            update["metadata"] = {**context.metadata, **self.metadata}
+        return context.model_copy(update=update) if update else context
+
+    def in_context(self, context: ToolExecutionContext | None) -> ToolInvocation:
+        """This invocation with the fields of its :meth:`execution_context` filled in."""
+        if context is None:
+            return self
+        update: dict[str, Any] = {
+            key: getattr(context, key)
+            for key in ("session_id", "stream_id", "reasoning", "metadata")
+            if getattr(self, key) != getattr(context, key)
+        }
+        return self.model_copy(update=update) if update else self
+
+
+_MISSING = object()
+
 
 class ContentItem(BaseModel):
     """One media or text item of a result; binary payloads are raw bytes."""
@@ -227,7 +275,9 @@ class ToolExecutionResult(BaseModel):
 
         Order: the text content, then a readable summary of content items (never
         their bytes), then the structured content as JSON when there is no text,
-        then the error message when the call failed.
+        then the error message when the call failed. A result with none of these
+        becomes ``(<tool> completed with no output)``: some model APIs reject an
+        empty tool result, and an empty string tells the model nothing.
         """
         parts: list[str] = []
         if self.content:
@@ -240,4 +290,7 @@ class ToolExecutionResult(BaseModel):
             )
         if not self.success and self.error_message and self.error_message not in parts:
             parts.append(f"Error: {self.error_message}")
-        return "\n".join(parts)
+        text = "\n".join(parts)
+        if not text.strip():
+            return f"({self.tool_name or 'tool'} completed with no output)"
+        return text

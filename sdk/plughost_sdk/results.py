@@ -7,8 +7,9 @@ fault where there is one. This is the single edge where base64 is decoded.
 Accepted return shapes:
 
 - ``dict``: ``success`` (default True), ``content`` or ``message`` (text for the
-  model), ``error``, ``content_items`` (media), anything else kept as
-  structured content;
+  model), ``error``, ``content_items`` (media), ``post_history_messages`` (a
+  list of message dicts the embedder appends to the history after the
+  result), anything else kept as structured content;
 - ``(bool, str)``: success and message, the legacy action convention;
 - ``str``; ``None``; ``bytes`` (one binary item);
 - any JSON-serializable value, a pydantic model or a dataclass (structured content);
@@ -35,6 +36,7 @@ __all__ = ["normalize_exception", "normalize_result", "parse_content_items"]
 
 CONTENT_TYPES: frozenset[str] = frozenset(get_args(ContentType))
 _ENVELOPE_KEYS = frozenset({"success", "content", "message", "error", "content_items"})
+_SEPARATE_KEYS = frozenset({"content_items", "post_history_messages"})
 
 
 class _ItemError(ValueError):
@@ -151,7 +153,8 @@ def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ToolExecutionResult:
         error = message or content or "the tool reported failure without a message"
     raw_items = data.get("content_items")
     items = parse_content_items(raw_items) if raw_items is not None else []
-    extra = {str(k): _to_jsonable(v) for k, v in data.items() if k != "content_items"}
+    followups = _post_history(data.get("post_history_messages"))
+    extra = {str(k): _to_jsonable(v) for k, v in data.items() if k not in _SEPARATE_KEYS}
     structured: Any = extra if set(extra) - _ENVELOPE_KEYS else None
     return ToolExecutionResult(
         tool_name=tool_name,
@@ -161,7 +164,19 @@ def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ToolExecutionResult:
         error_code=None if success else "tool_error",
         structured_content=structured,
         content_items=items,
+        post_history_messages=followups,
     )
+
+
+def _post_history(raw: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list | tuple) or not all(isinstance(m, Mapping) for m in raw):
+        raise _ItemError(
+            "post_history_messages must be a list of message dicts, like "
+            '[{"role": "user", "content": "..."}]'
+        )
+    return [{str(k): _to_jsonable(v) for k, v in message.items()} for message in raw]
 
 
 def _text_field(value: Any) -> str:

@@ -11,6 +11,7 @@ protocol eras). One resource, one prompt.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -64,6 +65,14 @@ async def sleep(seconds: float) -> str:
 def whoami() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+@server.tool()
+def conversation(ctx: Context) -> str:
+    """The plughost conversation fields this call carried in its _meta."""
+    meta = ctx.request_context.meta or {}
+    fields = {k: v for k, v in meta.items() if k.startswith("plughost/")}
+    return json.dumps(fields, sort_keys=True)
 
 
 LONG_NAME = "report_the_quarterly_figures_for_every_region_and_every_product_line"

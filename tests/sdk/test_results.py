@@ -27,11 +27,26 @@ def _items(value: Any) -> list[ContentItem]:
 # --- plain return shapes -------------------------------------------------------------------
 
 
-def test_none_is_an_empty_success() -> None:
+def test_none_is_an_empty_success_shown_to_the_model_as_a_placeholder() -> None:
     result = normalize_result("noop", None)
 
     assert result == ToolExecutionResult(tool_name="noop")
-    assert result.get_history_content() == ""
+    assert result.get_history_content() == "(noop completed with no output)"
+    assert (
+        normalize_result("blank", "  ").get_history_content() == "(blank completed with no output)"
+    )
+
+
+def test_a_dicts_post_history_messages_become_the_results_and_leave_the_structured_content() -> (
+    None
+):
+    followup = {"role": "user", "content": "remember the note"}
+    result = normalize_result("note", {"content": "ok", "post_history_messages": [followup]})
+    assert result.post_history_messages == [followup]
+    assert result.structured_content is None
+    bad = normalize_result("note", {"post_history_messages": "remember"})
+    assert bad.error_code == "invalid_result"
+    assert "post_history_messages" in bad.error_message
 
 
 def test_str_becomes_the_content() -> None:

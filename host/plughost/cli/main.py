@@ -297,7 +297,8 @@ async def _call(
             if row.state != "loaded":
                 stderr.print(f"[yellow]! {row.error}[/yellow]")
         context = ToolExecutionContext(stream_id=stream_id)
-        result = await host.invoke(tool, arguments, context)
+        # The operator is calling, not a model: hidden tools run too.
+        result = await host.invoke(tool, arguments, context, trusted=True)
     if as_json:
         print_json(result_to_json(result))
     elif result.success:

@@ -34,11 +34,12 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError
+from mcp_types import RequestParamsMeta
 from pydantic import ValidationError
 
 from plughost.mcp.client import MCPConnection, ServerStatus, ServerUnavailableError
@@ -133,6 +134,7 @@ class MCPToolProvider:
     ) -> ToolExecutionResult:
         """Call the tool on its server; every failure comes back as a failed result."""
         name = invocation.tool_name
+        invocation = invocation.in_context(invocation.execution_context(context))
         route = self._route(name)
         if route is None:
             await self._connect_pending(quiet=False)  # a call before any listing connects too
@@ -269,10 +271,26 @@ def _operation(
 
         return get
 
+    meta = _conversation_meta(invocation)
+
     async def call(client: Client) -> ToolExecutionResult:
-        return result_from_mcp(name, await client.call_tool(target, arguments))
+        return result_from_mcp(name, await client.call_tool(target, arguments, meta=meta))
 
     return call
+
+
+def _conversation_meta(invocation: ToolInvocation) -> RequestParamsMeta | None:
+    """The call's conversation for the server, as ``_meta`` keys ``plughost/session_id``...
+
+    Only the identifiers travel: the model's reasoning and the call's metadata
+    stay on the host, since an MCP server is often someone else's program.
+    """
+    meta = {
+        f"plughost/{key}": value
+        for key in ("session_id", "stream_id")
+        if (value := getattr(invocation, key))
+    }
+    return cast(RequestParamsMeta, meta) if meta else None
 
 
 def _arguments(invocation: ToolInvocation) -> dict[str, Any]:

@@ -77,7 +77,11 @@ class ToolSource(Protocol):
     async def list_tools(self) -> list[ToolSpec]: ...
 
     async def invoke(
-        self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
+        self,
+        invocation: ToolInvocation,
+        context: ToolExecutionContext | None = None,
+        *,
+        listed_all: bool = False,
     ) -> ToolExecutionResult: ...
 
     def add_listener(self, listener: ChangeListener) -> None: ...
@@ -161,7 +165,9 @@ class RegistryMCPServer:
             call_id="" if ctx.request_id is None else str(ctx.request_id),
         )
         try:
-            result = await self.registry.invoke(invocation, ToolExecutionContext(platform="mcp"))
+            # An MCP client is shown every listed tool: deferred ones run without a search.
+            context = ToolExecutionContext(platform="mcp")
+            result = await self.registry.invoke(invocation, context, listed_all=True)
         except Exception as exc:  # a tool fault is never a protocol error
             log.exception("mcp tool call failed in the registry tool=%s", name)
             message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"

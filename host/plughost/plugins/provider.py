@@ -61,6 +61,7 @@ class PluginToolProvider:
     ) -> ToolExecutionResult:
         """Send the call to the plugin's runner; failures come back as results."""
         name = invocation.tool_name
+        context = invocation.execution_context(context)
         component = self._query.resolve(name)
         owner = self._components.owner(component.plugin_id) if component else None
         if component is None or owner is None:

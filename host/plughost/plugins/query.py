@@ -1,7 +1,9 @@
 """ComponentQueryService: the read-only ToolSpec view over the ComponentRegistry.
 
 It gives each plugin tool its model-facing name (see :mod:`plughost.tools.naming`:
-unique names are kept, colliding ones are qualified with the plugin's name),
+unique names are kept; of the plugins that declare one name, the one whose tool
+the tool layer saw first keeps it while it stays loaded, reloads included, and
+the others are qualified with their plugin's name, with a warning),
 filters by availability, and builds a call: the model's arguments merged with
 the execution context (``stream_id``, ``group_id``, ``user_id``, ``platform``,
 ``message``...) that plugin handlers receive as keyword arguments.
@@ -9,13 +11,16 @@ the execution context (``stream_id``, ``group_id``, ``user_id``, ``platform``,
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from plughost.plugins.components import ComponentRegistry, ToolComponent
-from plughost.tools.naming import NameRequest, resolve_names
+from plughost.tools.naming import NameRequest, resolve_names, sanitize_name
 from plughost_sdk.models import ToolAvailabilityContext, ToolExecutionContext, ToolSpec
 
 __all__ = ["PLUGIN_PROVIDER_NAME", "ComponentQueryService"]
+
+log = logging.getLogger(__name__)
 
 PLUGIN_PROVIDER_NAME = "plugins"
 
@@ -28,6 +33,11 @@ class ComponentQueryService:
     def __init__(self, components: ComponentRegistry) -> None:
         self._components = components
         self._version = -1
+        self._refreshes = 0
+        # tool_id -> the refresh that first saw it; kept while the tool stays registered,
+        # so a reload (one atomic replace) keeps its place and a returning plugin does not.
+        self._first_seen: dict[str, int] = {}
+        self._warned: set[tuple[str, str]] = set()
         self._specs: list[tuple[ToolComponent, ToolSpec]] = []
         self._by_name: dict[str, ToolComponent] = {}
 
@@ -57,18 +67,44 @@ class ComponentQueryService:
         if self._version == self._components.version:
             return
         components = self._components.all()
+        self._refreshes += 1
+        present = {_tool_id(c) for c in components}
+        self._first_seen = {k: v for k, v in self._first_seen.items() if k in present}
+        for tool_id in sorted(present):
+            self._first_seen.setdefault(tool_id, self._refreshes)
+        # Oldest first; tools first seen together keep all()'s plugin-id order (stable sort).
+        claimants = sorted(components, key=lambda c: self._first_seen[_tool_id(c)])
         names = resolve_names(
             [
                 NameRequest(
                     tool_id=_tool_id(c), preferred=c.name, qualifier=c.plugin_id.rsplit(".", 1)[-1]
                 )
-                for c in components
+                for c in claimants
             ]
         )
+        self._warn_renamed(claimants, names)
         previous = {id(c): spec for c, spec in self._specs}
         self._specs = [(c, _reuse(previous.get(id(c)), c, names[_tool_id(c)])) for c in components]
         self._by_name = {spec.name: c for c, spec in self._specs}
         self._version = self._components.version
+
+    def _warn_renamed(self, components: list[ToolComponent], names: dict[str, str]) -> None:
+        holders = {names[_tool_id(c)]: c for c in components}
+        for component in components:
+            name = names[_tool_id(component)]
+            wanted = sanitize_name(component.name)
+            if name == wanted or (_tool_id(component), name) in self._warned:
+                continue
+            self._warned.add((_tool_id(component), name))
+            holder = holders.get(wanted)
+            log.warning(
+                "tool name %s is taken by %s; tool %s of plugin %s is offered as %s",
+                wanted,
+                f"plugin {holder.plugin_id}" if holder is not None else "another tool",
+                component.name,
+                component.plugin_id,
+                name,
+            )
 
     def build_arguments(
         self,
@@ -82,15 +118,22 @@ class ComponentQueryService:
 
         Context fields that are set win over same-named arguments, because the
         host knows which conversation it is in and the model may guess wrong.
-        Legacy actions also get ``action_data`` (the arguments) and ``reasoning``.
+        ``stream_id`` is always there (``""`` outside a chat); the context's
+        ``metadata`` comes as ``metadata`` unless the tool declares an argument
+        of that name. Legacy actions also get ``action_data`` (the arguments)
+        and ``reasoning``.
         """
         kwargs = dict(arguments)
+        kwargs.setdefault("stream_id", "")
         if context is not None:
             for name in _CONTEXT_FIELDS:
                 value = getattr(context, name)
                 if value:
                     kwargs[name] = value
-            kwargs.setdefault("stream_id", "")
+            if context.metadata and "metadata" not in component.parameters_schema.get(
+                "properties", {}
+            ):
+                kwargs["metadata"] = dict(context.metadata)
             if context.is_group_chat:
                 kwargs["is_group_chat"] = True
             if context.message is not None:

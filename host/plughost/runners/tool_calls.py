@@ -142,7 +142,9 @@ class ToolCallCapability:
         budget = nested.deadline - loop.time()
         try:
             async with asyncio.timeout_at(nested.deadline):
-                return await self._registry.invoke(invocation)
+                # A granted call is the operator's decision, not a model's: hidden
+                # and undiscovered tools run too.
+                return await self._registry.invoke(invocation, trusted=True)
         except TimeoutError:
             message = f"tool {request.name} did not finish within {max(budget, 0):.3g} s"
             return ToolExecutionResult.failure(request.name, message, "timeout")

@@ -75,7 +75,10 @@ class CatalogSource(Protocol):
 class ToolCatalog:
     """One chat's tools at one moment: core and deferred, each sorted by name.
 
-    Built by :class:`ToolCatalogs`; never changes once built.
+    Built by :class:`ToolCatalogs`; immutable once built (setting or deleting
+    an attribute raises ``AttributeError``), because the same object is shared
+    by every turn of every conversation in its chat and by the strategies'
+    caches.
     """
 
     __slots__ = ("_by_key", "_entries", "core", "deferred", "version")
@@ -89,6 +92,14 @@ class ToolCatalog:
         """Unique per snapshot: an unchanged catalog keeps its version."""
         self._entries = entries  # every claimed name, hidden and reserved ones included
         self._by_key = {e.doc_key: e.spec for e in deferred if e.doc_key is not None}
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if hasattr(self, "_by_key"):  # the last attribute __init__ sets
+            raise AttributeError(f"ToolCatalog is immutable: cannot set {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ToolCatalog is immutable: cannot delete {name!r}")
 
     @property
     def active_count(self) -> int:

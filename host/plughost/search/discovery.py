@@ -90,7 +90,14 @@ class DiscoveryStore:
         return len(self._states)
 
     def get(self, session_id: str) -> DiscoveryState:
-        """Return the state of ``session_id``, creating an empty one the first time."""
+        """Return the state of ``session_id``, creating an empty one the first time.
+
+        An empty session id names no conversation: it gets a new empty state
+        that is not kept, so nothing discovered without a session id is ever
+        shared between conversations.
+        """
+        if not session_id:
+            return DiscoveryState("")
         state = self._states.get(session_id)
         if state is None:
             state = self._states[session_id] = DiscoveryState(session_id)
@@ -127,6 +134,8 @@ class DiscoveryStore:
             str(sid): _names_of(names, f"session {sid!r}") for sid, names in sessions.items()
         }
         for sid, names in restored.items():
+            if not sid:
+                continue  # an empty session id names no conversation
             current = self._states.get(sid)
             merged = DiscoveryState(sid, names)
             if current is not None:

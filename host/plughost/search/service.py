@@ -31,6 +31,7 @@ from typing import Any
 
 from plughost.search.catalog import CatalogSource, ToolCatalog, ToolCatalogs
 from plughost.search.discovery import DiscoveryState, DiscoveryStore
+from plughost.search.hints import ToolHint, build_tool_hint
 from plughost.search.index import SearchIndex
 from plughost.search.strategies import (
     AnthropicStrategy,
@@ -91,11 +92,12 @@ TOOL_SEARCH_PARAMETERS: dict[str, Any] = {
             "description": "Keywords for the capability needed, or 'select:name_a,name_b'.",
         },
         "limit": {
+            # No minimum/maximum: an out-of-range limit is clamped, never refused,
+            # whichever path the call takes (registry, direct search, OpenAI client search).
             "type": "integer",
-            "description": f"How many tools to return at most (1-{MAX_LIMIT}).",
+            "description": f"How many tools to return at most (1-{MAX_LIMIT}; "
+            "other values are clamped).",
             "default": DEFAULT_LIMIT,
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
         },
     },
     "required": ["query"],
@@ -197,6 +199,10 @@ class ToolSearchService:
             max_contexts=max_contexts,
         )
         self._discovery = DiscoveryStore()
+        self._registry = registry
+        add_gate = getattr(registry, "add_call_gate", None)
+        if callable(add_gate):
+            add_gate(self._gate)
         self._spec = ToolSpec(
             name=TOOL_SEARCH_NAME,
             description=TOOL_SEARCH_DESCRIPTION,
@@ -211,6 +217,9 @@ class ToolSearchService:
     def close(self) -> None:
         """Stop following the registry; discovery state is kept for :meth:`export_state`."""
         self._catalogs.close()
+        remove_gate = getattr(self._registry, "remove_call_gate", None)
+        if callable(remove_gate):
+            remove_gate(self._gate)
 
     # --- per turn ----------------------------------------------------------------------
 
@@ -228,6 +237,21 @@ class ToolSearchService:
             return self.strategy.all_tools(catalog)
         discovered = self._discovery.get(session_id).names
         return self.strategy.search_tools(catalog, self._spec, discovered)
+
+    async def tool_hint(
+        self, context: ToolAvailabilityContext | None, session_id: str
+    ) -> ToolHint | None:
+        """The reminder of what this conversation can still load, for this turn.
+
+        None when the chat is not searching (every tool is sent) or everything
+        deferred is discovered already. Send ``hint.message(shape)`` last,
+        before the model's turn; it is tagged to stay out of message counts.
+        """
+        catalog = await self._catalogs.get(context)
+        if not self._searching(catalog):
+            return None
+        discovered = self._discovery.get(session_id)
+        return build_tool_hint(catalog, discovered, search_tool=self._spec.name)
 
     async def is_searching(self, context: ToolAvailabilityContext | None) -> bool:
         """Whether this chat's turns offer ``tool_search`` (auto mode's verdict)."""
@@ -317,7 +341,14 @@ class ToolSearchService:
             outcome = self._search(catalog, _query_of(arguments), _limit_of(arguments))
         except ValueError as exc:
             raise ToolError(str(exc)) from exc  # the message is for the model
-        self._record(catalog, ctx.session_id, outcome)
+        if ctx.session_id:
+            self._record(catalog, ctx.session_id, outcome)
+        else:
+            log.warning(
+                "tool_search called without a session id: what it found is not remembered, "
+                "so deferred tools stay unavailable; pass ToolExecutionContext(session_id=...) "
+                "with the model's tool calls"
+            )
         log.debug(
             "tool_search session=%s query=%r found=%d",
             ctx.session_id,
@@ -333,7 +364,7 @@ class ToolSearchService:
         query = query.strip()
         if not query:
             raise ValueError("query is empty: give a few keywords, e.g. 'weather forecast'")
-        limit = max(1, min(MAX_LIMIT, limit))
+        limit = _clamp(limit)
         if query.lower().startswith(_SELECT_PREFIX):
             return _select(catalog, query, query[len(_SELECT_PREFIX) :])
         ranked, total = self._catalogs.search(catalog, query, limit)
@@ -343,6 +374,30 @@ class ToolSearchService:
     def _record(self, catalog: ToolCatalog, session_id: str, outcome: SearchOutcome) -> None:
         deferred = [name for name in outcome.names if catalog.is_deferred(name)]
         self._discovery.get(session_id).add(deferred)
+
+    async def _gate(
+        self, spec: ToolSpec, context: ToolExecutionContext | None
+    ) -> ToolExecutionResult | None:
+        """Refuse a model's call of a deferred tool its conversation has not discovered."""
+        if spec.visibility != "deferred" or not _tracks_discovery(self.strategy):
+            return None
+        catalog = await self._catalogs.get(context.availability() if context else None)
+        if not self._searching(catalog) or not catalog.is_deferred(spec.name):
+            return None
+        session_id = context.session_id if context is not None else ""
+        if session_id and spec.name in self._discovery.get(session_id):
+            return None
+        message = (
+            f"Tool {spec.name} is not loaded in this conversation yet: call "
+            f"{TOOL_SEARCH_NAME} first (for example with query 'select:{spec.name}'), "
+            f"then call {spec.name}."
+        )
+        if not session_id:
+            message += (
+                " This call carries no session id, so no discovery can be remembered: "
+                "the application must pass ToolExecutionContext(session_id=...)."
+            )
+        return ToolExecutionResult.failure(spec.name, message, "tool_not_discovered")
 
 
 async def search_tools(
@@ -371,7 +426,7 @@ async def search_tools(
     index = SearchIndex()
     for spec in specs.values():
         index.add(spec.name, tool_tokens(spec))
-    result = index.search(tokenize(query), max(0, limit))
+    result = index.search(tokenize(query), _clamp(limit))
     return [_match(specs[hit.key], hit.score) for hit in result.hits]
 
 
@@ -403,6 +458,15 @@ def _match(spec: ToolSpec, score: float) -> SearchMatch:
 def _query_of(arguments: Mapping[str, Any]) -> str:
     query = arguments.get("query", "")
     return query if isinstance(query, str) else str(query)
+
+
+def _clamp(limit: int) -> int:
+    return max(1, min(MAX_LIMIT, limit))
+
+
+def _tracks_discovery(strategy: SearchStrategy) -> bool:
+    """False when the model API runs the search itself, so no discovery is ever seen here."""
+    return not (isinstance(strategy, OpenAIStrategy) and strategy.execution == "server")
 
 
 def _limit_of(arguments: Mapping[str, Any]) -> int:

@@ -165,11 +165,8 @@ class BuiltinToolProvider:
         if entry is None:
             message = f"Tool not found: {name} (provider {self.provider_name} has no such tool)"
             return ToolExecutionResult.failure(name, message, "tool_not_found")
-        context = context or ToolExecutionContext(
-            session_id=invocation.session_id,
-            stream_id=invocation.stream_id,
-            reasoning=invocation.reasoning,
-        )
+        # The registry merged them already; a direct call gets the same rule here.
+        context = invocation.execution_context(context) or ToolExecutionContext()
         arguments = _arguments(invocation, entry[1])
         if isinstance(arguments, ToolExecutionResult):
             return arguments

@@ -9,7 +9,12 @@ tool results. So a result with media becomes:
    from 1 within the call;
 2. one user message per image or audio item the API can take, holding the
    same index in a leading text part that says it comes from a tool result
-   and is not a user message, then the media itself.
+   and is not a user message, then the media itself. The message (in an
+   Anthropic turn, each of its two blocks) is a
+   :class:`~plughost.tools.messages.Tagged` dict whose ``source`` is
+   ``"tool_result_media"`` and whose ``message_id`` is the media index, so an
+   embedder can tell it from a real user message and drop it
+   (:func:`~plughost.tools.messages.drop_tool_media`).
 
 An item the API cannot take (binary data, an unsupported format) keeps its
 index line, which says why it is not attached. Media bytes never appear as
@@ -39,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plughost.tools.messages import MEDIA_SOURCE, Tagged
 from plughost_sdk.models import ContentItem, ToolExecutionResult
 
 __all__ = [
@@ -220,7 +226,9 @@ def to_openai_turn(
         text = limiter.limit(text, call_id=call_id, session_id=session_id) if limiter else text
         tool_messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
         media_messages.extend(
-            {"role": "user", "content": [{"type": "text", "text": _media_note(m)}, m.block]}
+            _tagged(
+                {"role": "user", "content": [{"type": "text", "text": _media_note(m)}, m.block]}, m
+            )
             for m in media
         )
     return tool_messages + media_messages
@@ -245,7 +253,7 @@ def to_anthropic_messages(
     text, media = _split(result, call_id, _anthropic_block)
     text = limiter.limit(text, call_id=call_id, session_id=session_id) if limiter else text
     messages = [{"role": "user", "content": [_tool_result_block(call_id, result, text)]}]
-    messages.extend({"role": "user", "content": _anthropic_media(m)} for m in media)
+    messages.extend(_tagged({"role": "user", "content": _anthropic_media(m)}, m) for m in media)
     return messages
 
 
@@ -276,7 +284,12 @@ def _tool_result_block(call_id: str, result: ToolExecutionResult, text: str) -> 
 
 
 def _anthropic_media(media: _Media) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": _media_note(media)}, media.block]
+    note = {"type": "text", "text": _media_note(media)}
+    return [_tagged(note, media), _tagged(media.block, media)]
+
+
+def _tagged(data: dict[str, Any], media: _Media) -> Tagged:
+    return Tagged(data, source=MEDIA_SOURCE, message_id=media.index)
 
 
 # --- size limits -------------------------------------------------------------------------

@@ -16,11 +16,13 @@ The rules:
    long names that share a prefix stay distinct.
 2. **Unique names are kept.** A tool whose preferred name no other tool wants
    keeps it, whatever order the tools arrive in.
-3. **Collisions qualify everyone.** When two or more tools want the same
-   name, *all* of them get ``<qualifier>_<preferred>`` (for example
-   ``weather_search`` and ``mcp_docs_search``). No tool keeps the bare name,
-   so the outcome never depends on load order and the last one to register
-   never silently wins.
+3. **The first keeps a contested name.** When two or more tools want the same
+   name, the first of them in the order given keeps it and the others get
+   ``<qualifier>_<preferred>`` (for example ``search`` and ``docs_search``).
+   The caller decides what "first" means: the plugin tool layer passes tools
+   in the order it first saw them, so the first plugin keeps the plain name
+   for as long as it stays loaded, reloads included, and the last one to
+   register never silently takes it over.
 4. **Hash as the last resort.** A qualified name that still collides (with a
    unique name or with another qualified one) gets ``_`` and the first 8 hex
    characters of the SHA-1 of the tool's ``tool_id``.
@@ -99,7 +101,8 @@ def resolve_names(entries: Sequence[NameRequest]) -> dict[str, str]:
     """Give every tool a unique model-facing name (see the module rules).
 
     Args:
-        entries: The tools to name; the order does not affect the outcome.
+        entries: The tools to name, first claimant first: of the tools that
+            want one name, the first keeps it.
 
     Returns:
         ``tool_id -> name`` in the order of ``entries``; all names distinct.
@@ -112,9 +115,11 @@ def resolve_names(entries: Sequence[NameRequest]) -> dict[str, str]:
     if duplicated:
         raise ValueError(f"tool ids must be unique; repeated: {', '.join(duplicated)}")
     bases = {entry.tool_id: sanitize_name(entry.preferred) for entry in entries}
-    wanted = Counter(bases.values())
-    names = {tool_id: base for tool_id, base in bases.items() if wanted[base] == 1}
-    contested = [entry for entry in entries if wanted[bases[entry.tool_id]] > 1]
+    first: dict[str, str] = {}  # name -> the tool_id that asked for it first
+    for entry in entries:
+        first.setdefault(bases[entry.tool_id], entry.tool_id)
+    names = {tool_id: base for base, tool_id in first.items()}
+    contested = [entry for entry in entries if entry.tool_id not in names]
     qualified = {e.tool_id: qualified_name(e.qualifier, e.preferred) for e in contested}
     names.update(_settle(qualified, taken=set(names.values())))
     return {entry.tool_id: names[entry.tool_id] for entry in entries}

@@ -13,12 +13,21 @@ Rules:
   the first keeps it and one warning names both sources (provider and
   ``tool_id``). Disabled specs (``enabled=False``) are dropped first, so a
   disabled tool never shadows an enabled one.
-- **Visibility.** ``hidden`` tools are never listed or defined for the model,
-  yet :meth:`ToolRegistry.invoke` still runs them by name: they exist for the
-  embedder to call directly. An embedder that forwards model tool calls and
-  wants to refuse hidden tools checks :attr:`ToolSpec.visibility` from
-  :meth:`ToolRegistry.get_tool_spec` first. ``deferred`` tools are listed
-  like ``visible`` ones; holding them back is the tool search layer's job.
+- **Visibility, also at call time.** ``hidden`` tools are never listed or
+  defined for the model, and :meth:`ToolRegistry.invoke` refuses them
+  (``tool_not_visible``) unless the caller says it is trusted
+  (``invoke(..., trusted=True)``: the embedder's own code, an operator's
+  ``plughost call``, a plugin's granted ``ctx.call_tool``). ``deferred`` tools
+  are listed like ``visible`` ones; a call gate added by the tool search layer
+  (:meth:`ToolRegistry.add_call_gate`) refuses one that the conversation has
+  not discovered yet. ``ToolRegistry(enforce_visibility=False)`` (the
+  operator's ``enforce_tool_visibility = false``) runs every tool by name, as
+  before.
+- **One context per call.** The invocation's own ``session_id``,
+  ``stream_id``, ``reasoning`` and ``metadata`` win over the execution
+  context's and the context fills what they leave empty
+  (:meth:`ToolInvocation.execution_context`); every provider receives the
+  merged context and an invocation carrying the same fields.
 - **Calls never raise.** :meth:`ToolRegistry.invoke` returns a failed result
   for an unknown tool (``tool_not_found``, with suggestions that are never
   executed), for bad arguments (``invalid_arguments``) and for any exception
@@ -37,7 +46,8 @@ Rules:
   call does not list every provider again; a provider that failed to list
   makes the view uncacheable, so it is retried on the next call.
 
-What does not live here: argument checking (:mod:`plughost.tools.arguments`),
+What does not live here: argument checking (:mod:`plughost.tools.arguments`) and
+declared defaults (:mod:`plughost.tools.defaults`), filled in here before each call;
 definition shapes (:mod:`plughost.tools.definitions`), concurrency between calls
 (:mod:`plughost.tools.batching`).
 """
@@ -49,11 +59,12 @@ import difflib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from plughost.tools.arguments import ArgumentErrors, prepare_arguments
+from plughost.tools.defaults import fill_defaults
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tracing import start_span
@@ -65,7 +76,7 @@ from plughost_sdk.models import (
     ToolSpec,
 )
 
-__all__ = ["CallObserver", "ToolRegistry"]
+__all__ = ["CallGate", "CallObserver", "ToolRegistry"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +86,9 @@ CallObserver = Callable[[ToolSpec | None, ToolExecutionResult, float], None]
 _VIEW_CACHE_SIZE = 64
 _SUGGESTIONS = 3
 _LISTED_IN_ERRORS = 20
+
+CallGate = Callable[[ToolSpec, ToolExecutionContext | None], Awaitable[ToolExecutionResult | None]]
+"""Asked before an untrusted call runs: a failed result refuses the call, None lets it run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +111,16 @@ class _View:
 class ToolRegistry:
     """Holds tool providers in order and routes every call to the right one."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, enforce_visibility: bool = True) -> None:
+        """Create an empty registry.
+
+        Args:
+            enforce_visibility: Refuse untrusted calls of hidden tools and let
+                call gates refuse undiscovered deferred tools; False runs every
+                tool by name.
+        """
+        self.enforce_visibility = enforce_visibility
+        self._gates: list[CallGate] = []
         self._providers: list[ToolProvider] = []
         self._listeners: list[ChangeListener] = []
         self._views: OrderedDict[tuple[int, ToolAvailabilityContext | None], _View] = OrderedDict()
@@ -191,6 +214,17 @@ class ToolRegistry:
                 await provider.close()
             except Exception:
                 log.exception("tool provider failed to close provider=%s", provider.provider_name)
+
+    # --- call gates ----------------------------------------------------------------------
+
+    def add_call_gate(self, gate: CallGate) -> None:
+        """Ask ``gate`` before every untrusted call while visibility is enforced."""
+        self._gates.append(gate)
+
+    def remove_call_gate(self, gate: CallGate) -> None:
+        """Stop asking ``gate``; removing an unknown gate does nothing."""
+        if gate in self._gates:
+            self._gates.remove(gate)
 
     # --- change tracking -----------------------------------------------------------------
 
@@ -319,13 +353,23 @@ class ToolRegistry:
     # --- calls -------------------------------------------------------------------------
 
     async def invoke(
-        self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
+        self,
+        invocation: ToolInvocation,
+        context: ToolExecutionContext | None = None,
+        *,
+        trusted: bool = False,
+        listed_all: bool = False,
     ) -> ToolExecutionResult:
         """Run one tool call; failures come back as failed results, never as exceptions.
 
         Args:
             invocation: The call; its arguments are checked and cast first.
             context: The conversation; its availability decides which tools exist.
+            trusted: The caller is not a model (the embedder's own code, an
+                operator): hidden and undiscovered tools run too.
+            listed_all: The caller was shown every listed tool, deferred ones
+                included (an MCP client of ``plughost serve``): call gates are
+                skipped, hidden tools are still refused.
 
         Returns:
             The result, with ``tool_name`` set to the invoked name.
@@ -335,7 +379,7 @@ class ToolRegistry:
         routed: list[ToolSpec] = []
         with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
             try:
-                result = await self._route(invocation, context, routed)
+                result = await self._route(invocation, context, routed, trusted, listed_all)
             except Exception as exc:  # the registry's own promise: only cancellation escapes
                 log.exception("tool call failed in the registry tool=%s", name)
                 message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
@@ -374,19 +418,42 @@ class ToolRegistry:
         invocation: ToolInvocation,
         context: ToolExecutionContext | None,
         routed: list[ToolSpec],
+        trusted: bool,
+        listed_all: bool,
     ) -> ToolExecutionResult:
         name = invocation.tool_name
+        context = invocation.execution_context(context)
         view = await self._view(context.availability() if context is not None else None)
         route = view.routes.get(name)
         if route is None:
             return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
         routed.append(route.spec)
+        if not trusted and self.enforce_visibility:
+            refusal = await self._refusal(route.spec, context, listed_all)
+            if refusal is not None:
+                return refusal
         prepared = prepare_arguments(invocation.arguments, route.spec.parameters_schema)
         if isinstance(prepared, ArgumentErrors):
             return prepared.failure(name)
-        call = invocation.model_copy(update={"arguments": prepared.values})
+        values = fill_defaults(prepared.values, route.spec.parameters_schema)
+        call = invocation.in_context(context).model_copy(update={"arguments": values})
         log.debug("tool call tool=%s provider=%s", name, route.provider.provider_name)
         return await _call_provider(route, call, context)
+
+    async def _refusal(
+        self, spec: ToolSpec, context: ToolExecutionContext | None, listed_all: bool
+    ) -> ToolExecutionResult | None:
+        if spec.visibility == "hidden":
+            message = (
+                f"Tool {spec.name} is hidden: it is not offered to the model and cannot be "
+                "called by it. Use one of the tools in your tool list instead."
+            )
+            return ToolExecutionResult.failure(spec.name, message, "tool_not_visible")
+        for gate in () if listed_all else list(self._gates):
+            refusal = await gate(spec, context)
+            if refusal is not None:
+                return refusal
+        return None
 
 
 async def _list_safely(

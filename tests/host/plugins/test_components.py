@@ -111,12 +111,17 @@ def test_chat_scope_and_session_disabling_filter_availability() -> None:
     assert registry.is_available(anywhere, group)
 
 
-def test_colliding_tool_names_from_two_plugins_are_both_qualified() -> None:
+def test_the_plugin_seen_first_keeps_a_shared_name_until_it_goes_away() -> None:
     registry = ComponentRegistry()
-    registry.replace_plugin("alice.weather", [tool("alice.weather", "search")], FakeOwner())
+    query = ComponentQueryService(registry)
     registry.replace_plugin("bob.docs", [tool("bob.docs", "search")], FakeOwner())
-    names = sorted(spec.name for spec in ComponentQueryService(registry).specs())
-    assert names == ["docs_search", "weather_search"]
+    assert [spec.name for spec in query.specs()] == ["search"]
+    registry.replace_plugin("alice.weather", [tool("alice.weather", "search")], FakeOwner())
+    registry.replace_plugin("bob.docs", [tool("bob.docs", "search")], FakeOwner())  # a reload
+    names = {spec.metadata["plugin_id"]: spec.name for spec in query.specs()}
+    assert names == {"bob.docs": "search", "alice.weather": "weather_search"}
+    registry.remove_plugin("bob.docs")
+    assert [spec.name for spec in query.specs()] == ["search"]
 
 
 def test_call_arguments_merge_the_context_over_the_model_arguments() -> None:
@@ -150,7 +155,7 @@ async def test_the_provider_routes_to_the_current_owner_with_the_tool_timeout() 
     tools.register_provider(PluginToolProvider(registry, ComponentQueryService(registry)))
     result = await tools.invoke(ToolInvocation(tool_name="x", arguments={"q": "1"}))
     assert result.content == "answer"
-    assert owner.calls == [("a.one", "x", {"q": "1"}, 2.5)]
+    assert owner.calls == [("a.one", "x", {"q": "1", "stream_id": ""}, 2.5)]
 
 
 async def test_a_call_meeting_a_draining_runner_moves_to_the_new_owner() -> None:

@@ -155,6 +155,30 @@ async def test_invoke_without_a_context_builds_one_from_the_invocation() -> None
     assert result.content == "echo {} from_call"
 
 
+async def test_the_invocations_fields_win_over_the_context_through_the_registry_and_directly() -> (
+    None
+):
+    seen: list[ToolExecutionContext] = []
+
+    async def record(arguments: dict[str, Any], context: ToolExecutionContext) -> Any:
+        seen.append(context)
+        return "ok"
+
+    provider = BuiltinToolProvider([BuiltinTool(spec=ToolSpec(name="record"), handler=record)])
+    registry = ToolRegistry()
+    registry.register_provider(provider)
+    invocation = ToolInvocation(
+        tool_name="record", session_id="s-inv", reasoning="why", metadata={"a": 1}
+    )
+    context = ToolExecutionContext(session_id="s-ctx", stream_id="chat", metadata={"b": 2})
+    await registry.invoke(invocation, context)
+    await provider.invoke(invocation, context)
+    for got in seen:
+        assert (got.session_id, got.stream_id, got.reasoning) == ("s-inv", "chat", "why")
+        assert got.metadata == {"b": 2, "a": 1}
+    assert len(seen) == 2
+
+
 async def test_invoke_turns_a_tool_error_into_a_message_for_the_model() -> None:
     async def refuse(arguments: dict[str, Any], context: ToolExecutionContext) -> Any:
         raise ToolError("nothing to reply to; call wait instead")

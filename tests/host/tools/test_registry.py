@@ -194,7 +194,7 @@ async def test_registry_fills_in_provider_fields_and_tool_id_when_missing() -> N
 # --- visibility --------------------------------------------------------------------------
 
 
-async def test_registry_never_lists_hidden_tools_but_still_invokes_them() -> None:
+async def test_registry_never_lists_hidden_tools_and_runs_them_only_for_trusted_callers() -> None:
     registry = ToolRegistry()
     hidden = _spec("secret", metadata={"visibility": "hidden"})
     provider = FakeProvider("p", [hidden, _spec("shown", metadata={"visibility": "deferred"})])
@@ -207,9 +207,15 @@ async def test_registry_never_lists_hidden_tools_but_still_invokes_them() -> Non
     spec = await registry.get_tool_spec("secret")
     assert spec is not None
     assert spec.visibility == "hidden"
-    result = await registry.invoke(_call("secret", city="x"))
+    refused = await registry.invoke(_call("secret", city="x"))
+    assert refused.error_code == "tool_not_visible"
+    assert provider.calls == []
+    result = await registry.invoke(_call("secret", city="x"), trusted=True)
     assert result.success
     assert len(provider.calls) == 1
+    lenient = ToolRegistry(enforce_visibility=False)
+    lenient.register_provider(FakeProvider("p", [hidden]))
+    assert (await lenient.invoke(_call("secret", city="x"))).success
 
 
 # --- invoke ------------------------------------------------------------------------------
