@@ -267,13 +267,14 @@ async def test_shared_tool_names_unknown_fields_and_missing_descriptions_are_war
             "tool 'search': has no description, and the model chooses tools by their descriptions",
         ),
         ("warning", 7, "tool 'search': parameter 'query' has no description"),
-        (
-            "warning",
-            7,
-            "tool 'search': another plugin has a tool of this name, so the model "
-            "sees it as 'alpha_search'",
-        ),
     ]
+    beta = [(p.severity, p.line, p.message) for p in _only(report, "tests.beta")]
+    assert (
+        "warning",
+        7,
+        "tool 'search': another plugin has a tool of this name, so the model "
+        "sees it as 'beta_search'",
+    ) in beta
 
 
 async def test_a_config_toml_syntax_error_is_reported_at_its_line(tmp_path: Path) -> None:
