@@ -291,6 +291,8 @@ class PluginHost:
     def _runner_ready(self, runner: RunnerSupervisor, report: dict[str, Any]) -> None:
         for loaded in report.get("loaded", []):
             plugin_id = str(loaded["plugin_id"])
+            if isinstance(loaded.get("config_file"), str):
+                self.reloader.write_planned_config(runner, plugin_id, loaded["config_file"])
             components = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
             others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
             self.components.replace_plugin(plugin_id, components, runner, others)
@@ -354,6 +356,25 @@ class PluginHost:
                 },
             )
         )
+
+    async def broadcast_config(
+        self, scope: str, config: dict[str, Any], version: str = ""
+    ) -> list[str]:
+        """Give the bot's own configuration to the MaiBot plugins that subscribe to it.
+
+        MaiBot plugins list ``config_reload_subscriptions = ("bot",)`` (or
+        ``"model"``) to get ``on_config_update(scope, config, version)`` when the
+        bot's configuration changes; the embedder calls this then.
+
+        Returns:
+            The ids of the plugins whose ``on_config_update`` ran.
+
+        Raises:
+            ValueError: ``scope`` is not ``"bot"`` or ``"model"``.
+        """
+        if scope not in ("bot", "model"):
+            raise ValueError(f"scope must be 'bot' or 'model', got {scope!r}")
+        return await self.reloader.broadcast_config(scope, dict(config), version)
 
     def register_capability(self, name: str, handler: CapabilityHandler) -> None:
         """Answer plugins' ``ctx`` calls to ``name`` (``send.text``, or ``send.*``)."""

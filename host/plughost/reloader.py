@@ -24,7 +24,13 @@ from typing import Any, Protocol
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugins.components import ComponentRegistry
-from plughost.plugins.source import PluginProblem, PluginSource, read_config, read_plugin
+from plughost.plugins.source import (
+    PluginProblem,
+    PluginSource,
+    read_config,
+    read_plugin,
+    write_config,
+)
 from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
 from plughost.redaction import SecretRedactor
 from plughost.runners.channel import RemoteError
@@ -229,6 +235,46 @@ class PluginReloader:
             pid=runner.pid,
         )
         return True
+
+    def write_planned_config(self, runner: RunnerSupervisor, plugin_id: str, text: str) -> None:
+        """Write the config.toml a MaiBot plugin's runner derived from its config model.
+
+        The runner may not write the plugin folder, so it sends the text; the
+        source then holds the written version, and the watcher's echo of this
+        write is not delivered again.
+        """
+        source = self._host.sources.get(plugin_id) or runner.sources.get(plugin_id)
+        if source is None:
+            return
+        try:
+            config, version = write_config(source.path, text)
+        except (OSError, ManifestError) as exc:
+            log.warning("cannot write config.toml of plugin %s: %s", plugin_id, exc)
+            return
+        updated = dataclasses.replace(source, config=config, config_version=version)
+        self._host.sources[plugin_id] = updated
+        runner.sources[plugin_id] = updated
+        log.info("wrote config.toml of plugin %s from its config model", plugin_id)
+
+    async def broadcast_config(self, scope: str, config: dict[str, Any], version: str) -> list[str]:
+        """Deliver the bot's configuration to the MaiBot plugins subscribed to ``scope``.
+
+        Returns:
+            The ids of the plugins whose ``on_config_update`` ran, sorted.
+        """
+        delivered: list[str] = []
+        for plugin_id, source in sorted(self._host.sources.items()):
+            runner = self._host.runner_for(plugin_id)
+            if not source.manifest.targets_maibot or runner is None:
+                continue
+            try:
+                if await runner.update_config(plugin_id, config, version, scope):
+                    delivered.append(plugin_id)
+            except (RemoteError, RunnerCrashedError, TimeoutError) as exc:
+                log.warning(
+                    "plugin %s did not take the %s configuration: %s", plugin_id, scope, exc
+                )
+        return delivered
 
     async def unload(self, plugin_id: str) -> None:
         """Remove a plugin: tools gone from every registry, runner stopped."""

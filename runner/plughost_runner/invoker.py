@@ -75,6 +75,11 @@ class Invoker:
             if limit is not None:
                 return ToolExecutionResult.failure(name, limit, "resource_limit")
             return normalize_exception(name, exc)
+        if handler.adapt_result is not None:
+            try:
+                value = handler.adapt_result(value)
+            except Exception as exc:  # the adapter reads plugin data; never let it escape
+                return normalize_exception(name, exc)
         return normalize_result(name, value)
 
     async def call(

@@ -20,9 +20,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from plughost_runner import maibot_imports, maibot_loader
 from plughost_runner.components import ComponentHandler, call_shape, component_handlers
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
+from plughost_sdk.maibot.plugin import MaiBotPlugin
 from plughost_sdk.plugin import Plugin
 
 __all__ = ["Handler", "LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_plugin"]
@@ -41,6 +43,8 @@ class PluginSpec:
     data_dir: Path
     temp_dir: Path
     on_load_timeout: float = 30.0
+    flavor: str = "plughost"
+    """``"maibot"`` when the manifest targets MaiBot: ``maibot_sdk`` is then mapped."""
 
     @classmethod
     def from_wire(cls, body: dict[str, Any]) -> PluginSpec:
@@ -53,6 +57,7 @@ class PluginSpec:
             data_dir=Path(body["data_dir"]),
             temp_dir=Path(body["temp_dir"]),
             on_load_timeout=float(body.get("on_load_timeout", 30.0)),
+            flavor=str(body.get("flavor") or "plughost"),
         )
 
 
@@ -65,6 +70,8 @@ class Handler:
     is_async: bool
     accepts_any: bool
     accepted: frozenset[str]
+    adapt_result: Callable[[Any], Any] | None = None
+    """Applied to the return value before normalization (MaiBot's reading of it)."""
 
 
 @dataclass(slots=True)
@@ -76,15 +83,20 @@ class LoadedPlugin:
     module: ModuleType
     handlers: dict[str, Handler] = field(default_factory=dict)
     components: dict[tuple[str, str], ComponentHandler] = field(default_factory=dict)
+    config_file: str | None = None
+    """A MaiBot plugin's config.toml text for the host to write, when it must change."""
 
     def summary(self) -> dict[str, Any]:
         """The wire form reported to the host."""
-        return {
+        summary: dict[str, Any] = {
             "plugin_id": self.spec.plugin_id,
             "path": str(self.spec.path),
             "tools": [h.declaration.to_wire() for h in self.handlers.values()],
             "components": [c.declaration.to_wire() for c in self.components.values()],
         }
+        if self.config_file is not None:
+            summary["config_file"] = self.config_file
+        return summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +142,60 @@ async def load_plugin(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugi
 
 async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
     module = _import(spec)
-    instance = _create(spec, module)
-    ctx = PluginContext(
-        spec.plugin_id,
-        bridge,
-        config=PluginConfig(spec.config, spec.config_version),
-        paths=PluginPaths(spec.data_dir, spec.temp_dir),
+    try:
+        instance = _create(spec, module)
+        config_file: str | None = None
+        if isinstance(instance, MaiBotPlugin):
+            handlers, config_file = _set_up_maibot(spec, bridge, instance)
+        else:
+            ctx = PluginContext(
+                spec.plugin_id,
+                bridge,
+                config=PluginConfig(spec.config, spec.config_version),
+                paths=PluginPaths(spec.data_dir, spec.temp_dir),
+            )
+            instance.ctx = ctx
+            validate_config(instance, spec.config)
+            handlers = _handlers(spec, instance)
+        components = bind_components(instance)
+        await _on_load(spec, instance)
+    except BaseException:
+        maibot_imports.unregister_package(module.__name__)
+        raise
+    return LoadedPlugin(
+        spec=spec,
+        instance=instance,
+        module=module,
+        handlers=handlers,
+        components=components,
+        config_file=config_file,
     )
-    instance.ctx = ctx
-    validate_config(instance, spec.config)
-    handlers = _handlers(spec, instance)
-    components = bind_components(instance)
+
+
+def _set_up_maibot(
+    spec: PluginSpec, bridge: CapabilityBridge, instance: MaiBotPlugin
+) -> tuple[dict[str, Handler], str | None]:
+    """Context, configuration and tools of a MaiBot plugin (see maibot_loader)."""
+    try:
+        setup = maibot_loader.set_up(
+            instance,
+            plugin_id=spec.plugin_id,
+            folder=spec.path,
+            config=spec.config,
+            data_dir=spec.data_dir,
+            temp_dir=spec.temp_dir,
+            bridge=bridge,
+        )
+    except maibot_loader.MaiBotSetupError as exc:
+        raise _StageError(exc.stage, exc.reason) from None
+    handlers = {
+        declaration.name: _handler(declaration, function, maibot_loader.tool_result)
+        for declaration, function in setup.tools
+    }
+    return handlers, setup.config_file
+
+
+async def _on_load(spec: PluginSpec, instance: Plugin) -> None:
     try:
         async with asyncio.timeout(spec.on_load_timeout):
             await instance.on_load()
@@ -150,9 +205,6 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
         ) from None
     except Exception as exc:
         raise _StageError("on_load", f"on_load raised {_describe(exc)}", exc) from None
-    return LoadedPlugin(
-        spec=spec, instance=instance, module=module, handlers=handlers, components=components
-    )
 
 
 def bind_components(instance: Any) -> dict[tuple[str, str], ComponentHandler]:
@@ -199,14 +251,18 @@ def _import(spec: PluginSpec) -> ModuleType:
         raise _StageError("import", f"{entry} cannot be imported")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
+    if spec.flavor == "maibot":
+        maibot_imports.register_package(name)
     try:
         module_spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
+        maibot_imports.unregister_package(name)
         where = f"{exc.filename}:{exc.lineno}"
         raise _StageError("import", f"syntax error at {where}: {exc.msg}", exc) from None
     except BaseException as exc:
         sys.modules.pop(name, None)
+        maibot_imports.unregister_package(name)
         if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
             raise
         raise _StageError("import", f"importing plugin.py raised {_describe(exc)}", exc) from None
@@ -234,12 +290,19 @@ def _create(spec: PluginSpec, module: ModuleType) -> Plugin:
 
 
 def _handlers(spec: PluginSpec, instance: Plugin) -> dict[str, Handler]:
-    handlers: dict[str, Handler] = {}
-    for declaration in type(instance).tool_declarations():
-        function = getattr(instance, declaration.handler_name)
-        is_async, accepts_any, accepted = call_shape(function)
-        handlers[declaration.name] = Handler(declaration, function, is_async, accepts_any, accepted)
-    return handlers
+    return {
+        declaration.name: _handler(declaration, getattr(instance, declaration.handler_name))
+        for declaration in type(instance).tool_declarations()
+    }
+
+
+def _handler(
+    declaration: ToolDeclaration,
+    function: Callable[..., Any],
+    adapt_result: Callable[[Any], Any] | None = None,
+) -> Handler:
+    is_async, accepts_any, accepted = call_shape(function)
+    return Handler(declaration, function, is_async, accepts_any, accepted, adapt_result)
 
 
 async def unload_plugin(plugin: LoadedPlugin, timeout: float) -> str | None:
@@ -253,6 +316,7 @@ async def unload_plugin(plugin: LoadedPlugin, timeout: float) -> str | None:
         return f"on_unload raised {_describe(exc)}"
     finally:
         sys.modules.pop(plugin.module.__name__, None)
+        maibot_imports.unregister_package(plugin.module.__name__)
     return None
 
 

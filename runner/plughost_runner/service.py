@@ -29,10 +29,12 @@ from plughost_runner.loader import (
     unload_plugin,
     validate_config,
 )
+from plughost_runner.maibot_config import plan_config
 from plughost_runner.transport import Transport
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
 from plughost_sdk.errors import CapabilityError, ProtocolError
+from plughost_sdk.maibot.plugin import MaiBotPlugin
 
 __all__ = ["RunnerService"]
 
@@ -328,6 +330,10 @@ class RunnerService:
         plugin = self._plugin(envelope)
         body = envelope["body"] or {}
         config, version = dict(body.get("config") or {}), str(body.get("version", ""))
+        if isinstance(plugin.instance, MaiBotPlugin):
+            return await self._update_maibot_config(plugin, plugin.instance, body)
+        if str(body.get("scope", "self")) != "self":
+            return {"version": version, "delivered": False}  # bot scopes are MaiBot's
         try:
             validate_config(plugin.instance, config)
         except Exception as exc:
@@ -346,6 +352,34 @@ class RunnerService:
                 "internal", f"on_config_update raised {type(exc).__name__}: {exc}"
             ) from None
         return {"version": version}
+
+    async def _update_maibot_config(
+        self, plugin: LoadedPlugin, instance: MaiBotPlugin, body: dict[str, Any]
+    ) -> Any:
+        """MaiBot's rules: the plugin's own scope renormalizes; bot scopes go to subscribers."""
+        config, version = dict(body.get("config") or {}), str(body.get("version", ""))
+        scope = str(body.get("scope", "self"))
+        previous = instance.get_plugin_config_data()
+        if scope == "self":
+            try:
+                plan = plan_config(instance, plugin.spec.path, config)
+            except (ValueError, TypeError) as exc:
+                raise _Reply("bad_payload", f"config.toml is invalid: {exc}") from None
+            if plan.config == previous:
+                return {"version": version, "delivered": False}  # e.g. the file plughost wrote
+            instance.set_plugin_config(plan.config)
+        elif scope not in instance.get_config_reload_subscriptions():
+            return {"version": version, "delivered": False}
+        try:
+            async with asyncio.timeout(float(body.get("timeout", 10.0))):
+                await instance.on_config_update(scope, config, version)
+        except Exception as exc:
+            if scope == "self":
+                instance.set_plugin_config(previous)
+            raise _Reply(
+                "internal", f"on_config_update raised {type(exc).__name__}: {exc}"
+            ) from None
+        return {"version": version, "delivered": True}
 
     async def _on_health(self, envelope: wire.Envelope) -> Any:
         return {

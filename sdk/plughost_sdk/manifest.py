@@ -2,7 +2,10 @@
 
 ``plughost_sdk`` is the range of plughost SDK versions the plugin supports and
 is enforced at load. ``sdk`` and ``host_application`` are MaiBot's ranges: they
-are accepted and kept, not enforced, because they describe another SDK.
+are accepted and kept, not enforced, because they describe another SDK. A
+manifest with one of them and no ``plughost_sdk`` range targets MaiBot
+(:attr:`Manifest.targets_maibot`): the plugin is loaded with ``maibot_sdk``
+mapped onto plughost's MaiBot layer.
 
 The schema accepts the fields MaiBot's manifest v2 uses, so existing plugin
 folders need no change. Unknown top-level fields are kept and reported as
@@ -40,7 +43,8 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)+$")
 VERSION_PATTERN = re.compile(
     r"^\d+(?:\.\d+){0,2}(?:[-+][0-9A-Za-z.-]+|(?:\.?(?:a|b|rc|dev|post)\d*)+)?$"
 )
-CAPABILITY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*\.(\*|[a-z][a-z0-9_]*)$|^\*$")
+# "send.text", "send.*", "*", and MaiBot's deeper names ("statistics.local.models").
+CAPABILITY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.(\*|[a-z][a-z0-9_]*)$|^\*$")
 
 
 class _Strict(BaseModel):
@@ -134,6 +138,14 @@ class Manifest(BaseModel):
     def plugin_dependencies(self) -> list[str]:
         """Ids of the plugins this plugin depends on."""
         return [d.id for d in self.dependencies if d.type == "plugin" and d.id]
+
+    @property
+    def targets_maibot(self) -> bool:
+        """Whether the plugin was written for MaiBot's SDK (its ranges, no ``plughost_sdk``)."""
+        if self.plughost_sdk is not None:
+            return False
+        ranges = (self.sdk, self.host_application)
+        return any(r.min_version or r.max_version for r in ranges)
 
     @property
     def unknown_fields(self) -> list[str]:

@@ -175,7 +175,7 @@ def test_bad_version_range_is_rejected_naming_the_nested_field() -> None:
     assert error.problems == ["field 'sdk.min_version': '2.x' is not a version like '1.2.3'"]
 
 
-@pytest.mark.parametrize("capability", ["send", "Send.Text", "send.", "send.text.now"])
+@pytest.mark.parametrize("capability", ["send", "Send.Text", "send.", "send..text", "send.*.now"])
 def test_bad_capability_is_rejected_with_the_expected_form(capability: str) -> None:
     error = _problems(_manifest(capabilities=["db.query", capability]))
 
@@ -183,6 +183,14 @@ def test_bad_capability_is_rejected_with_the_expected_form(capability: str) -> N
         f"field 'capabilities': {capability!r} is not a capability; write 'group.name' "
         "(e.g. 'send.text') or 'group.*'"
     ]
+
+
+@pytest.mark.parametrize("capability", ["statistics.local.models", "maisaka.context.append"])
+def test_maibots_deeper_capability_names_are_accepted(capability: str) -> None:
+    manifest = parse_manifest(_manifest(capabilities=[capability]))
+
+    assert manifest.allows_capability(capability)
+    assert not manifest.allows_capability("statistics.local.other")
 
 
 @pytest.mark.parametrize("version", [1, 3, "2"])
@@ -298,3 +306,19 @@ def test_version_in_range_with_open_ends() -> None:
     assert version_in_range("0.0.1", VersionRange(max_version="1.0.0")) is True
     assert version_in_range("1.0.1", VersionRange(max_version="1.0.0")) is False
     assert version_in_range("5.5.5", VersionRange()) is True
+
+
+def test_a_maibot_manifest_targets_maibot() -> None:
+    assert parse_manifest(_manifest()).targets_maibot
+
+
+def test_a_plughost_sdk_range_makes_a_manifest_plughost_native() -> None:
+    native = _manifest(plughost_sdk={"min_version": "0.1.0"})
+
+    assert not parse_manifest(native).targets_maibot
+
+
+def test_a_manifest_without_any_sdk_range_is_plughost_native() -> None:
+    bare = _manifest(host_application=_DROP, sdk=_DROP)
+
+    assert not parse_manifest(bare).targets_maibot

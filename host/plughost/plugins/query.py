@@ -118,7 +118,8 @@ class ComponentQueryService:
 
         Context fields that are set win over same-named arguments, because the
         host knows which conversation it is in and the model may guess wrong.
-        ``stream_id`` is always there (``""`` outside a chat); the context's
+        ``stream_id`` is always there (``""`` outside a chat), and ``chat_id`` repeats it
+        (MaiBot's name for it) unless an argument has that name; the context's
         ``metadata`` comes as ``metadata`` unless the tool declares an argument
         of that name. Legacy actions also get ``action_data`` (the arguments)
         and ``reasoning``.
@@ -140,6 +141,8 @@ class ComponentQueryService:
                 kwargs["message"] = context.message
             if context.reasoning:
                 kwargs["reasoning"] = context.reasoning
+        if kwargs.get("stream_id"):
+            kwargs.setdefault("chat_id", kwargs["stream_id"])  # MaiBot's name for the stream
         if call_id:
             kwargs["call_id"] = call_id
         if component.legacy_action:

@@ -9,6 +9,7 @@ without starting a runner. Duplicate ids are reported, never silently merged.
 from __future__ import annotations
 
 import hashlib
+import os
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ __all__ = [
     "read_config",
     "read_plugin",
     "scan_plugin_dirs",
+    "write_config",
 ]
 
 CONFIG_FILE = "config.toml"
@@ -53,6 +55,7 @@ class PluginSource:
             "data_dir": str((data_root / self.plugin_id).resolve()),
             "temp_dir": str((temp_root / self.plugin_id).resolve()),
             "on_load_timeout": on_load_timeout,
+            "flavor": "maibot" if self.manifest.targets_maibot else "plughost",
         }
 
 
@@ -95,6 +98,28 @@ def read_config(path: Path) -> tuple[dict[str, Any], str]:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(str(file), [f"invalid TOML: {exc}"]) from None
+    return data, hashlib.sha256(raw).hexdigest()[:12]
+
+
+def write_config(path: Path, text: str) -> tuple[dict[str, Any], str]:
+    """Replace ``<path>/config.toml`` with ``text`` atomically; return (data, version).
+
+    The version is the fingerprint :func:`read_config` computes, so the file
+    watcher's echo of this write is recognized as already known.
+
+    Raises:
+        OSError: the file cannot be written.
+        ManifestError: ``text`` is not valid TOML.
+    """
+    raw = text.encode("utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(str(path / CONFIG_FILE), [f"invalid TOML: {exc}"]) from None
+    target = path / CONFIG_FILE
+    partial = target.with_name(f".{CONFIG_FILE}.{os.getpid()}.tmp")
+    partial.write_bytes(raw)
+    os.replace(partial, target)
     return data, hashlib.sha256(raw).hexdigest()[:12]
 
 

@@ -505,8 +505,14 @@ class RunnerSupervisor:
             method, body, plugin=plugin_id, timeout=max(0.001, deadline - loop.time())
         )
 
-    async def update_config(self, plugin_id: str, config: dict[str, Any], version: str) -> None:
+    async def update_config(
+        self, plugin_id: str, config: dict[str, Any], version: str, scope: str = "self"
+    ) -> bool:
         """Deliver new configuration to the running plugin (``on_config_update``).
+
+        ``scope`` is ``"self"`` for the plugin's config.toml; ``"bot"`` or ``"model"``
+        carry the embedding bot's configuration to MaiBot plugins that subscribe.
+        Returns whether ``on_config_update`` ran.
 
         Raises:
             RemoteError: the plugin rejected it (invalid, or ``on_config_update`` raised).
@@ -515,8 +521,9 @@ class RunnerSupervisor:
         """
         if self._channel is None or not self._ready.is_set():
             raise RunnerCrashedError(f"runner {self.runner_id} is not ready")
-        body = {"config": config, "version": version, "scope": "self", "timeout": 10.0}
-        await self._channel.request("config.update", body, plugin=plugin_id, timeout=12.0)
+        body = {"config": config, "version": version, "scope": scope, "timeout": 10.0}
+        reply = await self._channel.request("config.update", body, plugin=plugin_id, timeout=12.0)
+        return bool(reply.get("delivered", True)) if isinstance(reply, dict) else True
 
     @property
     def inflight(self) -> int:
