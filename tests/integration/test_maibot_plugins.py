@@ -4,16 +4,43 @@ from __future__ import annotations
 
 import shutil
 import tomllib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from plughost.host import PluginHost
+from plughost.settings import HostSettings
 from plughost_sdk.models import ToolExecutionContext
-from tests.conftest import TEST_PLUGINS, HostFactory
-from tests.maibot_host import MaiBotHost
+from tests.conftest import TEST_PLUGINS, HostFactory, fast_settings
+from tests.maibot_host import PNG_1X1, MaiBotHost
+from tests.waiting import wait_until
 
 MAIBOT_PLUGINS = TEST_PLUGINS / "maibot"
 GROUP_CHAT = ToolExecutionContext(stream_id="qq:123", is_group_chat=True, group_id="123")
+
+
+@pytest.fixture
+def run_maibot(
+    tmp_path: Path,
+) -> Callable[..., AbstractAsyncContextManager[tuple[PluginHost, MaiBotHost]]]:
+    """Start a host over ``folders`` whose MaiBot capabilities answer before any plugin loads."""
+
+    @asynccontextmanager
+    async def start(
+        folders: list[Path], settings: HostSettings | None = None
+    ) -> AsyncIterator[tuple[PluginHost, MaiBotHost]]:
+        host = PluginHost(folders, settings=settings or fast_settings(tmp_path))
+        maibot = MaiBotHost().install(host)
+        try:
+            await host.start()
+            yield host, maibot
+        finally:
+            await host.aclose()
+
+    return start
 
 
 @pytest.fixture
@@ -56,3 +83,70 @@ async def test_weather_plugin_sends_with_positional_ctx_calls_and_returns_bool_s
         {"text": "麦麦播报: 上海 小雨 18°C", "stream_id": "qq:123", "return_details": False}
     ]
     assert maibot.named("config.get") == [{"key": "bot.nickname", "default": "麦麦"}]
+
+
+async def test_a_background_task_started_in_on_load_runs_and_uses_llm_render_and_send_image(
+    run_maibot: Any, maibot_dir: Path
+) -> None:
+    async with run_maibot([maibot_dir / "daily_digest"]) as (host, maibot):
+
+        async def rounds() -> int:
+            status = await host.invoke("digest_status")
+            return int(status.content.removeprefix("rounds="))
+
+        await wait_until(lambda: _at_least(rounds(), 2), timeout=10, what="two digests")
+        result = await host.invoke("digest_now", {}, GROUP_CHAT)
+
+    assert result.success, result.error_message
+    assert result.content == "回答: 总结今日新闻"
+    assert {"prompt": "总结今日新闻", "model": ""} in maibot.named("llm.generate")
+    images = maibot.named("send.image")
+    assert images[-1] == {"image_base64": PNG_1X1, "stream_id": "qq:123", "return_details": False}
+    assert {"image_base64": PNG_1X1, "stream_id": "qq:digest", "return_details": False} in images
+
+
+async def _at_least(count: Any, wanted: int) -> bool:
+    return bool(await count >= wanted)
+
+
+async def test_a_legacy_action_gets_action_data_reasoning_and_chat_id(
+    make_host: HostFactory, maibot_dir: Path
+) -> None:
+    context = GROUP_CHAT.model_copy(update={"reasoning": "有人说你好"})
+    async with make_host([maibot_dir / "legacy_greeter"]) as host:
+        maibot = MaiBotHost().install(host)
+        greet = await host.invoke("greet", {"person": "小明"}, context)
+        refused = await host.invoke("farewell", {"person": " "})
+
+    assert greet.success, greet.error_message
+    assert greet.content == "已向 小明 打招呼 (reasoning: 有人说你好)"
+    assert maibot.named("send.text")[0]["text"] == "你好，小明！"
+    assert not refused.success
+    assert refused.error_message == "没有道别对象"
+
+
+async def test_a_plugin_importing_maibots_host_code_fails_to_load_saying_so(
+    make_host: HostFactory, maibot_dir: Path
+) -> None:
+    async with make_host([maibot_dir / "host_internals"]) as host:
+        problem = host.problems["community.host-internals"]
+
+    assert problem.stage == "import"
+    assert "src.common.logger, which is MaiBot's own host code" in problem.reason
+
+
+async def test_the_mapping_does_not_leak_to_a_native_plugin_in_the_same_runner(
+    make_host: HostFactory, maibot_dir: Path, tmp_path: Path
+) -> None:
+    settings = fast_settings(tmp_path).model_copy(update={"runner_grouping": "single"})
+    folders = [maibot_dir / "weather_report", TEST_PLUGINS / "real_maibot_importer"]
+    async with make_host(folders, settings) as host:
+        MaiBotHost().install(host)
+        native = await host.invoke("which_maibot_sdk")
+        maibot = await host.invoke("get_weather", {"city": "上海"})
+        pids = {runner.pid for runner in host.runners()}
+
+    assert len(pids) == 1
+    assert native.content == "maibot_sdk.plugin"
+    assert "site-packages" in native.structured_content["file"]
+    assert maibot.success, maibot.error_message
