@@ -10,7 +10,19 @@ Not imported by ``import plughost_sdk``.
 """
 
 from plughost_sdk.maibot.capabilities.send import SendResult
-from plughost_sdk.maibot.components import Action, Tool
+from plughost_sdk.maibot.components import (
+    API,
+    Action,
+    Command,
+    EventHandler,
+    HomeCard,
+    HookHandler,
+    LLMProvider,
+    MessageGateway,
+    ReplyExtension,
+    Tool,
+    WorkflowStep,
+)
 from plughost_sdk.maibot.config import Field, PluginConfigBase
 from plughost_sdk.maibot.context import PluginContext, PluginPaths
 from plughost_sdk.maibot.llm_provider import LLMProviderBase
@@ -25,17 +37,26 @@ __version__ = "2.16.0"
 """The MaiBot SDK version this layer matches."""
 
 __all__ = [
+    "API",
     "CONFIG_RELOAD_SCOPE_SELF",
     "ON_BOT_CONFIG_RELOAD",
     "ON_MODEL_CONFIG_RELOAD",
     "Action",
+    "Command",
+    "EventHandler",
     "Field",
+    "HomeCard",
+    "HookHandler",
+    "LLMProvider",
     "LLMProviderBase",
     "MaiBotPlugin",
+    "MessageGateway",
     "PluginConfigBase",
     "PluginContext",
     "PluginPaths",
+    "ReplyExtension",
     "SendResult",
     "Tool",
+    "WorkflowStep",
     "__version__",
 ]

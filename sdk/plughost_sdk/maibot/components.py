@@ -17,15 +17,52 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from plughost_sdk._components import (
+    API,
+    Command,
+    EventHandler,
+    HomeCard,
+    HookHandler,
+    LLMProvider,
+    MessageGateway,
+    ReplyExtension,
+    WorkflowStep,
+)
 from plughost_sdk.maibot.types import (
     ActivationType,
     ChatMode,
+    ErrorPolicy,
+    EventType,
+    HookMode,
+    HookOrder,
+    MessageGatewayRouteType,
     ToolComponentInfo,
     ToolParameterInfo,
     build_tool_detailed_description,
 )
 
-__all__ = ["TOOL_INFO_ATTRIBUTE", "Action", "Tool", "collect_tool_components"]
+__all__ = [
+    "API",
+    "TOOL_INFO_ATTRIBUTE",
+    "Action",
+    "Command",
+    "ErrorPolicy",
+    "EventHandler",
+    "EventType",
+    "HomeCard",
+    "HookHandler",
+    "HookMode",
+    "HookOrder",
+    "LLMProvider",
+    "MessageGateway",
+    "MessageGatewayRouteType",
+    "ReplyExtension",
+    "Tool",
+    "WorkflowStep",
+    "collect_components",
+    "collect_llm_providers",
+    "collect_tool_components",
+]
 
 TOOL_INFO_ATTRIBUTE = "__maibot_tool_info__"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -232,3 +269,20 @@ def collect_tool_components(instance: object) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def collect_components(instance: Any) -> list[dict[str, Any]]:
+    """Every decorated component of ``instance`` as MaiBot lists them (by method name)."""
+    found = collect_tool_components(instance)
+    found += [
+        declaration.to_wire()
+        for declaration in type(instance).component_declarations()
+        if declaration.type.value not in ("TOOL", "ACTION")
+    ]
+    found.sort(key=lambda c: str(c["metadata"].get("handler_name", "")))
+    return found
+
+
+def collect_llm_providers(instance: object) -> list[dict[str, Any]]:
+    """No LLM providers: declaring one is refused when the plugin class is defined."""
+    return []

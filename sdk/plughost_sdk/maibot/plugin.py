@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, cast
 
-from plughost_sdk.maibot.components import collect_tool_components
+from plughost_sdk.maibot.components import collect_components
 from plughost_sdk.maibot.config import (
     PluginConfigBase,
     build_plugin_default_config,
@@ -171,12 +171,7 @@ class MaiBotPlugin(Plugin):
 
     def get_components(self) -> list[dict[str, Any]]:
         """Every component as MaiBot reports it: decorated ones by method name, then dynamic."""
-        declared = collect_tool_components(self)
-        others = getattr(super(), "get_components", None)
-        if others is not None:
-            declared += [c for c in others() if c.get("type") not in ("TOOL", "ACTION")]
-        declared.sort(key=lambda c: str(c.get("metadata", {}).get("handler_name", "")))
-        return declared + self.get_dynamic_api_components()
+        return collect_components(self) + self.get_dynamic_api_components()
 
     def get_llm_providers(self) -> list[dict[str, Any]]:
         """LLM providers this plugin offers (plughost refuses ``@LLMProvider`` at definition)."""

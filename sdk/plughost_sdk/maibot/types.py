@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from plughost_sdk.maibot._enums import (
+from plughost_sdk.types import (
     ActivationType,
     ChatMode,
     ComponentType,
@@ -23,25 +23,34 @@ from plughost_sdk.maibot._enums import (
     HookOrder,
     MessageGatewayRouteType,
     ModifyFlag,
+    ToolParamType,
 )
 from plughost_sdk.types import ToolParameterInfo as PlughostParameter
-from plughost_sdk.types import ToolParamType
 
 __all__ = [
     "CONFIG_RELOAD_SCOPE_SELF",
     "ON_BOT_CONFIG_RELOAD",
     "ON_MODEL_CONFIG_RELOAD",
+    "APIComponentInfo",
+    "ActionComponentInfo",
     "ActivationType",
     "CapabilityResult",
     "ChatMode",
+    "CommandComponentInfo",
     "ComponentInfo",
     "ComponentType",
     "ErrorPolicy",
+    "EventHandlerComponentInfo",
     "EventType",
+    "HomeCardComponentInfo",
+    "HookHandlerComponentInfo",
     "HookMode",
     "HookOrder",
+    "LLMProviderInfo",
+    "MessageGatewayComponentInfo",
     "MessageGatewayRouteType",
     "ModifyFlag",
+    "ReplyExtensionComponentInfo",
     "ToolComponentInfo",
     "ToolParamType",
     "ToolParameterInfo",
@@ -151,6 +160,9 @@ class ToolParameterInfo(BaseModel):
         return schema
 
 
+ChatScope = Literal["all", "group", "private"]
+
+
 class ComponentInfo(BaseModel):
     """What a decorator declares about one component (MaiBot's field names)."""
 
@@ -173,12 +185,108 @@ class ToolComponentInfo(ComponentInfo):
     invoke_method: str = "plugin.invoke_tool"
 
 
+class ActionComponentInfo(ComponentInfo):
+    """A legacy action (kept for imports; ``@Action`` registers a tool)."""
+
+    type: ComponentType = ComponentType.ACTION
+    activation_type: ActivationType = ActivationType.ALWAYS
+    activation_keywords: list[str] = Field(default_factory=list)
+    activation_probability: float = 1.0
+    chat_mode: ChatMode = ChatMode.NORMAL
+    action_parameters: dict[str, Any] = Field(default_factory=dict)
+    action_require: list[str] = Field(default_factory=list)
+    associated_types: list[str] = Field(default_factory=list)
+    parallel_action: bool = False
+    action_prompt: str = ""
+
+
+class APIComponentInfo(ComponentInfo):
+    """An ``@API``."""
+
+    type: ComponentType = ComponentType.API
+    version: str = "1"
+    public: bool = False
+
+
+class CommandComponentInfo(ComponentInfo):
+    """A ``@Command``."""
+
+    type: ComponentType = ComponentType.COMMAND
+    command_pattern: str = ""
+    aliases: list[str] = Field(default_factory=list)
+
+
+class EventHandlerComponentInfo(ComponentInfo):
+    """An ``@EventHandler``."""
+
+    type: ComponentType = ComponentType.EVENT_HANDLER
+    event_type: EventType = EventType.ON_MESSAGE
+    intercept_message: bool = False
+    weight: int = 0
+
+
+class HookHandlerComponentInfo(ComponentInfo):
+    """A ``@HookHandler``."""
+
+    type: ComponentType = ComponentType.HOOK_HANDLER
+    hook: str
+    mode: HookMode = HookMode.BLOCKING
+    order: HookOrder = HookOrder.NORMAL
+    timeout_ms: int = 0
+    error_policy: ErrorPolicy = ErrorPolicy.SKIP
+
+
+class MessageGatewayComponentInfo(ComponentInfo):
+    """A ``@MessageGateway`` (importable; declaring one is refused)."""
+
+    type: ComponentType = ComponentType.MESSAGE_GATEWAY
+    route_type: MessageGatewayRouteType
+    platform: str = ""
+    protocol: str = ""
+    account_id: str = ""
+    scope: str = ""
+
+
+class HomeCardComponentInfo(ComponentInfo):
+    """A ``@HomeCard``."""
+
+    type: ComponentType = ComponentType.HOME_CARD
+    title: str
+    content: Any = ""
+    link_url: str = ""
+    link_label: str = ""
+    icon: str = ""
+    width: str = "medium"
+    order: int = 1000
+
+
+class ReplyExtensionComponentInfo(ComponentInfo):
+    """A ``@ReplyExtension`` (importable; declaring one is refused)."""
+
+    type: ComponentType = ComponentType.REPLY_EXTENSION
+    platforms: list[str] = Field(default_factory=list)
+    parameters_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    priority: int = 0
+    timeout_ms: int = Field(default=60000, gt=0)
+    chat_scope: ChatScope = "all"
+    allowed_session: list[str] = Field(default_factory=list)
+
+
+class LLMProviderInfo(BaseModel):
+    """An ``@LLMProvider`` (importable; declaring one is refused)."""
+
+    client_type: str
+    name: str = ""
+    description: str = ""
+    version: str = "1.0.0"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 class CapabilityResult(BaseModel):
     """The envelope MaiBot's host wraps a capability result in."""
 
     success: bool
     result: Any = None
     error: str = ""
-
-
-ChatScope = Literal["all", "group", "private"]
