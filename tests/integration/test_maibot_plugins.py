@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from plughost.host import PluginHost
+from plughost.plugins.source import read_config
 from plughost.settings import HostSettings
 from plughost_sdk.models import ToolExecutionContext
 from tests.conftest import TEST_PLUGINS, HostFactory, fast_settings
@@ -150,3 +151,77 @@ async def test_the_mapping_does_not_leak_to_a_native_plugin_in_the_same_runner(
     assert native.content == "maibot_sdk.plugin"
     assert "site-packages" in native.structured_content["file"]
     assert maibot.success, maibot.error_message
+
+
+COMPONENT_FIXTURES = ["group_admin", "message_guard", "note_keeper"]
+
+
+async def test_components_reach_the_host_registry_in_maibots_dict_shape(
+    run_maibot: Any, maibot_dir: Path
+) -> None:
+    async with run_maibot([maibot_dir / name for name in COMPONENT_FIXTURES]) as (host, _):
+        registered = {(c.plugin_id, c.name): c.to_wire() for c in host.components.components()}
+        problems = dict(host.problems)
+
+    assert problems == {}
+    assert registered[("community.group-admin", "who")]["metadata"]["command_pattern"] == (
+        r"^/who (?P<name>\S+)$"
+    )
+    guard = registered[("community.message-guard", "banned_word_filter")]["metadata"]
+    assert (guard["event_type"], guard["intercept_message"], guard["weight"]) == (
+        "on_message_pre_process",
+        True,
+        100,
+    )
+    hook = registered[("community.message-guard", "planner_note")]["metadata"]
+    assert (hook["hook"], hook["mode"], hook["order"], hook["error_policy"]) == (
+        "maisaka.planner.before_request",
+        "blocking",
+        "early",
+        "skip",
+    )
+    assert registered[("community.note-keeper", "save_note")]["type"] == "API"
+    assert registered[("community.note-keeper", "note_count")]["metadata"]["dynamic"] is True
+
+
+async def test_a_get_components_override_makes_a_tool_group_only(
+    run_maibot: Any, maibot_dir: Path
+) -> None:
+    private = ToolExecutionContext(stream_id="qq:private:9", is_group_chat=False)
+    args = {"group_id": "123", "person_name": "小红"}
+    async with run_maibot([maibot_dir / "group_admin"]) as (host, maibot):
+        in_group = await host.invoke("mute_member", args, GROUP_CHAT)
+        in_private = await host.invoke("mute_member", args, private)
+
+    assert in_group.success, in_group.error_message
+    assert in_group.content == "已在 qq:123 禁言 person-小红"
+    assert maibot.named("chat.get_stream_by_group_id") == [{"group_id": "123", "platform": "qq"}]
+    assert not in_private.success
+
+
+async def test_the_bots_configuration_reaches_only_subscribed_plugins(
+    run_maibot: Any, maibot_dir: Path
+) -> None:
+    folders = [maibot_dir / "note_keeper", maibot_dir / "weather_report"]
+    async with run_maibot(folders) as (host, _):
+        delivered = await host.broadcast_config("bot", {"bot": {"nickname": "小麦"}}, "v2")
+        updates = await host.invoke("note_updates")
+
+    assert delivered == ["community.note-keeper"]
+    assert updates.content == "bot:小麦"
+
+
+async def test_an_edited_config_toml_updates_self_config_and_the_hosts_own_write_does_not(
+    run_maibot: Any, maibot_dir: Path
+) -> None:
+    folder = maibot_dir / "weather_report"
+    async with run_maibot([folder]) as (host, _):
+        source = host.sources["community.weather-report"]
+        assert source.config_version == read_config(folder)[1]  # the write is already known
+        text = (folder / "config.toml").read_text(encoding="utf-8")
+        (folder / "config.toml").write_text(text.replace('"北京"', '"上海"'), encoding="utf-8")
+        updated = await host.reloader.update_config("community.weather-report")
+        weather = await host.invoke("get_weather")
+
+    assert updated
+    assert weather.content == "上海: 小雨 18°C (1 天)"

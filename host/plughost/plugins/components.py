@@ -270,6 +270,9 @@ class ComponentRegistry:
         """Whether ``component`` may be offered and called in ``context``."""
         if component.full_name in self._disabled or component.plugin_id in self._disabled_plugins:
             return False
+        platforms = component.metadata.get("platforms")
+        if platforms and (context is None or context.platform.strip().lower() not in platforms):
+            return False  # MaiBot's @Tool(platforms=...): only where the chat's platform is known
         if context is None:
             return True
         if context.session_id and context.session_id in self._session_disabled.get(
