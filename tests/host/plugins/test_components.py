@@ -111,6 +111,16 @@ def test_chat_scope_and_session_disabling_filter_availability() -> None:
     assert registry.is_available(anywhere, group)
 
 
+def test_a_tool_scoped_to_platforms_is_available_only_where_the_platform_is_known() -> None:
+    registry = ComponentRegistry()
+    telegram_only = tool("a.one", "t", platforms=["telegram"])
+    registry.replace_plugin("a.one", [telegram_only], FakeOwner())
+
+    assert registry.is_available(telegram_only, ToolAvailabilityContext(platform="Telegram"))
+    assert not registry.is_available(telegram_only, ToolAvailabilityContext(platform="qq"))
+    assert not registry.is_available(telegram_only, None)
+
+
 def test_the_plugin_seen_first_keeps_a_shared_name_until_it_goes_away() -> None:
     registry = ComponentRegistry()
     query = ComponentQueryService(registry)
