@@ -12,6 +12,7 @@ This module defines the interface only; it has no transport in it.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -139,10 +140,16 @@ class SendCapability(CapabilityGroup):
             "send.text", text=text, stream_id=stream_id, **options
         )
 
-    async def image(self, image: bytes, stream_id: str, **options: Any) -> Any:
-        """Send an image (raw bytes) to ``stream_id``."""
+    async def image(self, image: bytes | str, stream_id: str, **options: Any) -> Any:
+        """Send an image to ``stream_id``: raw bytes, or base64 text.
+
+        The host's handler receives ``image_base64`` (base64 text), the argument
+        MaiBot plugins send too, so one handler serves both kinds of plugin.
+        """
+        if isinstance(image, bytes | bytearray | memoryview):
+            image = base64.b64encode(bytes(image)).decode("ascii")
         return await self._ctx.call_capability(
-            "send.image", image=image, stream_id=stream_id, **options
+            "send.image", image_base64=image, stream_id=stream_id, **options
         )
 
     async def custom(self, message_type: str, content: Any, stream_id: str, **options: Any) -> Any:

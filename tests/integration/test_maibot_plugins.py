@@ -205,10 +205,12 @@ async def test_the_bots_configuration_reaches_only_subscribed_plugins(
     folders = [maibot_dir / "note_keeper", maibot_dir / "weather_report"]
     async with run_maibot(folders) as (host, _):
         delivered = await host.broadcast_config("bot", {"bot": {"nickname": "小麦"}}, "v2")
+        (maibot_dir / "note_keeper" / "config.toml").write_text("[notes]\nmax = 3\n")
+        assert await host.reloader.update_config("community.note-keeper")
         updates = await host.invoke("note_updates")
 
     assert delivered == ["community.note-keeper"]
-    assert updates.content == "bot:小麦"
+    assert updates.content == "bot:小麦,self"
 
 
 async def test_an_edited_config_toml_updates_self_config_and_the_hosts_own_write_does_not(

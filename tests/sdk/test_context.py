@@ -182,7 +182,7 @@ async def test_send_image_and_custom_route_through_the_bridge() -> None:
     await ctx.send.custom("card", {"title": "t"}, "s")
 
     assert [call[1:3] for call in bridge.calls] == [
-        ("send.image", {"image": b"\x89PNG", "stream_id": "s"}),
+        ("send.image", {"image_base64": "iVBORw==", "stream_id": "s"}),
         ("send.custom", {"message_type": "card", "content": {"title": "t"}, "stream_id": "s"}),
     ]
 
