@@ -35,6 +35,7 @@ from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
 from plughost.redaction import SecretRedactor
 from plughost.runners.channel import RemoteError
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
+from plughost.settings import HostSettings
 from plughost_sdk.errors import ManifestError, RunnerCrashedError
 
 __all__ = ["PluginReloader", "ReloadTarget"]
@@ -56,6 +57,7 @@ class ReloadTarget(Protocol):
     problems: dict[str, PluginProblem]
     redactor: SecretRedactor
     events: EventBus
+    settings: HostSettings
 
     def plugin_id_at(self, path: Path) -> str | None: ...
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor: ...
@@ -244,7 +246,7 @@ class PluginReloader:
         write is not delivered again.
         """
         source = self._host.sources.get(plugin_id) or runner.sources.get(plugin_id)
-        if source is None:
+        if source is None or not self._host.settings.write_plugin_config:
             return
         try:
             config, version = write_config(source.path, text)

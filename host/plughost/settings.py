@@ -134,4 +134,9 @@ class HostSettings(BaseModel):
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"
     )
+    write_plugin_config: bool = Field(
+        True,
+        description="write a MaiBot plugin's config.toml from its config model when it is "
+        "missing or lacks fields, as MaiBot does",
+    )
     web: WebSettings = Field(default_factory=WebSettings)

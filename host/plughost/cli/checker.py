@@ -230,7 +230,7 @@ def _manifest_warnings(source: PluginSource) -> list[CheckProblem]:
         _file_problem(source.plugin_id, file, text, "warning", "remove it, or correct its spelling")
         for text in source.warnings
     ]
-    if source.manifest.plughost_sdk is None:
+    if source.manifest.plughost_sdk is None and not source.manifest.targets_maibot:
         message = "no 'plughost_sdk' range: the plugin claims to work with every plughost-sdk"
         wanted = {"min_version": sdk_version, "max_version": sdk_version.split(".")[0] + ".99.99"}
         fix = f'add "plughost_sdk": {json.dumps(wanted)}'
@@ -258,7 +258,10 @@ async def _load(sources: list[PluginSource], timeout: float) -> dict[str, _Loade
             term_timeout=1.0,
         )
         settings = HostSettings(
-            data_dir=Path(scratch, "data"), temp_dir=Path(scratch, "temp"), runner=runner
+            data_dir=Path(scratch, "data"),
+            temp_dir=Path(scratch, "temp"),
+            runner=runner,
+            write_plugin_config=False,  # checking leaves the plugin folders as they are
         )
         host = PluginHost([s.path for s in sources], settings=settings)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -308,3 +309,17 @@ async def test_the_json_form_holds_every_problem(tmp_path: Path) -> None:
     assert data["errors"] == 4
     assert data["plugins_ok"] == []
     assert set(data["problems"][0]) == {"plugin", "file", "line", "message", "fix", "severity"}
+
+
+async def test_maibot_plugins_check_ok_unmodified_and_their_folders_are_left_alone(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(TEST_PLUGINS / "maibot", tmp_path / "maibot")
+
+    report = await check_plugins([tmp_path / "maibot"])
+
+    assert [p.plugin for p in report.errors] == ["community.host-internals"]
+    assert "MaiBot's own host code" in report.errors[0].message
+    assert len(report.plugins_ok) == 6
+    assert not any("plughost_sdk" in p.message for p in report.warnings)
+    assert list((tmp_path / "maibot").glob("*/config.toml")) == []
