@@ -204,12 +204,16 @@ def tool_result(value: Any) -> Any:
     - None: no text; anything else: its ``str()``.
     """
     if isinstance(value, Mapping):
+        if not isinstance(value.get("stop_after_execution", False), bool):
+            return {
+                "success": False,
+                "error": "插件工具返回字段 `stop_after_execution` 必须为布尔值。",
+            }
         success = bool(value.get("success", True))
         content = str(value.get("content", value.get("message", "")) or "").strip()
         error = ""
         if not success:
-            error = str(value.get("error", value.get("message", "")) or "").strip()
-            error = error or "插件工具执行失败"
+            error = str(value.get("error", value.get("message", "插件工具执行失败")) or "").strip()
         return {**value, "success": success, "content": content, "error": error}
     if isinstance(value, list | tuple) and value and isinstance(value[0], bool):
         ok = value[0]
