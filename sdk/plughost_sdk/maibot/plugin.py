@@ -255,6 +255,19 @@ class MaiBotPlugin(Plugin):
         """
         handler = self._dynamic_api_handlers.get(component_name)
         if handler is None:
+            # Called by API name (plughost's dispatch) rather than by handler name (MaiBot's):
+            # find the API and pass what MaiBot's host passes to a dynamic API.
+            for component in reversed(self._dynamic_api_components.values()):
+                details = component["metadata"]
+                if component["name"] == component_name:
+                    handler = self._dynamic_api_handlers.get(str(details.get("handler_name")))
+                    kwargs.setdefault("__maibot_api_name__", component_name)
+                    kwargs.setdefault(
+                        "__maibot_api_full_name__", f"{self.ctx.plugin_id}.{component_name}"
+                    )
+                    kwargs.setdefault("__maibot_api_version__", details.get("version", "1"))
+                    break
+        if handler is None:
             raise AttributeError(f"the plugin has no dynamic component handler {component_name!r}")
         result = handler(**kwargs)
         return await result if inspect.isawaitable(result) else result
