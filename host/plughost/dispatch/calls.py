@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
-__all__ = ["Background", "ComponentCaller", "ComponentInvoker", "Deadline"]
+__all__ = ["Background", "ComponentCaller", "ComponentInvoker", "Deadline", "PerVersion"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,29 @@ class Deadline:
         """A handler's time limit: its own (``own_ms``) or ``default``, cut to what is left."""
         own = own_ms / 1000 if own_ms > 0 else default
         return min(own, self.remaining())
+
+
+class PerVersion:
+    """Lists derived from the registry (a hook's handlers in order), rebuilt when it changes.
+
+    Every change of the registry (a reload, a component switched off) bumps its
+    version, so a list built for one version is valid until the next: dispatching
+    a message does not re-sort or re-filter every component each time.
+    """
+
+    def __init__(self, registry: ComponentRegistry) -> None:
+        self._registry = registry
+        self._version = -1
+        self._lists: dict[str, list[Any]] = {}
+
+    def get(self, key: str, build: Callable[[], list[Any]]) -> list[Any]:
+        """The list for ``key`` at the registry's current version, built once per version."""
+        if self._version != self._registry.version:
+            self._version, self._lists = self._registry.version, {}
+        found = self._lists.get(key)
+        if found is None:
+            found = self._lists[key] = build()
+        return found
 
 
 class ComponentCaller:

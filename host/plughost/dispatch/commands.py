@@ -16,11 +16,12 @@ bot answering the same message as if it were chat.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plughost.dispatch.calls import ComponentCaller, Deadline
+from plughost.dispatch.calls import ComponentCaller, Deadline, PerVersion
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
@@ -67,16 +68,21 @@ class CommandDispatcher:
         self._registry = registry
         self._caller = caller
         self._config_of = config_of
+        self._cache = PerVersion(registry)
+
+    def _table(self) -> list[tuple[PluginComponent, re.Pattern[str] | None, tuple[str, ...]]]:
+        return [
+            (c, c.compiled, c.aliases)
+            for c in self._registry.components("COMMAND")
+            if self._registry.component_enabled(c)
+        ]
 
     def match(self, text: str) -> tuple[PluginComponent, dict[str, Any]] | None:
         """The first enabled command ``text`` triggers, with its named groups."""
-        for command in self._registry.components("COMMAND"):
-            if not self._registry.component_enabled(command):
-                continue
-            pattern = command.compiled
+        for command, pattern, aliases in self._cache.get("commands", self._table):
             if pattern is not None and (found := pattern.search(text)) is not None:
                 return command, found.groupdict()
-            if any(text.startswith(alias) for alias in command.aliases):
+            if aliases and text.startswith(aliases):
                 return command, {}
         return None
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plughost.dispatch.calls import Background, ComponentCaller, Deadline
+from plughost.dispatch.calls import Background, ComponentCaller, Deadline, PerVersion
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
@@ -77,15 +77,20 @@ class EventDispatcher:
         self._registry = registry
         self._caller = caller
         self._background = background
+        self._cache = PerVersion(registry)
 
     def handlers(self, event_type: str) -> list[PluginComponent]:
         """The enabled handlers of ``event_type`` in the order they run."""
-        found = [
-            c
-            for c in self._registry.components("EVENT_HANDLER")
-            if c.event_type == event_type and self._registry.component_enabled(c)
-        ]
-        return sorted(found, key=lambda c: (-c.weight, c.plugin_id, c.name))
+
+        def build() -> list[PluginComponent]:
+            found = [
+                c
+                for c in self._registry.components("EVENT_HANDLER")
+                if c.event_type == event_type and self._registry.component_enabled(c)
+            ]
+            return sorted(found, key=lambda c: (-c.weight, c.plugin_id, c.name))
+
+        return self._cache.get(event_type, build)
 
     async def emit(
         self,

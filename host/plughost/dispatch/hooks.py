@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plughost.dispatch.calls import Background, ComponentCaller, Deadline
+from plughost.dispatch.calls import Background, ComponentCaller, Deadline, PerVersion
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
@@ -108,6 +108,11 @@ class HookOutcome:
     observers: int = 0
 
 
+def _rank(handler: PluginComponent) -> tuple[int, int, str, str]:
+    mode, order = _MODE_RANK.get(handler.mode, 9), _ORDER_RANK.get(handler.order, 9)
+    return mode, order, handler.plugin_id, handler.name
+
+
 class HookDispatcher:
     """Runs named hook chains over the hook handlers in a registry."""
 
@@ -118,6 +123,7 @@ class HookDispatcher:
         self._caller = caller
         self._background = background
         self._specs: dict[str, HookSpec] = {}
+        self._cache = PerVersion(registry)
 
     def register_spec(self, spec: HookSpec) -> None:
         """Declare what hook ``spec.name`` allows (replaces an earlier spec)."""
@@ -129,20 +135,16 @@ class HookDispatcher:
 
     def handlers(self, hook: str) -> list[PluginComponent]:
         """The enabled handlers of ``hook`` in the order they run."""
-        found = [
-            c
-            for c in self._registry.components("HOOK_HANDLER")
-            if c.hook == hook and self._registry.component_enabled(c)
-        ]
-        return sorted(
-            found,
-            key=lambda c: (
-                _MODE_RANK.get(c.mode, 9),
-                _ORDER_RANK.get(c.order, 9),
-                c.plugin_id,
-                c.name,
-            ),
-        )
+
+        def build() -> list[PluginComponent]:
+            found = [
+                c
+                for c in self._registry.components("HOOK_HANDLER")
+                if c.hook == hook and self._registry.component_enabled(c)
+            ]
+            return sorted(found, key=_rank)
+
+        return self._cache.get(hook, build)
 
     async def run(
         self,
