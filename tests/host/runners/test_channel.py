@@ -118,14 +118,15 @@ async def test_channel_sends_wait_while_the_runner_queue_is_full_then_all_arrive
 ) -> None:
     frames = 200
     payload = b"\0" * 512 * 1024  # 100 MB in all: far more than the socket buffers hold
-    for n in range(frames):  # accepted: what the socket cannot take yet waits in order
-        await pair.channel.send(wire.event("log.batch", {"n": n, "data": payload}))
-    late = asyncio.create_task(pair.channel.send(wire.event("log.batch", {"n": frames})))
-    _, waiting = await asyncio.wait([late], timeout=0.5)
-    assert waiting, "a send finished although the runner's queue was full and nothing was read"
+    sends = [
+        asyncio.create_task(pair.channel.send(wire.event("log.batch", {"n": n, "data": payload})))
+        for n in range(frames)
+    ]
+    _, waiting = await asyncio.wait(sends, timeout=0.5)
+    assert waiting, "every send finished although the runner's queue was full and nothing was read"
     received: list[int] = []
     async with asyncio.timeout(60):
-        while len(received) <= frames:
+        while len(received) < frames:
             received += [e["body"]["n"] for e in wire.decode_many(await pair.peer.recv())]
-        await late
-    assert received == list(range(frames + 1))
+        await asyncio.gather(*sends)
+    assert received == list(range(frames))
