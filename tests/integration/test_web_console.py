@@ -176,9 +176,11 @@ def test_editing_a_plugin_shows_the_reload_and_the_new_version(page: Any, plugin
     expect(row.locator("td").nth(1)).to_have_text("1.0.1", timeout=WAIT_MS)
 
 
-def test_the_form_of_a_tool_with_an_image_result_shows_the_image(page: Any) -> None:
+def test_a_tools_schema_and_the_form_for_an_image_result_show_the_image(page: Any) -> None:
     tool = page.locator('tr[data-tool="render_swatch"]')
-    tool.locator("button.try").click(timeout=WAIT_MS)
+    tool.locator("summary").click(timeout=WAIT_MS)
+    expect(tool.locator("pre")).to_contain_text('"end_color"')
+    tool.locator("button.try").click()
     page.fill("#try-fields input[name=color]", "green")
     page.fill("#try-fields input[name=width]", "40")
     page.click("#try-form button[type=submit]")

@@ -216,7 +216,10 @@ function renderTools() {
       inSession.addEventListener("change", () => setToolEnabled(t, inSession.checked, session));
     }
     body.append(el("tr", { "data-tool": t.name, title: t.description },
-      el("td", { class: "mono" }, t.name),
+      el("td", { class: "mono" }, el("details", { class: "schema" },
+        el("summary", {}, t.name),
+        el("div", { class: "details" }, t.description),
+        el("pre", {}, JSON.stringify(t.parameters || {}, null, 2)))),
       el("td", {}, t.component_type || "tool"),
       el("td", {}, t.plugin_id || `${t.provider} (${t.provider_type})`),
       el("td", {}, t.visibility),
