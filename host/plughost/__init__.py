@@ -13,6 +13,7 @@ there and what it may import::
     plugins/   plugin folders, manifests, components, the plugin tool provider
     runners/   runner processes, their channel, supervision, capabilities
     dispatch/  commands, events, hook chains and plugin APIs, run in their runners
+    web/       the operator's console: a live web page, /metrics (``serve --web``)
     cli/       the ``plughost`` command
     host.py    PluginHost, the one façade an embedder needs
 
