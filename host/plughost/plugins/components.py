@@ -273,6 +273,8 @@ class ComponentRegistry:
         platforms = component.metadata.get("platforms")
         if platforms and (context is None or context.platform.strip().lower() not in platforms):
             return False  # MaiBot's @Tool(platforms=...): only where the chat's platform is known
+        if not _session_allowed(component.metadata.get("allowed_session"), context):
+            return False
         if context is None:
             return True
         if context.session_id and context.session_id in self._session_disabled.get(
@@ -293,3 +295,18 @@ class ComponentRegistry:
                 listener()
             except Exception:
                 log.exception("component registry listener failed")
+
+
+def _session_allowed(allowed: Any, context: ToolAvailabilityContext | None) -> bool:
+    """MaiBot's ``allowed_session``: a non-empty list limits a tool to those chats.
+
+    A chat matches by its session or stream id, its group id, or ``platform:group_id``.
+    """
+    if not allowed:
+        return True
+    if context is None:
+        return False
+    candidates = {context.session_id, context.stream_id, context.group_id}
+    if context.platform and context.group_id:
+        candidates.add(f"{context.platform}:{context.group_id}")
+    return bool({str(a).strip() for a in allowed} & (candidates - {""}))

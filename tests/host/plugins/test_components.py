@@ -121,6 +121,17 @@ def test_a_tool_scoped_to_platforms_is_available_only_where_the_platform_is_know
     assert not registry.is_available(telegram_only, None)
 
 
+def test_a_tool_limited_to_sessions_is_available_only_in_those_chats() -> None:
+    registry = ComponentRegistry()
+    limited = tool("a.one", "s", allowed_session=["qq:42", "stream-7"])
+    registry.replace_plugin("a.one", [limited], FakeOwner())
+
+    assert registry.is_available(limited, ToolAvailabilityContext(platform="qq", group_id="42"))
+    assert registry.is_available(limited, ToolAvailabilityContext(stream_id="stream-7"))
+    assert not registry.is_available(limited, ToolAvailabilityContext(stream_id="stream-8"))
+    assert not registry.is_available(limited, None)
+
+
 def test_the_plugin_seen_first_keeps_a_shared_name_until_it_goes_away() -> None:
     registry = ComponentRegistry()
     query = ComponentQueryService(registry)
