@@ -263,6 +263,7 @@ class PluginTestHarness:
             "data_dir": str(self.data_dir),
             "temp_dir": str(self.temp_dir),
             "on_load_timeout": self._start_timeout,
+            "flavor": "maibot" if self.manifest and self.manifest.targets_maibot else "plughost",
         }
         return {
             "plugins": [spec],
@@ -320,6 +321,8 @@ class PluginTestHarness:
         kwargs = {**args, **context, **({"stream_id": stream_id} if stream_id else {})}
         for name, unset in (("stream_id", ""), ("is_group_chat", False), ("message", None)):
             kwargs.setdefault(name, unset)
+        if kwargs["stream_id"]:
+            kwargs.setdefault("chat_id", kwargs["stream_id"])  # as the host does
         if declaration.get("legacy_action"):  # as the host does for an @Action
             kwargs["action_data"] = args
             kwargs.setdefault("reasoning", "")
