@@ -18,14 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plughost_runner import maibot_imports, maibot_loader
+from plughost_runner import maibot_imports
 from plughost_runner.components import ComponentHandler, call_shape, component_handlers
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
-from plughost_sdk.maibot.plugin import MaiBotPlugin
 from plughost_sdk.plugin import Plugin
+
+if TYPE_CHECKING:  # the MaiBot layer is imported only when a MaiBot plugin loads
+    from plughost_sdk.maibot.plugin import MaiBotPlugin
 
 __all__ = ["Handler", "LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_plugin"]
 
@@ -145,8 +147,9 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
     try:
         instance = _create(spec, module)
         config_file: str | None = None
-        if isinstance(instance, MaiBotPlugin):
-            handlers, config_file = _set_up_maibot(spec, bridge, instance)
+        maibot = maibot_imports.as_maibot_plugin(instance)
+        if maibot is not None:
+            handlers, config_file = _set_up_maibot(spec, bridge, maibot)
         else:
             ctx = PluginContext(
                 spec.plugin_id,
@@ -176,6 +179,8 @@ def _set_up_maibot(
     spec: PluginSpec, bridge: CapabilityBridge, instance: MaiBotPlugin
 ) -> tuple[dict[str, Handler], str | None]:
     """Context, configuration and tools of a MaiBot plugin (see maibot_loader)."""
+    from plughost_runner import maibot_loader  # tomlkit and the MaiBot layer: only when needed
+
     try:
         setup = maibot_loader.set_up(
             instance,

@@ -25,9 +25,12 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-__all__ = ["install", "register_package", "unregister_package"]
+if TYPE_CHECKING:
+    from plughost_sdk.maibot.plugin import MaiBotPlugin
+
+__all__ = ["as_maibot_plugin", "install", "register_package", "unregister_package"]
 
 SDK_NAME = "maibot_sdk"
 TARGET = "plughost_sdk.maibot"
@@ -35,6 +38,18 @@ TARGET = "plughost_sdk.maibot"
 _packages: set[str] = set()
 _lock = threading.Lock()
 _original: Callable[..., ModuleType] | None = None
+
+
+def as_maibot_plugin(instance: object) -> MaiBotPlugin | None:
+    """``instance`` if it is a MaiBotPlugin, else None, without importing the MaiBot layer.
+
+    A runner with no MaiBot plugin never imports it: an instance of that class can
+    only exist once its module has been imported.
+    """
+    module = sys.modules.get("plughost_sdk.maibot.plugin")
+    if module is not None and isinstance(instance, module.MaiBotPlugin):
+        return cast("MaiBotPlugin", instance)
+    return None
 
 
 def register_package(package: str) -> None:

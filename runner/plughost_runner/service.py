@@ -15,8 +15,9 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from plughost_runner import maibot_imports
 from plughost_runner.capture import LogCollector
 from plughost_runner.components import INVOKABLE_TYPES, call_component
 from plughost_runner.invoker import Invoker, call_deadline
@@ -29,12 +30,13 @@ from plughost_runner.loader import (
     unload_plugin,
     validate_config,
 )
-from plughost_runner.maibot_config import plan_config
 from plughost_runner.transport import Transport
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
 from plughost_sdk.errors import CapabilityError, ProtocolError
-from plughost_sdk.maibot.plugin import MaiBotPlugin
+
+if TYPE_CHECKING:
+    from plughost_sdk.maibot.plugin import MaiBotPlugin
 
 __all__ = ["RunnerService"]
 
@@ -330,8 +332,9 @@ class RunnerService:
         plugin = self._plugin(envelope)
         body = envelope["body"] or {}
         config, version = dict(body.get("config") or {}), str(body.get("version", ""))
-        if isinstance(plugin.instance, MaiBotPlugin):
-            return await self._update_maibot_config(plugin, plugin.instance, body)
+        maibot = maibot_imports.as_maibot_plugin(plugin.instance)
+        if maibot is not None:
+            return await self._update_maibot_config(plugin, maibot, body)
         if str(body.get("scope", "self")) != "self":
             return {"version": version, "delivered": False}  # bot scopes are MaiBot's
         try:
@@ -357,6 +360,8 @@ class RunnerService:
         self, plugin: LoadedPlugin, instance: MaiBotPlugin, body: dict[str, Any]
     ) -> Any:
         """MaiBot's rules: the plugin's own scope renormalizes; bot scopes go to subscribers."""
+        from plughost_runner.maibot_config import plan_config  # loaded with the plugin already
+
         config, version = dict(body.get("config") or {}), str(body.get("version", ""))
         scope = str(body.get("scope", "self"))
         previous = instance.get_plugin_config_data()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,3 +96,16 @@ def test_after_unregistering_the_mapping_is_gone() -> None:
     names = _run("import maibot_sdk", {"__name__": f"{PACKAGE}.plugin"})
 
     assert names["maibot_sdk"].__name__ == "maibot_sdk"
+
+
+def test_a_runner_imports_the_maibot_layer_only_when_a_maibot_plugin_loads() -> None:
+    code = (
+        "import sys, plughost_runner.service\n"
+        "print(sorted(m for m in sys.modules if m.startswith('plughost_sdk.maibot') "
+        "or m == 'tomlkit'))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+
+    assert found.stdout.strip() == "[]"
