@@ -227,3 +227,17 @@ async def test_an_edited_config_toml_updates_self_config_and_the_hosts_own_write
 
     assert updated
     assert weather.content == "上海: 小雨 18°C (1 天)"
+
+
+async def test_an_edited_maibot_plugin_reloads_blue_green(
+    run_maibot: Any, maibot_dir: Path
+) -> None:
+    folder = maibot_dir / "weather_report"
+    async with run_maibot([folder]) as (host, _):
+        source = (folder / "plugin.py").read_text(encoding="utf-8")
+        (folder / "plugin.py").write_text(source.replace("晴 21°C", "多云 19°C"), encoding="utf-8")
+        reloaded = await host.reload_plugin("community.weather-report")
+        weather = await host.invoke("get_weather")
+
+    assert reloaded
+    assert weather.content == "北京: 多云 19°C (1 天)"
