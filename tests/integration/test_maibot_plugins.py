@@ -121,7 +121,11 @@ async def test_a_legacy_action_gets_action_data_reasoning_and_chat_id(
 
     assert greet.success, greet.error_message
     assert greet.content == "已向 小明 打招呼 (reasoning: 有人说你好)"
-    assert maibot.named("send.text")[0]["text"] == "你好，小明！"
+    assert maibot.named("send.text")[0] == {
+        "text": "你好，小明！",
+        "stream_id": "qq:123",
+        "return_details": False,
+    }
     assert not refused.success
     assert refused.error_message == "没有道别对象"
 
