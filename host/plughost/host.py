@@ -44,6 +44,7 @@ from plughost.reloader import PluginReloader
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkServer, ForkServerError
+from plughost.runners.sandbox import SandboxReport, SandboxSupport, probe_support, sandbox_report
 from plughost.runners.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost.runners.tool_calls import TOOLS_CALL, ToolCallCapability
@@ -71,6 +72,7 @@ class PluginStatus:
     pid: int | None
     tools: tuple[str, ...]
     error: str = ""
+    sandbox: tuple[str, ...] = ()  # the protections its runner process is confined by
 
 
 class PluginHost:
@@ -111,6 +113,7 @@ class PluginHost:
         self._sockets: SocketDirectory | None = None
         self._curve: CurveAuthority | None = None
         self._fork_server: ForkServer | None = None
+        self.sandbox: SandboxReport | None = None  # known once started
         self._started = False
         self.reloader = PluginReloader(self)
         self.watcher: PluginWatcher | None = None
@@ -132,6 +135,7 @@ class PluginHost:
         if self._started:
             raise RuntimeError("PluginHost.start() was already called")
         self._started = True
+        await self._plan_sandbox()
         self._zmq = zmq.asyncio.Context()
         self._sockets = SocketDirectory()
         if self.settings.runner.transport == "tcp":
@@ -142,6 +146,22 @@ class PluginHost:
         for problem in problems:
             self.record_problem(problem)
         await self.start_runners(sources)
+
+    async def _plan_sandbox(self) -> None:
+        """Find out which protections runners get; refuse to start without required ones.
+
+        Raises:
+            RunnerStartError: a protection in ``runner.sandbox.require`` is not available.
+        """
+        settings = self.settings.runner.sandbox
+        if settings.enabled:
+            env = runner_env("", self.settings.runner.env_allowlist)
+            env.pop(TOKEN_VARIABLE, None)
+            support = await probe_support(env=env)
+        else:
+            support = SandboxSupport(frozenset())
+        self.sandbox = sandbox_report(settings, support)
+        log.info("%s", self.sandbox.describe())
 
     async def _start_fork_server(self) -> None:
         env = runner_env("", self.settings.runner.env_allowlist)
@@ -255,6 +275,7 @@ class PluginHost:
             limits=self._limits_for(sources),
             curve=self._curve,
             fork_server=self._fork_server,
+            sandbox=self.sandbox,
         )
         self._runners[runner_id] = runner
         self._tasks[runner_id] = asyncio.create_task(self._supervise(runner))
@@ -387,6 +408,11 @@ class PluginHost:
             return owner
         return next((r for r in self._runners.values() if plugin_id in r.sources), None)
 
+    @property
+    def runtime_dir(self) -> Path | None:
+        """The host's private directory (runner sockets, CurveZMQ keys) while it runs."""
+        return self._sockets.path if self._sockets is not None else None
+
     def runners(self) -> list[RunnerSupervisor]:
         """Every supervised runner."""
         return list(self._runners.values())
@@ -408,6 +434,7 @@ class PluginHost:
                 pid=runner.pid if runner and loaded else None,
                 tools=tools,
                 error=problem.describe() if problem else "",
+                sandbox=runner.protections if runner and loaded else (),
             )
         for key, problem in self.problems.items():
             if key not in rows:

@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["HostSettings", "ResourceLimits", "RunnerSettings", "WebSettings"]
+__all__ = [
+    "HostSettings",
+    "Protection",
+    "ResourceLimits",
+    "RunnerSettings",
+    "SandboxSettings",
+    "WebSettings",
+]
 
 
 class ResourceLimits(BaseModel):
@@ -42,6 +49,46 @@ class ResourceLimits(BaseModel):
         if override is None:
             return self
         return self.model_copy(update=override.model_dump(exclude_none=True))
+
+
+Protection = Literal[
+    "user_namespace",
+    "network_namespace",
+    "pid_namespace",
+    "no_new_privs",
+    "seccomp",
+    "landlock",
+    "landlock_network",
+    "landlock_scopes",
+]
+
+
+class SandboxSettings(BaseModel):
+    """How runners are confined (see docs/operators.md, "Sandbox and threat model").
+
+    With ``enabled`` (the default) every runner gets each protection the kernel
+    grants this user; ``require`` names protections without which the host
+    refuses to start, so a machine that lacks one fails loudly instead of
+    running plugins with less protection than the operator planned for.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="confine runners with what the kernel offers")
+    require: list[Protection] = Field(
+        default_factory=list, description="protections the host must not start without"
+    )
+    pid_namespace: bool = Field(
+        False,
+        description="also give each runner its own pid namespace (its plugins then see pids "
+        "that differ from the host's, and the runner is that namespace's init process)",
+    )
+    read_paths: list[Path] = Field(
+        default_factory=list, description="extra paths every runner may read"
+    )
+    write_paths: list[Path] = Field(
+        default_factory=list, description="extra paths every runner may write"
+    )
 
 
 class RunnerSettings(BaseModel):
@@ -77,6 +124,7 @@ class RunnerSettings(BaseModel):
     max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, gt=1024)
     env_allowlist: list[str] = Field(default_factory=list)
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 

@@ -34,9 +34,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--nice", type=int, default=0, help="lower this process's CPU priority by this much"
     )
+    parser.add_argument("--sandbox", default="", help="the sandbox policy (JSON), from the host")
     args = parser.parse_args(argv)
     if args.nice > 0:
         os.nice(args.nice)
+    if args.sandbox:
+        # Before any thread exists (a user namespace refuses a threaded process) and before
+        # any plugin code: see plughost_runner.sandbox.
+        from plughost_runner.sandbox import SandboxError, SandboxPolicy, apply
+
+        try:
+            if apply(SandboxPolicy.from_json(args.sandbox)):
+                args.parent_pid = os.getppid()  # 0: the parent is outside the pid namespace
+        except (SandboxError, ValueError, TypeError) as exc:
+            print(f"plughost runner: {exc}", file=sys.stderr)
+            return 4
     # Imported only now, so that a runner started at a lower priority pays for its
     # heavy imports (pyzmq, pydantic) at that priority too.
     from plughost_runner.capture import LogCollector, StreamProxy

@@ -37,6 +37,7 @@ import msgpack
 
 # Imported here, before any fork, so that every runner finds them loaded.
 import plughost_runner.capture
+import plughost_runner.sandbox
 import plughost_runner.service  # noqa: F401
 from plughost_runner import __main__ as runner_main
 

@@ -30,6 +30,7 @@ __all__ = [
     "Manifest",
     "ManifestAuthor",
     "ManifestDependency",
+    "NetworkAccess",
     "VersionRange",
     "load_manifest",
     "parse_manifest",
@@ -82,6 +83,25 @@ class ManifestDependency(_Strict):
     version_spec: str = ""
 
 
+class NetworkAccess(_Strict):
+    """The network a plugin asks for; without this field its runner has none at all.
+
+    Ports are TCP ports; ``"any"`` asks for every port. The host enforces the
+    port lists with Landlock (Linux 6.7 and later); UDP (DNS) is not filtered
+    by port, so a plugin granted any network can also send UDP.
+    """
+
+    connect: list[int] | Literal["any"] = Field(default_factory=list)
+    bind: list[int] | Literal["any"] = Field(default_factory=list)
+
+    @field_validator("connect", "bind")
+    @classmethod
+    def _ports(cls, value: list[int] | str) -> list[int] | str:
+        if isinstance(value, list) and any(not 0 < port < 65536 for port in value):
+            raise ValueError("ports are numbers from 1 to 65535, or 'any'")
+        return value
+
+
 class Manifest(BaseModel):
     """A validated plugin manifest."""
 
@@ -100,6 +120,7 @@ class Manifest(BaseModel):
     plughost_sdk: VersionRange | None = None
     dependencies: list[ManifestDependency] = Field(default_factory=list)
     capabilities: list[str] = Field(default_factory=list)
+    network: NetworkAccess | None = None
     i18n: dict[str, Any] = Field(default_factory=dict)
     llm_providers: list[dict[str, Any]] = Field(default_factory=list)
     plugin_type: str = "general"

@@ -63,7 +63,7 @@ def runner_env(
 
 
 def runner_command(
-    endpoint: str, runner_id: str, python: str | None = None, nice: int = 0
+    endpoint: str, runner_id: str, python: str | None = None, nice: int = 0, sandbox: str = ""
 ) -> list[str]:
     """The argv that starts a runner (by module name: the host never imports the runner).
 
@@ -85,6 +85,8 @@ def runner_command(
     ]
     if nice:
         command += ["--nice", str(nice)]
+    if sandbox:  # the policy the runner applies to itself (plughost.runners.sandbox)
+        command += ["--sandbox", sandbox]
     return command
 
 

@@ -37,6 +37,7 @@ from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
 from plughost.runners.observe import forward_log, memory_over_limit
 from plughost.runners.restart import RestartPolicy
+from plughost.runners.sandbox import SandboxReport, runner_policy
 from plughost.runners.spawn import SocketDirectory, new_token, runner_command, runner_env
 from plughost.settings import ResourceLimits, RunnerSettings
 from plughost_sdk import wire
@@ -84,6 +85,7 @@ class RunnerSupervisor:
         limits: ResourceLimits | None = None,
         curve: CurveAuthority | None = None,
         fork_server: ForkServer | None = None,
+        sandbox: SandboxReport | None = None,
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -103,6 +105,8 @@ class RunnerSupervisor:
         self.limits = limits or settings.limits
         self._curve = curve
         self._fork_server = fork_server
+        self._sandbox = sandbox
+        self.protections: tuple[str, ...] = ()  # what the current runner process is confined by
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
@@ -226,8 +230,23 @@ class RunnerSupervisor:
     ) -> ChildProcess | ForkedProcess:
         probation = self._settings.probation_nice if self._policy.on_probation() else 0
         nice = min(19, self._settings.nice + probation)
-        command = runner_command(endpoint, self.runner_id, nice=nice)
         env = {**runner_env(token, self._settings.env_allowlist), **extra_env}
+        confined = None
+        if self._sandbox is not None:
+            data_root, temp_root = self._roots
+            confined = runner_policy(
+                self._sandbox,
+                self._settings.sandbox,
+                list(self.sources.values()),
+                data_root,
+                temp_root,
+                endpoint,
+            )
+        if confined is not None:
+            env["TMPDIR"] = confined.tmpdir
+        self.protections = confined.active if confined is not None else ()
+        policy = confined.policy if confined is not None else ""
+        command = runner_command(endpoint, self.runner_id, nice=nice, sandbox=policy)
         process: ChildProcess | ForkedProcess
         server = self._fork_server
         if server is not None and server.serves(command):
@@ -246,6 +265,7 @@ class RunnerSupervisor:
             + (f", nice {nice}" if nice else ""),
             pid=process.pid,
             nice=nice,
+            sandbox=list(self.protections),
         )
         return process
 

@@ -1,0 +1,220 @@
+"""Which protections runners get: what the kernel offers, what the operator asks, per runner.
+
+At start the host asks the kernel, for real, what this user may do: it runs
+``python -m plughost_runner.sandbox`` once, which tries each protection in a
+throw-away child (:class:`SandboxSupport`). With the operator's
+:class:`~plughost.settings.SandboxSettings` that gives the host-wide
+:class:`SandboxReport` (shown in ``plughost serve``'s banner and
+``host.sandbox``), and refuses to start when a required protection is
+missing. For each runner :func:`runner_policy` then writes the policy the
+runner applies to itself before any plugin code runs (``--sandbox``): its
+plugin folders read-only, its plugins' data and temp directories writable,
+and no network unless a manifest asks for it.
+
+What does not live here: applying the policy (the runner's
+``plughost_runner.sandbox``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+from plughost.plugins.source import PluginSource
+from plughost.settings import Protection, SandboxSettings
+from plughost_sdk.errors import RunnerStartError
+
+__all__ = [
+    "PROTECTIONS",
+    "RunnerSandbox",
+    "SandboxReport",
+    "SandboxSupport",
+    "probe_support",
+    "runner_policy",
+    "sandbox_report",
+]
+
+log = logging.getLogger(__name__)
+
+PROTECTIONS: tuple[Protection, ...] = get_args(Protection)  # in the order they are applied
+_PROBE_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSupport:
+    """What the kernel grants this user, as the probe found it."""
+
+    offered: frozenset[str]
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    landlock_abi: int = 0
+
+    @classmethod
+    def from_probe(cls, data: Mapping[str, Any]) -> SandboxSupport:
+        """Read the probe's JSON answer."""
+        return cls(
+            frozenset(str(p) for p in data.get("offered", [])),
+            {str(k): str(v) for k, v in dict(data.get("reasons", {})).items()},
+            int(data.get("landlock_abi", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxReport:
+    """The protections every runner of this host gets, and why the others are missing."""
+
+    enabled: bool
+    active: tuple[str, ...]
+    missing: Mapping[str, str]
+    landlock_abi: int = 0
+
+    def describe(self) -> str:
+        """One line for a banner or a log."""
+        if not self.enabled:
+            return "sandbox: off (runner.sandbox.enabled = false)"
+        active = ", ".join(self.active) or "none"
+        text = f"sandbox: {active}"
+        if self.missing:
+            text += "; not active: " + ", ".join(sorted(self.missing))
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSandbox:
+    """One runner's policy (the ``--sandbox`` argument) and what it turns on."""
+
+    policy: str
+    active: tuple[str, ...]
+    tmpdir: str
+
+
+async def probe_support(
+    python: str | None = None, env: Mapping[str, str] | None = None
+) -> SandboxSupport:
+    """Ask the kernel which protections this user gets (about 0.1 s, once).
+
+    A probe that cannot run (no runner installed for ``python``, a timeout)
+    means nothing is offered, with that reason.
+    """
+    command = [python or sys.executable, "-m", "plughost_runner.sandbox"]
+    try:
+        done = await asyncio.to_thread(
+            subprocess.run,
+            command,
+            env=dict(env) if env is not None else None,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT,
+            check=False,
+        )
+        answer = json.loads(done.stdout.decode() or "{}")
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        reason = f"the sandbox probe failed: {exc}"
+        return SandboxSupport(frozenset(), {p: reason for p in PROTECTIONS})
+    if done.returncode != 0 or not isinstance(answer, dict):
+        reason = f"the sandbox probe failed: {done.stderr.decode(errors='replace')[-300:]}"
+        return SandboxSupport(frozenset(), {p: reason for p in PROTECTIONS})
+    return SandboxSupport.from_probe(answer)
+
+
+def sandbox_report(settings: SandboxSettings, support: SandboxSupport) -> SandboxReport:
+    """The host-wide protections: what the kernel offers and the settings want.
+
+    Raises:
+        RunnerStartError: a protection in ``settings.require`` is not available.
+    """
+    if not settings.enabled:
+        missing: dict[str, str] = {p: "the sandbox is turned off" for p in PROTECTIONS}
+        result = SandboxReport(False, (), missing, support.landlock_abi)
+    else:
+        wanted = [p for p in PROTECTIONS if p != "pid_namespace" or settings.pid_namespace]
+        active = tuple(p for p in wanted if p in support.offered)
+        missing = {
+            str(p): support.reasons.get(p, "not offered by this kernel")
+            for p in wanted
+            if p not in support.offered
+        }
+        if not settings.pid_namespace:
+            missing["pid_namespace"] = "off unless runner.sandbox.pid_namespace = true"
+        result = SandboxReport(True, active, missing, support.landlock_abi)
+    absent = [p for p in settings.require if p not in result.active]
+    if absent:
+        reasons = "; ".join(f"{p}: {result.missing.get(p, 'not active')}" for p in absent)
+        raise RunnerStartError(
+            f"the sandbox lacks required protections ({reasons}); run the host where the "
+            "kernel grants them, or remove them from runner.sandbox.require"
+        )
+    return result
+
+
+def runner_policy(
+    sandbox: SandboxReport,
+    settings: SandboxSettings,
+    sources: Sequence[PluginSource],
+    data_root: Path,
+    temp_root: Path,
+    endpoint: str,
+) -> RunnerSandbox | None:
+    """The policy for a runner serving ``sources``; None when the sandbox is off.
+
+    Creates the plugins' data and temp directories: a confined runner could not
+    create them itself, since their parents are not its own.
+    """
+    if not sandbox.enabled or not sandbox.active:
+        return None
+    active = set(sandbox.active)
+    writable = []
+    for root in (data_root, temp_root):
+        for source in sources:
+            folder = (root / source.plugin_id).resolve()
+            folder.mkdir(parents=True, exist_ok=True)
+            writable.append(str(folder))
+    tmpdir = writable[len(sources)]  # the first plugin's temp directory
+    connect, bind = _ports(sources)
+    granted = any(source.manifest.network is not None for source in sources)
+    if endpoint.startswith("tcp://"):  # the runner reaches the host over loopback TCP
+        granted = True
+        if connect is not None:
+            connect.append(int(endpoint.rsplit(":", 1)[1]))
+    if granted:
+        active.discard("network_namespace")
+    if "landlock_network" not in active:
+        connect = bind = None
+    policy = {
+        "user_namespace": "user_namespace" in active,
+        "network_namespace": "network_namespace" in active and "user_namespace" in active,
+        "pid_namespace": "pid_namespace" in active and "user_namespace" in active,
+        "no_new_privs": "no_new_privs" in active,
+        "seccomp": "seccomp" in active and "no_new_privs" in active,
+        "landlock": "landlock" in active and "no_new_privs" in active,
+        "read": [str(s.path) for s in sources] + [str(p.resolve()) for p in settings.read_paths],
+        "write": writable + [str(p.resolve()) for p in settings.write_paths],
+        "connect_ports": connect,
+        "bind_ports": bind,
+    }
+    names = tuple(p for p in PROTECTIONS if p in active and policy.get(p, True))
+    return RunnerSandbox(json.dumps(policy, separators=(",", ":")), names, tmpdir)
+
+
+def _ports(sources: Sequence[PluginSource]) -> tuple[list[int] | None, list[int] | None]:
+    """The TCP ports the manifests ask for: (connect, bind); None means any port."""
+    connect: list[int] | None = []
+    bind: list[int] | None = []
+    for source in sources:
+        network = source.manifest.network
+        if network is None:
+            continue
+        if network.connect == "any":
+            connect = None
+        elif connect is not None:
+            connect.extend(network.connect)
+        if network.bind == "any":
+            bind = None
+        elif bind is not None:
+            bind.extend(network.bind)
+    return connect, bind

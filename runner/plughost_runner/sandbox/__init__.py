@@ -1,0 +1,166 @@
+"""The runner's sandbox, applied in the runner process before any plugin code runs.
+
+The host decides what to apply (it has probed the kernel, see ``probe``) and
+hands the runner a :class:`SandboxPolicy` as ``--sandbox '<json>'``; this
+package only carries it out, in this order:
+
+1. user, mount and IPC namespaces, plus a network namespace (no network at all,
+   not even the host's loopback) unless a plugin's manifest asks for the
+   network, plus a pid namespace when the operator asks for one;
+2. every capability dropped, ``no_new_privs`` set;
+3. Landlock: the plugin folders read-only, the plugins' data and temp
+   directories writable, the interpreter and system libraries read-only,
+   nothing else (not the host's runtime directory, not other plugins, not the
+   host's working directory); TCP ports only as the manifests ask; no signals
+   to, and no ``/proc/<pid>/environ`` or ``mem`` of, any process outside;
+4. a seccomp filter (:mod:`.seccomp`).
+
+A step the host asked for that fails raises :class:`SandboxError`: the runner
+then exits rather than run plugins with less protection than the host reports.
+
+Lives here: the policy and :func:`apply`. Not here: deciding the policy (the
+host's ``plughost.runners.sandbox``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plughost_runner.sandbox import landlock, namespaces, seccomp
+
+__all__ = ["SandboxError", "SandboxPolicy", "apply"]
+
+_PR_SET_NO_NEW_PRIVS = 38
+# Read-only system paths a Python program and its subprocesses need; /etc only in part.
+SYSTEM_READ = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+    "/sys/devices/system/cpu", "/etc/ssl", "/etc/ca-certificates", "/etc/pki",
+    "/etc/crypto-policies", "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf",
+    "/etc/host.conf", "/etc/gai.conf", "/etc/localtime", "/etc/timezone", "/etc/passwd",
+    "/etc/group", "/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/os-release",
+    "/etc/ld.so.cache", "/etc/alternatives", "/etc/fonts",
+)  # fmt: skip
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+class SandboxError(OSError):
+    """A protection the host asked for could not be applied."""
+
+
+@dataclass(slots=True)
+class SandboxPolicy:
+    """What the host asks a runner to apply to itself (the ``--sandbox`` argument)."""
+
+    user_namespace: bool = False
+    network_namespace: bool = False
+    pid_namespace: bool = False
+    no_new_privs: bool = False
+    seccomp: bool = False
+    landlock: bool = False
+    read: list[str] = field(default_factory=list)
+    write: list[str] = field(default_factory=list)
+    connect_ports: list[int] | None = None  # None: TCP unrestricted; []: none
+    bind_ports: list[int] | None = None
+
+    @classmethod
+    def from_json(cls, text: str) -> SandboxPolicy:
+        """Parse the ``--sandbox`` argument.
+
+        Raises:
+            ValueError: not a JSON object of known fields.
+        """
+        data: Any = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("the sandbox policy must be a JSON object")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        """The ``--sandbox`` argument for this policy."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+def apply(policy: SandboxPolicy) -> bool:
+    """Apply ``policy`` to this process; the caller must still have a single thread.
+
+    With a pid namespace this forks: the process that returns is the new
+    namespace's first process, and the original one stays outside as a waiter
+    that never returns (it exits as the runner does).
+
+    Returns:
+        Whether this process now runs in a new pid namespace (its parent is then
+        invisible to it: ``os.getppid()`` is 0).
+
+    Raises:
+        SandboxError: a protection could not be applied.
+    """
+    inside = False
+    try:
+        if policy.user_namespace:
+            namespaces.enter(network=policy.network_namespace, pid=policy.pid_namespace)
+            if policy.pid_namespace:
+                child = os.fork()
+                if child:
+                    os._exit(namespaces.wait_as_parent(child))
+                inside = True
+                namespaces.mount_proc()
+        if policy.no_new_privs:
+            namespaces.drop_capabilities()
+            _no_new_privs()
+        if policy.landlock:
+            landlock.restrict(
+                [*SYSTEM_READ, *interpreter_paths(policy), *policy.read],
+                [*DEVICES, *policy.write],
+                connect_ports=policy.connect_ports,
+                bind_ports=policy.bind_ports,
+            )
+        if policy.seccomp:
+            seccomp.install()
+    except OSError as exc:
+        raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # type: ignore[attr-defined]  # read TMPDIR again: it now names the plugin's temp directory
+    return inside
+
+
+def interpreter_paths(policy: SandboxPolicy) -> list[str]:
+    """The directories this interpreter imports from, less any that would expose too much.
+
+    A ``sys.path`` entry that contains a plugin folder or a data directory (a
+    project root on ``PYTHONPATH``, say) is left out, since allowing it would
+    allow every neighbour below it, and so is the working directory the runner
+    inherited from the host.
+    """
+    import plughost_sdk
+
+    candidates = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        str(Path(plughost_sdk.__file__).resolve().parent),
+        str(Path(__file__).resolve().parents[1]),
+        *(entry for entry in sys.path if entry),
+    }
+    guarded = [Path(p).resolve() for p in (*policy.read, *policy.write)]
+    cwd = Path.cwd().resolve()
+    keep = []
+    for candidate in sorted(candidates):
+        path = Path(candidate).resolve()
+        if path == cwd or any(g == path or path in g.parents for g in guarded):
+            continue
+        keep.append(str(path))
+    return keep
+
+
+def _no_new_privs() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"no_new_privs: {os.strerror(code)}")

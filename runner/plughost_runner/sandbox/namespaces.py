@@ -1,0 +1,119 @@
+"""Linux namespaces for a runner: its own user, network, IPC, mount and pid namespaces.
+
+:func:`enter` must run while the process has a single thread (the user
+namespace refuses a threaded caller). The runner keeps its own uid inside its
+user namespace (an identity map), so files and logs show the same owner; what
+it loses is every capability outside that namespace. A new network namespace
+has only a loopback interface, down: the host's ``127.0.0.1`` is out of reach.
+A new pid namespace shows the runner only its own processes, and ``/proc``
+is mounted again inside it so that the host's entries are gone too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+
+__all__ = ["NamespaceError", "drop_capabilities", "enter", "mount_proc", "wait_as_parent"]
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
+_PR_SET_PDEATHSIG = 1
+_CAPABILITY_VERSION_3 = 0x20080522
+_LAST_CAPABILITY = 63
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class NamespaceError(OSError):
+    """A namespace could not be created or set up."""
+
+
+def enter(*, network: bool, pid: bool) -> None:
+    """Move this process into new user, mount and IPC namespaces (and network, pid).
+
+    With ``pid``, only the children created afterwards live in the new pid
+    namespace: the caller then forks (see :func:`wait_as_parent`).
+
+    Raises:
+        NamespaceError: the kernel refused (no user namespaces for this user, a threaded
+            caller, a container's seccomp profile...).
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC
+    flags |= CLONE_NEWNET if network else 0
+    flags |= CLONE_NEWPID if pid else 0
+    _check(_libc.unshare(flags), "unshare")
+    # A non-dumpable process cannot write its own maps: /proc/self then belongs to root.
+    dumpable = _libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    try:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    finally:
+        _libc.prctl(_PR_SET_DUMPABLE, max(0, dumpable), 0, 0, 0)
+    _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+
+
+def mount_proc() -> None:
+    """Mount a ``/proc`` that shows this pid namespace only (run as its first process)."""
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    _check(_libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount /proc")
+
+
+def drop_capabilities() -> None:
+    """Give up every capability, now and across ``exec`` (the bounding and ambient sets)."""
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for capability in range(_LAST_CAPABILITY + 1):
+        if _libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            break  # past the last capability this kernel knows
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(_libc.capset(header, data), "capset")
+
+
+def wait_as_parent(child: int) -> int:
+    """In the process that stayed outside the pid namespace: mirror the child's end.
+
+    The runner inside is the namespace's first process; this one only waits
+    for it, dies with the host, and exits as the runner did (by the same
+    signal, so the host reads the same exit code). Signals the host sends to
+    the group reach both.
+    """
+    _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: _forward(child, number))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except ChildProcessError:
+            return 1
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
+
+
+def _forward(child: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(child, number)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise NamespaceError(code, f"{what}: {os.strerror(code)}")
