@@ -133,6 +133,9 @@ async def test_serve_starts_prints_its_plugins_and_stops_cleanly_on_sigint(
         assert {p["plugin_id"] for p in summary["plugins"]} >= {"plughost.example-search"}
         runners = [p["pid"] for p in summary["plugins"] if p["pid"]]
         assert runners
+        sandbox = summary["sandbox"]  # which protections are active, and why others are not
+        assert sandbox["enabled"] and set(sandbox["active"]).isdisjoint(sandbox["missing"])
+        assert all(set(p["sandbox"]) <= set(sandbox["active"]) for p in summary["plugins"])
         process.send_signal(signal.SIGINT)
         assert await asyncio.to_thread(process.wait, 30) == 0
         assert not any(psutil.pid_exists(pid) for pid in runners)

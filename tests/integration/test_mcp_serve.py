@@ -9,13 +9,14 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import EXAMPLES
 from tests.mcp_servers.harness import free_port, wait_for_port
@@ -34,16 +35,23 @@ def serve_args(plugins: Path, *extra: str) -> list[str]:
 
 
 @pytest.fixture
-def http_server(plugins: Path) -> Iterator[str]:
+def http_server(plugins: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """``plughost serve --mcp-http``: its URL and the bearer token it generated."""
     port = free_port()
+    token_file = tmp_path / "mcp-token"
     process = subprocess.Popen(
-        [sys.executable, *serve_args(plugins, "--mcp-http", f"127.0.0.1:{port}")],
+        [
+            sys.executable,
+            *serve_args(plugins, "--mcp-http", f"127.0.0.1:{port}"),
+            "--mcp-token-file",
+            str(token_file),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port, timeout=60, process=process)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip()
     finally:
         process.terminate()
         process.wait(30)
@@ -53,15 +61,35 @@ def http_server(plugins: Path) -> Iterator[str]:
 async def connect(
     transport: str, plugins: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[Client]:
-    target: Any
     if transport == "stdio":
         target = StdioServerParameters(
             command=sys.executable, args=serve_args(plugins, "--mcp-stdio")
         )
-    else:
-        target = request.getfixturevalue("http_server")
-    async with Client(target, cache=None) as client:
+        async with Client(target, cache=None) as client:
+            yield client
+        return
+    url, token = request.getfixturevalue("http_server")
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+    ):
         yield client
+
+
+async def test_plughost_serve_answers_mcp_http_requests_without_its_token_with_401(
+    http_server: tuple[str, str],
+) -> None:
+    url, token = http_server
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with create_mcp_http_client() as http:
+        missing = await http.post(url, json=body)
+        wrong = await http.post(url, json=body, headers={"Authorization": "Bearer not-it"})
+        right = await http.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+
+    assert missing.status_code == wrong.status_code == 401
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+    assert right.status_code != 401
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -97,6 +97,11 @@ def cli(ctx: click.Context, verbose: int) -> None:
 @click.option(
     "--allow-remote", is_flag=True, help="Allow --mcp-http and --web on a non-loopback address."
 )
+@click.option(
+    "--mcp-token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The --mcp-http bearer token file (0600); created with a new token if missing.",
+)
 @click.option("--strict", is_flag=True, help="Exit with code 3 if any plugin fails to start.")
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 @click.pass_context
@@ -111,6 +116,7 @@ def serve(
     mcp_http: str | None,
     web: str | None,
     allow_remote: bool,
+    mcp_token_file: Path | None,
     strict: bool,
     print_config: bool,
 ) -> None:
@@ -140,6 +146,7 @@ def serve(
                 "mcp": "stdio" if mcp_stdio else ("http" if mcp_http else None),
                 "mcp_http": mcp_http,
                 "allow_remote": allow_remote or None,
+                "mcp_token_file": mcp_token_file,
             }.items()
             if v is not None
         }

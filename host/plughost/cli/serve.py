@@ -25,6 +25,7 @@ from plughost.cli.console import JsonLogFormatter, event_line, plugins_table, st
 from plughost.cli.serve_config import ServeConfig
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
+from plughost.mcp.bearer import load_or_create_token
 from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.server import serve_http, serve_stdio
 from plughost.search.service import ToolSearchService
@@ -69,6 +70,13 @@ def configure_logging(log_format: str, verbose: int) -> None:
 async def serve(config: ServeConfig, *, strict: bool = False) -> int:
     """Run the host until interrupted; return the process exit code."""
     stop = asyncio.Event()
+    token = None
+    if config.serve.mcp == "http":
+        try:
+            token = _bearer_token(config)
+        except (OSError, ValueError) as exc:
+            stderr.print(f"[bold red]cannot serve MCP over HTTP:[/bold red] {exc}")
+            return EXIT_STARTUP_FAILED
     host = PluginHost(settings=config.host)
     printer = _EventPrinter(config.serve.log_format)
     host.events.add_callback(printer)
@@ -77,7 +85,7 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
         async with contextlib.AsyncExitStack() as console:
             if config.host.web.address and not await _start_console(console, host, config):
                 return EXIT_FAILED
-            return await _serve_started(host, config, stop, printer, strict)
+            return await _serve_started(host, config, stop, printer, strict, token)
     finally:
         with contextlib.suppress(Exception):
             stderr.print("[dim]stopping runners...[/dim]")
@@ -90,6 +98,7 @@ async def _serve_started(
     stop: asyncio.Event,
     printer: _EventPrinter,
     strict: bool,
+    token: str | None,
 ) -> int:
     """Start the plugins, report them, and run the workers until ``stop``."""
     async with _progress(host, config):
@@ -108,7 +117,7 @@ async def _serve_started(
         )
         host.tools.register_provider(BuiltinToolProvider([search.tool()], provider_name="builtin"))
     async with asyncio.TaskGroup() as group:
-        workers = _start_workers(group, host, config)
+        workers = _start_workers(group, host, config, token)
         await stop.wait()
         for worker in workers:
             worker.cancel()
@@ -139,7 +148,7 @@ async def _start_console(
 
 
 def _start_workers(
-    group: asyncio.TaskGroup, host: PluginHost, config: ServeConfig
+    group: asyncio.TaskGroup, host: PluginHost, config: ServeConfig, token: str | None
 ) -> list[asyncio.Task[None]]:
     workers = []
     if config.watch.enabled:
@@ -159,11 +168,28 @@ def _start_workers(
                     address or "127.0.0.1",
                     int(port),
                     allow_remote=config.serve.allow_remote,
+                    bearer_token=token,
                 )
             )
         )
         stderr.print(f"MCP over streamable HTTP on http://{config.serve.mcp_http}/mcp")
     return workers
+
+
+def _bearer_token(config: ServeConfig) -> str:
+    """The MCP HTTP token: the operator's, or a new one saved (0600) and shown this once."""
+    path = config.serve.mcp_token_file or config.host.data_dir.parent / "mcp-token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token, created = load_or_create_token(path)
+    if created:
+        stderr.print(
+            f"MCP bearer token (saved to {path}, mode 0600; shown only this once): {token}\n"
+            "clients send it as 'Authorization: Bearer <token>'",
+            markup=False,
+        )
+    else:
+        stderr.print(f"MCP bearer token: the one in {path}", markup=False)
+    return token
 
 
 def _install_signals(stop: asyncio.Event, host: PluginHost) -> None:
@@ -227,11 +253,18 @@ async def _progress(host: PluginHost, config: ServeConfig) -> Any:
 
 def _print_summary(host: PluginHost, log_format: str) -> None:
     rows = host.status()
+    sandbox = host.sandbox
     if log_format == "json":
-        summary = {"event": "serve.started", "plugins": [dataclasses.asdict(r) for r in rows]}
+        summary = {
+            "event": "serve.started",
+            "plugins": [dataclasses.asdict(r) for r in rows],
+            "sandbox": dataclasses.asdict(sandbox) if sandbox else None,
+        }
         sys.stderr.write(json.dumps(summary, default=str) + "\n")
         return
     stderr.print(plugins_table(rows))
+    if sandbox is not None:
+        stderr.print(sandbox.describe(), markup=False)
     loaded = sum(1 for r in rows if r.state == "loaded")
     failed = len(rows) - loaded
     stderr.print(f"{loaded} plugin(s) loaded, {failed} failed. Watching for changes; Ctrl-C stops.")

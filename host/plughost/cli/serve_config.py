@@ -70,6 +70,11 @@ class ServeSettings(BaseModel):
     allow_remote: bool = Field(
         False, description="allow --mcp-http and the console (--web) on a non-loopback address"
     )
+    mcp_token_file: Path | None = Field(
+        None,
+        description="the MCP HTTP bearer token (mode 0600); created with a new token when "
+        "missing; default: mcp-token beside host.data_dir",
+    )
     log_format: Literal["text", "json"] = "text"
 
 

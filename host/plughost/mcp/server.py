@@ -44,6 +44,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from plughost.mcp.bearer import require_bearer
 from plughost.mcp.content import result_to_mcp
 from plughost.tools.provider import ChangeListener
 from plughost_sdk.models import (
@@ -262,6 +263,7 @@ async def serve_http(
     ready: asyncio.Event | None = None,
     allow_remote: bool = False,
     name: str = "plughost",
+    bearer_token: str | None = None,
 ) -> None:
     """Serve ``registry`` over streamable HTTP at ``http://{host}:{port}/mcp`` until cancelled.
 
@@ -272,6 +274,8 @@ async def serve_http(
         ready: Set once the server accepts connections.
         allow_remote: Required to bind anything but a loopback address.
         name: The server name clients see.
+        bearer_token: When given, every request must carry ``Authorization: Bearer <it>``
+            (``plughost serve --mcp-http`` always gives one, see :mod:`plughost.mcp.bearer`).
 
     Raises:
         ValueError: ``host`` is not a loopback address and ``allow_remote`` is False.
@@ -287,7 +291,9 @@ async def serve_http(
     bridge = RegistryMCPServer(registry, name=name)
     # On 127.0.0.1, localhost and ::1 the SDK refuses foreign Host/Origin headers
     # (DNS rebinding protection).
-    app = bridge.server.streamable_http_app(streamable_http_path=MCP_HTTP_PATH, host=host)
+    app: ASGIApp = bridge.server.streamable_http_app(streamable_http_path=MCP_HTTP_PATH, host=host)
+    if bearer_token is not None:
+        app = require_bearer(app, bearer_token)
     started = anyio.Event()
     config = uvicorn.Config(
         _signal_startup(app, started),

@@ -34,7 +34,7 @@ from typing import Any
 
 from plughost_runner.sandbox import landlock, namespaces, seccomp
 
-__all__ = ["SandboxError", "SandboxPolicy", "apply"]
+__all__ = ["SandboxError", "SandboxPolicy", "apply", "interpreter_paths", "set_no_new_privs"]
 
 _PR_SET_NO_NEW_PRIVS = 38
 # Read-only system paths a Python program and its subprocesses need; /etc only in part.
@@ -111,7 +111,7 @@ def apply(policy: SandboxPolicy) -> bool:
                 namespaces.mount_proc()
         if policy.no_new_privs:
             namespaces.drop_capabilities()
-            _no_new_privs()
+            set_no_new_privs()
         if policy.landlock:
             landlock.restrict(
                 [*SYSTEM_READ, *interpreter_paths(policy), *policy.read],
@@ -159,7 +159,7 @@ def interpreter_paths(policy: SandboxPolicy) -> list[str]:
     return keep
 
 
-def _no_new_privs() -> None:
+def set_no_new_privs() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         code = ctypes.get_errno()

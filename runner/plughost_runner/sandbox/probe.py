@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from plughost_runner.sandbox import _no_new_privs, landlock, namespaces, seccomp
+from plughost_runner.sandbox import landlock, namespaces, seccomp, set_no_new_privs
 
 __all__ = ["main", "probe"]
 
@@ -29,7 +29,7 @@ def probe() -> dict[str, object]:
         ("user_namespace", lambda: namespaces.enter(network=False, pid=False)),
         ("network_namespace", lambda: namespaces.enter(network=True, pid=False)),
         ("pid_namespace", _pid_namespace),
-        ("no_new_privs", _no_new_privs),
+        ("no_new_privs", set_no_new_privs),
         ("seccomp", lambda: _confined(seccomp.install)),
         ("landlock", lambda: _confined(lambda: landlock.restrict([], []))),
     ]
@@ -49,7 +49,7 @@ def probe() -> dict[str, object]:
 
 
 def _confined(trial: Callable[[], object]) -> None:
-    _no_new_privs()
+    set_no_new_privs()
     trial()
 
 

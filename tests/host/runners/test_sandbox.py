@@ -1,0 +1,163 @@
+"""What the host asks of each runner's sandbox, from the kernel's offer and the settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plughost.host import PluginHost
+from plughost.plugins.source import PluginSource
+from plughost.runners import sandbox as sandbox_module
+from plughost.runners.sandbox import (
+    PROTECTIONS,
+    SandboxReport,
+    SandboxSupport,
+    runner_policy,
+    sandbox_report,
+)
+from plughost.settings import HostSettings, SandboxSettings
+from plughost_sdk.errors import RunnerStartError
+from plughost_sdk.manifest import parse_manifest
+
+EVERYTHING = SandboxSupport(frozenset(PROTECTIONS), {}, 7)
+NO_USERNS = SandboxSupport(
+    frozenset(PROTECTIONS) - {"user_namespace", "network_namespace", "pid_namespace"},
+    {"user_namespace": "max_user_namespaces is 0"},
+    7,
+)
+
+
+def source(path: Path, network: dict[str, Any] | None = None) -> PluginSource:
+    data: dict[str, Any] = {
+        "manifest_version": 2,
+        "id": f"tests.{path.name}",
+        "version": "1.0.0",
+        "name": path.name,
+        "author": {"name": "tests"},
+    }
+    if network is not None:
+        data["network"] = network
+    path.mkdir(parents=True, exist_ok=True)
+    return PluginSource(data["id"], path, parse_manifest(data))
+
+
+def policy_of(
+    tmp_path: Path,
+    sources: list[PluginSource],
+    endpoint: str = "ipc:///run/x.sock",
+    report: SandboxReport | None = None,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    report = report or sandbox_report(SandboxSettings(), EVERYTHING)
+    made = runner_policy(
+        report, SandboxSettings(), sources, tmp_path / "data", tmp_path / "temp", endpoint
+    )
+    assert made is not None
+    return json.loads(made.policy), made.active
+
+
+def test_a_plugin_without_network_gets_a_network_namespace_and_no_tcp_ports(
+    tmp_path: Path,
+) -> None:
+    plugin = source(tmp_path / "plugins" / "quiet")
+
+    policy, active = policy_of(tmp_path, [plugin])
+
+    assert policy["network_namespace"] and "network_namespace" in active
+    assert policy["connect_ports"] == [] and policy["bind_ports"] == []
+    assert policy["read"] == [str(plugin.path)]
+    data, temp = tmp_path / "data" / plugin.plugin_id, tmp_path / "temp" / plugin.plugin_id
+    assert policy["write"] == [str(data.resolve()), str(temp.resolve())]
+    assert data.is_dir() and temp.is_dir()  # made by the host: the runner could not
+
+
+def test_a_plugin_asking_for_ports_shares_the_hosts_network_but_only_those_ports(
+    tmp_path: Path,
+) -> None:
+    plugin = source(tmp_path / "fetcher", {"connect": [443, 80]})
+
+    policy, active = policy_of(tmp_path, [plugin])
+
+    assert not policy["network_namespace"] and "network_namespace" not in active
+    assert policy["connect_ports"] == [443, 80] and policy["bind_ports"] == []
+
+
+def test_any_port_leaves_tcp_unfiltered(tmp_path: Path) -> None:
+    plugin = source(tmp_path / "crawler", {"connect": "any"})
+
+    policy, _ = policy_of(tmp_path, [plugin])
+
+    assert policy["connect_ports"] is None
+
+
+def test_a_tcp_runner_may_reach_the_hosts_port_and_keeps_the_hosts_network(
+    tmp_path: Path,
+) -> None:
+    policy, _ = policy_of(tmp_path, [source(tmp_path / "p")], endpoint="tcp://127.0.0.1:40123")
+
+    assert not policy["network_namespace"]
+    assert policy["connect_ports"] == [40123]
+
+
+def test_without_user_namespaces_the_rest_still_applies(tmp_path: Path) -> None:
+    report = sandbox_report(SandboxSettings(), NO_USERNS)
+
+    policy, active = policy_of(tmp_path, [source(tmp_path / "p")], report=report)
+
+    assert not policy["user_namespace"] and not policy["network_namespace"]
+    assert policy["landlock"] and policy["seccomp"] and policy["no_new_privs"]
+    assert report.missing["user_namespace"] == "max_user_namespaces is 0"
+    assert "landlock" in active and "user_namespace" not in active
+
+
+def test_the_pid_namespace_is_applied_only_when_asked_for() -> None:
+    default = sandbox_report(SandboxSettings(), EVERYTHING)
+    asked = sandbox_report(SandboxSettings(pid_namespace=True), EVERYTHING)
+
+    assert "pid_namespace" not in default.active and "pid_namespace" in default.missing
+    assert "pid_namespace" in asked.active
+
+
+def test_a_turned_off_sandbox_gives_runners_no_policy(tmp_path: Path) -> None:
+    report = sandbox_report(SandboxSettings(enabled=False), EVERYTHING)
+
+    made = runner_policy(
+        report, SandboxSettings(), [source(tmp_path / "p")], tmp_path, tmp_path, "ipc://x"
+    )
+
+    assert made is None and report.active == ()
+    assert report.describe().startswith("sandbox: off")
+
+
+def test_a_required_protection_the_kernel_lacks_refuses_the_start() -> None:
+    settings = SandboxSettings(require=["landlock", "user_namespace"])
+
+    with pytest.raises(RunnerStartError, match="user_namespace: max_user_namespaces is 0"):
+        sandbox_report(settings, NO_USERNS)
+
+
+async def test_a_host_requiring_a_missing_protection_does_not_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def no_userns(**_: Any) -> SandboxSupport:
+        return NO_USERNS
+
+    monkeypatch.setattr("plughost.host.probe_support", no_userns)
+    settings = HostSettings(
+        data_dir=tmp_path / "data",
+        runner={"sandbox": {"require": ["user_namespace"]}},  # type: ignore[arg-type]
+    )
+    host = PluginHost([], settings=settings)
+
+    with pytest.raises(RunnerStartError, match="required protections"):
+        await host.start()
+    await host.aclose()
+
+
+async def test_the_probe_finds_what_this_kernel_offers() -> None:
+    support = await sandbox_module.probe_support()
+
+    assert support.offered <= set(PROTECTIONS)
+    assert set(support.offered).isdisjoint(support.reasons)

@@ -1,0 +1,142 @@
+"""The runner's sandbox layers, each applied in a fresh child process and then probed.
+
+Every check runs ``python -c`` in a child: a Landlock domain or a seccomp
+filter cannot be taken back, so they must never touch the test process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plughost_runner.sandbox import SandboxPolicy, interpreter_paths, landlock, seccomp
+from plughost_runner.sandbox.probe import probe
+
+OFFERED = probe()
+
+
+def needs(protection: str) -> None:
+    if protection not in OFFERED["offered"]:  # type: ignore[operator]
+        reason = OFFERED["reasons"].get(protection, "")  # type: ignore[attr-defined]
+        pytest.skip(f"this kernel does not grant {protection}: {reason}")
+
+
+def run_confined(code: str) -> dict[str, Any]:
+    """Run ``code`` (which prints one JSON line) in a child; return what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_the_seccomp_filter_checks_the_architecture_first_and_allows_by_default() -> None:
+    code = seccomp.program("x86_64")
+
+    assert code[0] == (0x20, 0, 0, 4)  # load seccomp_data.arch
+    assert code[1][3] == 0xC000003E and code[2][3] == 0x80000000  # else kill the process
+    assert code[-1][3] == 0x7FFF0000
+    assert all(jt + jf < len(code) for _, jt, jf, _ in code)
+
+
+def test_the_seccomp_filter_refuses_namespaces_ptrace_and_mount_but_not_threads() -> None:
+    needs("seccomp")
+    result = run_confined(
+        """
+        import ctypes, errno, json, os, threading
+        from plughost_runner.sandbox import set_no_new_privs, seccomp
+        libc = ctypes.CDLL(None, use_errno=True)
+        set_no_new_privs()
+        seccomp.install()
+        def errno_of(value):
+            return 0 if value == 0 else ctypes.get_errno()
+        out = {
+            "unshare": errno_of(libc.unshare(0x10000000)),
+            "ptrace": errno_of(libc.ptrace(16, os.getppid(), 0, 0)),
+            "mount": errno_of(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)),
+        }
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        thread.join()
+        child = os.fork()
+        if child == 0:
+            os._exit(7)
+        out["fork"] = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+        print(json.dumps(out))
+        """
+    )
+
+    assert result == {"unshare": 1, "ptrace": 1, "mount": 1, "fork": 7}
+
+
+def test_landlock_allows_reading_and_writing_only_what_the_rules_name(tmp_path: Path) -> None:
+    needs("landlock")
+    readable, writable, other = (tmp_path / n for n in ("readable", "writable", "other"))
+    for folder in (readable, writable, other):
+        folder.mkdir()
+        (folder / "file").write_text(folder.name)
+    result = run_confined(
+        f"""
+        import json, sys
+        from plughost_runner.sandbox import set_no_new_privs, landlock
+        set_no_new_privs()
+        landlock.restrict([sys.prefix, sys.base_prefix, {str(readable)!r}], [{str(writable)!r}])
+        def can(path, mode):
+            try:
+                open(path, mode).close()
+                return True
+            except OSError:
+                return False
+        print(json.dumps({{
+            "read readable": can({str(readable / "file")!r}, "r"),
+            "write readable": can({str(readable / "file")!r}, "a"),
+            "write writable": can({str(writable / "new")!r}, "w"),
+            "read other": can({str(other / "file")!r}, "r"),
+        }}))
+        """
+    )
+
+    assert result == {
+        "read readable": True,
+        "write readable": False,
+        "write writable": True,
+        "read other": False,
+    }
+
+
+def test_landlock_reports_the_abi_this_kernel_has() -> None:
+    assert landlock.abi_version() == OFFERED["landlock_abi"]
+
+
+def test_interpreter_paths_leave_out_folders_holding_plugins_and_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    plugin = project / "plugins" / "weather"
+    plugin.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(project), str(tmp_path), ""])
+
+    paths = interpreter_paths(SandboxPolicy(read=[str(plugin)]))
+
+    assert str(project) not in paths and str(tmp_path) not in paths
+    assert any(p.endswith("site-packages") for p in paths)
+
+
+def test_a_policy_survives_its_json_form() -> None:
+    policy = SandboxPolicy(user_namespace=True, read=["/a"], connect_ports=[443])
+
+    assert SandboxPolicy.from_json(policy.to_json()) == policy
+    with pytest.raises(TypeError):
+        SandboxPolicy.from_json('{"unknown": 1}')
