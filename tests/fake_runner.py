@@ -64,10 +64,12 @@ def replacing(real: Callable[..., list[str]], plugin_id: str) -> Callable[..., l
     """A ``runner_command`` that starts this fake runner for ``plugin_id``, ``real`` for others."""
     prefix = "runner-" + plugin_id.replace(".", "-")
 
-    def runner_command(endpoint: str, runner_id: str, nice: int = 0) -> list[str]:
-        if runner_id.startswith(prefix):
+    def runner_command(
+        endpoint: str, runner_id: str, nice: int = 0, sandbox: str = ""
+    ) -> list[str]:
+        if runner_id.startswith(prefix):  # the fake is a test fixture: it runs unconfined
             return command(endpoint, runner_id, nice)
-        return real(endpoint, runner_id, nice=nice)
+        return real(endpoint, runner_id, nice=nice, sandbox=sandbox)
 
     return runner_command
 

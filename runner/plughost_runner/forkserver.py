@@ -38,7 +38,7 @@ import msgpack
 # Imported here, before any fork, so that every runner finds them loaded.
 import plughost_runner.capture
 import plughost_runner.sandbox
-import plughost_runner.service  # noqa: F401
+import plughost_runner.service
 from plughost_runner import __main__ as runner_main
 
 __all__ = ["main"]
@@ -78,6 +78,7 @@ class _Server:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def serve(self) -> int:
+        plughost_runner.sandbox.interpreter_candidates()  # once here, not in every runner
         # Move everything imported so far out of the collector's sight: a collection in a
         # runner would otherwise write to (and so copy) every page it shares with us.
         gc.freeze()

@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from plughost_runner.sandbox import SandboxPolicy, interpreter_paths, landlock, seccomp
+from plughost_runner.sandbox import (
+    SandboxPolicy,
+    interpreter_candidates,
+    interpreter_paths,
+    landlock,
+    seccomp,
+)
 from plughost_runner.sandbox.probe import probe
 
 OFFERED = probe()
@@ -122,15 +128,20 @@ def test_landlock_reports_the_abi_this_kernel_has() -> None:
 def test_interpreter_paths_leave_out_folders_holding_plugins_and_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project = tmp_path / "project"
+    project, libs = tmp_path / "project", tmp_path / "libs"
     plugin = project / "plugins" / "weather"
     plugin.mkdir(parents=True)
+    libs.mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", [*sys.path, str(project), str(tmp_path), ""])
-
-    paths = interpreter_paths(SandboxPolicy(read=[str(plugin)]))
+    monkeypatch.setattr(sys, "path", [*sys.path, str(project), str(tmp_path), str(libs), ""])
+    interpreter_candidates.cache_clear()
+    try:
+        paths = interpreter_paths(SandboxPolicy(read=[str(plugin)]))
+    finally:
+        interpreter_candidates.cache_clear()
 
     assert str(project) not in paths and str(tmp_path) not in paths
+    assert str(libs) in paths
     assert any(p.endswith("site-packages") for p in paths)
 
 

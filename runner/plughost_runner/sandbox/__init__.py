@@ -25,6 +25,7 @@ host's ``plughost.runners.sandbox``).
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import sys
@@ -34,7 +35,14 @@ from typing import Any
 
 from plughost_runner.sandbox import landlock, namespaces, seccomp
 
-__all__ = ["SandboxError", "SandboxPolicy", "apply", "interpreter_paths", "set_no_new_privs"]
+__all__ = [
+    "SandboxError",
+    "SandboxPolicy",
+    "apply",
+    "interpreter_candidates",
+    "interpreter_paths",
+    "set_no_new_privs",
+]
 
 _PR_SET_NO_NEW_PRIVS = 38
 # Read-only system paths a Python program and its subprocesses need; /etc only in part.
@@ -135,7 +143,22 @@ def interpreter_paths(policy: SandboxPolicy) -> list[str]:
     A ``sys.path`` entry that contains a plugin folder or a data directory (a
     project root on ``PYTHONPATH``, say) is left out, since allowing it would
     allow every neighbour below it, and so is the working directory the runner
-    inherited from the host.
+    inherited from the host. The host sends resolved paths, so this compares
+    strings only: no file system call on the way to a runner's start.
+    """
+    guarded = [os.path.join(p, "") for p in (*policy.read, *policy.write)]
+    return [
+        path
+        for path in interpreter_candidates()
+        if not any(g.startswith(os.path.join(path, "")) for g in guarded)
+    ]
+
+
+@functools.cache
+def interpreter_candidates() -> tuple[str, ...]:
+    """Where this interpreter and the runner import from (resolved; computed once).
+
+    The fork server calls this before it forks, so that forked runners find it done.
     """
     import plughost_sdk
 
@@ -148,15 +171,9 @@ def interpreter_paths(policy: SandboxPolicy) -> list[str]:
         str(Path(__file__).resolve().parents[1]),
         *(entry for entry in sys.path if entry),
     }
-    guarded = [Path(p).resolve() for p in (*policy.read, *policy.write)]
-    cwd = Path.cwd().resolve()
-    keep = []
-    for candidate in sorted(candidates):
-        path = Path(candidate).resolve()
-        if path == cwd or any(g == path or path in g.parents for g in guarded):
-            continue
-        keep.append(str(path))
-    return keep
+    cwd = os.path.realpath(os.getcwd())
+    resolved = {os.path.realpath(c) for c in candidates} - {cwd, "/"}
+    return tuple(sorted(p for p in resolved if os.path.isdir(p) or os.path.isfile(p)))
 
 
 def set_no_new_privs() -> None:
