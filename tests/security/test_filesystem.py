@@ -58,6 +58,22 @@ async def test_a_plugin_cannot_read_a_neighbours_config_or_data(attack: Attack) 
 
 
 @shared
+async def test_a_plugin_cannot_read_the_host_users_other_files(
+    attack: Attack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    require(attack.host, "landlock")
+    dotenv = tmp_path_factory.mktemp("bot") / ".env"  # the user's files: a bot's .env, ~/.ssh
+    dotenv.write_text("OPENAI_API_KEY=sk-not-for-plugins\n")
+    workdir = Path.cwd() / "pyproject.toml"  # the host's working directory
+
+    elsewhere = await attack.attempt("intrude_read", path=str(dotenv))
+    in_workdir = await attack.attempt("intrude_read", path=str(workdir))
+
+    assert not elsewhere["allowed"]
+    assert not in_workdir["allowed"] or not workdir.exists()
+
+
+@shared
 async def test_a_plugin_cannot_rewrite_its_own_manifest(attack: Attack) -> None:
     require(attack.host, "landlock")
     manifest = attack.intruder / "_manifest.json"

@@ -12,11 +12,13 @@ import json
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from plughost.host import PluginHost
+from plughost.runners import sandbox
 from tests.conftest import fast_settings
 from tests.security.sandboxed import Attack, plant_plugins, require
 
@@ -91,5 +93,30 @@ async def test_a_plugin_granted_one_port_reaches_that_port_only(
 
         assert reached["allowed"], reached["detail"]
         assert not refused["allowed"]
+        [status] = host.status()
+        assert "network_namespace" not in status.sandbox
+
+
+async def test_without_a_network_namespace_landlock_still_refuses_tcp(
+    tmp_path: Path, loopback: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel or container without user namespaces: the TCP refusal falls to Landlock."""
+    real_probe = sandbox.probe_support
+
+    async def without_namespaces(**kwargs: Any) -> sandbox.SandboxSupport:
+        found = await real_probe(**kwargs)
+        namespaces = {"user_namespace", "network_namespace", "pid_namespace"}
+        return sandbox.SandboxSupport(found.offered - namespaces, {}, found.landlock_abi)
+
+    monkeypatch.setattr("plughost.host.probe_support", without_namespaces)
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path)
+    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
+        require(host, "landlock_network")
+        attack = Attack(host, plugins, settings.data_dir)
+
+        verdict = await attack.attempt("intrude_connect", host="127.0.0.1", port=loopback[0])
+
+        assert not verdict["allowed"]
         [status] = host.status()
         assert "network_namespace" not in status.sandbox
