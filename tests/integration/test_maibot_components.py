@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
+
+import pytest
+import pytest_asyncio
 
 from plughost.host import PluginHost
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.maibot_host import MaiBotHost
 
+# One host for the module: each test reads what its own calls did (its own stream,
+# command, event or hook), so they do not depend on each other's order.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 FIXTURES = ["group_admin", "message_guard", "note_keeper"]
+Served = tuple[PluginHost, MaiBotHost]
 
 
-@asynccontextmanager
-async def _maibot_host(tmp_path: Path) -> AsyncIterator[tuple[PluginHost, MaiBotHost]]:
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    root = tmp_path_factory.mktemp("maibot-components")
     folders = []
     for name in FIXTURES:
-        shutil.copytree(TEST_PLUGINS / "maibot" / name, tmp_path / "plugins" / name)
-        folders.append(tmp_path / "plugins" / name)
-    host = PluginHost(folders, settings=fast_settings(tmp_path))
+        shutil.copytree(TEST_PLUGINS / "maibot" / name, root / "plugins" / name)
+        folders.append(root / "plugins" / name)
+    host = PluginHost(folders, settings=fast_settings(root))
     maibot = MaiBotHost().install(host)
     try:
         await host.start()
@@ -29,9 +36,9 @@ async def _maibot_host(tmp_path: Path) -> AsyncIterator[tuple[PluginHost, MaiBot
         await host.aclose()
 
 
-async def test_a_command_with_named_groups_runs_and_intercepts(tmp_path: Path) -> None:
-    async with _maibot_host(tmp_path) as (host, maibot):
-        outcome = await host.dispatch_command("/who 小红", stream_id="qq:123")
+async def test_a_command_with_named_groups_runs_and_intercepts(served: Served) -> None:
+    host, maibot = served
+    outcome = await host.dispatch_command("/who 小红", stream_id="qq:123")
 
     assert outcome.handled and outcome.success, outcome.error
     assert outcome.command == "community.group-admin.who"
@@ -42,9 +49,9 @@ async def test_a_command_with_named_groups_runs_and_intercepts(tmp_path: Path) -
     ]
 
 
-async def test_an_alias_command_sends_a_forward_with_positional_ctx_call(tmp_path: Path) -> None:
-    async with _maibot_host(tmp_path) as (host, maibot):
-        outcome = await host.dispatch_command("/群规", stream_id="qq:123")
+async def test_an_alias_command_sends_a_forward_with_positional_ctx_call(served: Served) -> None:
+    host, maibot = served
+    outcome = await host.dispatch_command("/群规", stream_id="qq:123")
 
     assert outcome.success, outcome.error
     assert outcome.response == "群规已发送"
@@ -52,15 +59,15 @@ async def test_an_alias_command_sends_a_forward_with_positional_ctx_call(tmp_pat
 
 
 async def test_an_intercepting_event_handler_stops_a_banned_message_and_cleans_others(
-    tmp_path: Path,
+    served: Served,
 ) -> None:
-    async with _maibot_host(tmp_path) as (host, _):
-        blocked = await host.emit_event(
-            "on_message_pre_process", {"plain_text": "买广告吗", "stream_id": "qq:1"}
-        )
-        cleaned = await host.emit_event(
-            "on_message_pre_process", {"plain_text": "  你好  ", "stream_id": "qq:1"}
-        )
+    host, _ = served
+    blocked = await host.emit_event(
+        "on_message_pre_process", {"plain_text": "买广告吗", "stream_id": "qq:1"}
+    )
+    cleaned = await host.emit_event(
+        "on_message_pre_process", {"plain_text": "  你好  ", "stream_id": "qq:1"}
+    )
 
     assert not blocked.continue_processing
     assert blocked.stopped_by == "community.message-guard.banned_word_filter"
@@ -68,11 +75,11 @@ async def test_an_intercepting_event_handler_stops_a_banned_message_and_cleans_o
     assert cleaned.message is not None and cleaned.message["plain_text"] == "你好"
 
 
-async def test_a_fire_and_forget_handler_runs_in_the_background(tmp_path: Path) -> None:
-    async with _maibot_host(tmp_path) as (host, maibot):
-        await host.emit_event("on_message", {"plain_text": "hi"})
-        assert await host.drain_background()
-        stats = await host.invoke("guard_stats")
+async def test_a_fire_and_forget_handler_runs_in_the_background(served: Served) -> None:
+    host, maibot = served
+    await host.emit_event("on_message", {"plain_text": "hi"})
+    assert await host.drain_background()
+    stats = await host.invoke("guard_stats")
 
     assert stats.content == "seen=1"
     assert maibot.named("database.save") == [
@@ -81,24 +88,24 @@ async def test_a_fire_and_forget_handler_runs_in_the_background(tmp_path: Path) 
 
 
 async def test_a_blocking_hook_rewrites_the_planner_request_and_an_observer_sees_the_reply(
-    tmp_path: Path,
+    served: Served,
 ) -> None:
-    async with _maibot_host(tmp_path) as (host, _):
-        before = await host.run_hook("maisaka.planner.before_request", prompt="今天天气如何")
-        await host.run_hook("maisaka.planner.after_response", response="晴")
-        assert await host.drain_background()
-        stats = await host.invoke("guard_stats")
+    host, _ = served
+    before = await host.run_hook("maisaka.planner.before_request", prompt="今天天气如何")
+    await host.run_hook("maisaka.planner.after_response", response="晴")
+    assert await host.drain_background()
+    stats = await host.invoke("guard_stats")
 
     assert not before.aborted, before.errors
     assert before.kwargs["prompt"] == "今天天气如何\n回答要简短"
     assert stats.structured_content["observed"] == ["晴"]
 
 
-async def test_a_plugin_calls_its_own_api_through_ctx_api_call(tmp_path: Path) -> None:
-    async with _maibot_host(tmp_path) as (host, _):
-        remembered = await host.invoke("remember", {"title": "购物", "body": "牛奶"})
-        direct = await host.call_api("community.note-keeper.save_note", title="会议", body="三点")
-        count = await host.call_api("note_count")
+async def test_a_plugin_calls_its_own_api_through_ctx_api_call(served: Served) -> None:
+    host, _ = served
+    remembered = await host.invoke("remember", {"title": "购物", "body": "牛奶"})
+    direct = await host.call_api("community.note-keeper.save_note", title="会议", body="三点")
+    count = await host.call_api("note_count")
 
     assert remembered.success, remembered.error_message
     assert remembered.content == "已保存 购物，共 1 条"
