@@ -44,6 +44,7 @@ from plughost.reloader import PluginReloader
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkServer, ForkServerError
+from plughost.runners.plugin_config import PLUGIN_CONFIG_CAPABILITIES, PluginConfigCapability
 from plughost.runners.sandbox import SandboxReport, SandboxSupport, probe_support, sandbox_report
 from plughost.runners.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
@@ -105,6 +106,10 @@ class PluginHost:
         )
         for name in API_CAPABILITIES:
             self.capabilities.register(name, self.dispatcher.apis)
+        # ctx.config.get_plugin/get_all of MaiBot plugins: their own config, as the host holds it.
+        own_config = PluginConfigCapability(self._plugin_config)
+        for name in PLUGIN_CONFIG_CAPABILITIES:
+            self.capabilities.register(name, own_config)
         self.problems: dict[str, PluginProblem] = {}
         self.sources: dict[str, PluginSource] = {}
         self._runners: dict[str, RunnerSupervisor] = {}
