@@ -133,16 +133,17 @@ async def profiled(work: Path) -> dict[str, dict[str, float]]:
     runner_stats = work / "runner.prof"
     real = supervisor.runner_command
 
-    def command(
-        endpoint: str, runner_id: str, python: str | None = None, nice: int = 0
-    ) -> list[str]:
-        argv = real(endpoint, runner_id, python, nice)
+    def command(*args: Any, **kwargs: Any) -> list[str]:
+        argv = real(*args, **kwargs)  # [python, "-m", "plughost_runner", *options]
         return [argv[0], str(wrapper), str(runner_stats), *argv[3:]]
 
     supervisor.runner_command = command  # type: ignore[assignment]
     try:
         settings = HostSettings()
         settings.runner.fork_server = False  # the wrapper must be the runner's own interpreter
+        sandbox = getattr(settings.runner, "sandbox", None)
+        if sandbox is not None:  # the profile is written where Landlock would refuse it
+            sandbox.enabled = False
         async with PluginHost([ECHO], settings=settings) as host:
             await run_calls(host, 1000, 256)
             profile = cProfile.Profile()
