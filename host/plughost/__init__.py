@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from plughost.settings import HostSettings, RunnerSettings
     from plughost.tools.batching import run_tool_batch
     from plughost.tools.builtin import BuiltinTool, BuiltinToolProvider
+    from plughost.tools.progress import Progress
     from plughost.tools.provider import ToolProvider
     from plughost.tools.registry import ToolRegistry
 
@@ -78,6 +79,7 @@ _LAZY = {
     "PluginHost": "plughost.host",
     "PluginStatus": "plughost.host",
     "PluginToolProvider": "plughost.plugins.provider",
+    "Progress": "plughost.tools.progress",
     "RunnerSettings": "plughost.settings",
     "ToolComponent": "plughost.plugins.components",
     "ToolProvider": "plughost.tools.provider",
@@ -126,6 +128,7 @@ __all__ = [
     "PluginHost",
     "PluginStatus",
     "PluginToolProvider",
+    "Progress",
     "RunnerSettings",
     "ToolComponent",
     "ToolProvider",

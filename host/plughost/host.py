@@ -50,6 +50,8 @@ from plughost.runners.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost.runners.tool_calls import TOOLS_CALL, ToolCallCapability
 from plughost.settings import HostSettings, ResourceLimits
+from plughost.tools import progress
+from plughost.tools.progress import ProgressCallback
 from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
 
@@ -456,14 +458,30 @@ class PluginHost:
         *,
         call_id: str = "",
         trusted: bool = False,
+        on_progress: ProgressCallback | None = None,
     ) -> ToolExecutionResult:
         """Call any tool of ``host.tools`` by name (a shortcut over ``host.tools.invoke``).
 
-        ``trusted=True`` runs hidden and undiscovered tools too: for the
-        embedder's own calls, never for a model's.
+        Cancelling the task that awaits this cancels the call where it runs: the
+        plugin's handler task is cancelled in its runner, and an upstream MCP
+        server is sent ``notifications/cancelled``.
+
+        Args:
+            tool_name: The tool's model-facing name.
+            arguments: A dict, or the JSON text of one.
+            context: The conversation the call happens in.
+            call_id: The model's id for this call, passed through to the result.
+            trusted: Run hidden and undiscovered tools too: for the embedder's own
+                calls, never for a model's.
+            on_progress: Receives a :class:`~plughost.tools.progress.Progress` for each
+                report of the tool (a plugin's ``ctx.report_progress``, an MCP server's
+                progress notifications); called on the event loop, so it must not block.
         """
         invocation = ToolInvocation(tool_name=tool_name, arguments=arguments or {}, call_id=call_id)
-        return await self.tools.invoke(invocation, context, trusted=trusted)
+        if on_progress is None:
+            return await self.tools.invoke(invocation, context, trusted=trusted)
+        with progress.reporting(on_progress):
+            return await self.tools.invoke(invocation, context, trusted=trusted)
 
     async def dispatch_command(
         self,

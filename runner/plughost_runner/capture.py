@@ -19,11 +19,15 @@ import logging
 import time
 from typing import Any
 
-__all__ = ["LogCollector", "StreamProxy", "current_plugin"]
+__all__ = ["LogCollector", "StreamProxy", "current_call", "current_plugin"]
 
 current_plugin: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "plughost_current_plugin", default=None
 )
+current_call: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "plughost_current_call", default=None
+)
+"""The id of the ``tool.invoke`` request the current task serves (events name it)."""
 
 _MAX_LINE = 4000
 

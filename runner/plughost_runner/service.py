@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from plughost_runner import maibot_imports
-from plughost_runner.capture import LogCollector
+from plughost_runner.capture import LogCollector, current_call
 from plughost_runner.components import INVOKABLE_TYPES, call_component
 from plughost_runner.invoker import Invoker, call_deadline
 from plughost_runner.limits import apply_limits
@@ -87,6 +87,12 @@ class _Bridge:
             ) from None
         return reply.get("value") if isinstance(reply, dict) else reply
 
+    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        call = current_call.get()
+        if call is None:
+            return  # not inside a tool call: nobody to tell
+        self._service.send_progress(call, self._plugin_id, progress, total, message)
+
 
 class RunnerService:
     """Serves one host over one socket until told to stop."""
@@ -112,6 +118,8 @@ class RunnerService:
         self._heartbeat_interval = 0.5
         self._shutting_down = False
         self._stopped = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._progress_dropped = 0
         self._handlers: dict[str, _Handler] = {
             "tool.invoke": self._on_invoke,
             "component.invoke": self._on_component,
@@ -124,6 +132,7 @@ class RunnerService:
     async def run(self) -> int:
         """Serve until shutdown; return the process exit code."""
         exit_code = 0
+        self._loop = asyncio.get_running_loop()
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(
@@ -195,6 +204,32 @@ class RunnerService:
                 return await future
         finally:
             self._pending.pop(request_id, None)
+
+    def send_progress(
+        self,
+        call: int,
+        plugin_id: str,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        """Send a ``progress`` event for call ``call``, from the loop's thread or any other."""
+        body = {"progress": progress, "total": total, "message": message}
+        frame = wire.encode(wire.event("progress", body, request_id=call, plugin=plugin_id))
+        try:
+            on_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self._send_progress(frame)
+        elif self._loop is not None and not self._loop.is_closed():
+            # A sync handler's thread: the loop sends it, after what the loop already queued.
+            self._loop.call_soon_threadsafe(self._send_progress, frame)
+
+    def _send_progress(self, frame: bytes) -> None:
+        if not self._transport.post(frame):
+            self._progress_dropped += 1
+            log.debug("progress report dropped: the host's queue is full")
 
     def _on_frame(
         self, group: asyncio.TaskGroup, frame: memoryview, blobs: list[memoryview]
@@ -274,12 +309,15 @@ class RunnerService:
         if handler is None:
             raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no tool {tool!r}")
         timeout = (envelope["deadline_ms"] or 60_000) / 1000
+        call = current_call.set(envelope["id"])
         try:
             result = await self._invoker.invoke(
                 plugin.spec.plugin_id, handler, dict(body.get("arguments") or {}), timeout
             )
         except TimeoutError:
             raise _Reply("timeout", f"tool {tool} did not finish within {timeout:g} s") from None
+        finally:
+            current_call.reset(call)
         return {"result": wire.result_to_wire(result)}
 
     async def _on_component(self, envelope: wire.Envelope) -> Any:

@@ -61,6 +61,17 @@ class Transport:
             return
         await self._pump.send(parts)
 
+    def post(self, frame: bytes) -> bool:
+        """Send a best-effort event (progress) without waiting; return False to drop it.
+
+        It goes out in order with everything else sent from the loop; when the
+        host's queue is full it is dropped rather than queued behind.
+        """
+        if self._pump.backlogged:
+            return False
+        self._pump.post((frame,))
+        return True
+
     def close(self) -> None:
         """Close the socket (pending messages get the linger time) and the context."""
         self._sock.close()

@@ -6,6 +6,8 @@ provides. The host routes it to a handler the embedding application registered,
 after checking the plugin's manifest lists it. ``ctx.call_tool`` is the
 capability ``tools.call``, which the host answers itself (under the operator's
 grants). ``ctx.config`` and ``ctx.paths`` are local: the runner keeps them current.
+``ctx.report_progress`` is not a capability: it sends a ``progress`` event for
+the call being served, and needs no manifest entry.
 
 This module defines the interface only; it has no transport in it.
 """
@@ -44,6 +46,10 @@ class CapabilityBridge(Protocol):
         Raises:
             CapabilityError: denied by the manifest, not provided, or failed in the host.
         """
+        ...
+
+    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Send a progress report for the tool call the current task serves; never blocks."""
         ...
 
 
@@ -235,6 +241,35 @@ class PluginContext:
         args = {"name": name, "arguments": arguments or {}, "timeout_ms": timeout_ms}
         value = await self._bridge.call_capability(self.plugin_id, "tools.call", args, timeout_ms)
         return wire.result_from_wire(value)
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell whoever called the current tool how far along it is.
+
+        The report reaches the embedder's ``on_progress`` callback and, when the
+        call came over MCP with a progress token, the MCP client as
+        ``notifications/progress``. It is fire-and-forget: it never blocks and
+        never raises for delivery problems, and reports may be dropped when the
+        host is flooded. Call it from the tool's handler (async or sync); outside
+        a tool call (``on_load``, a background task of your own) it does nothing.
+
+        Args:
+            progress: How much is done; it should grow with every report.
+            total: How much there is in all, when known.
+            message: A short human-readable status line.
+
+        Raises:
+            TypeError: ``progress`` or ``total`` is not a number.
+        """
+        for name, value in (("progress", progress), ("total", total)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        text = None if message is None else str(message)
+        total_value = None if total is None else float(total)
+        self._bridge.report_progress(float(progress), total_value, text)
 
     def capability(self, group: str) -> CapabilityGroup:
         """Return the capability group ``group`` (same as ``ctx.<group>``)."""

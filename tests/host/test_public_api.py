@@ -28,6 +28,7 @@ PUBLIC_NAMES = [
     "PluginHost",
     "PluginStatus",
     "PluginToolProvider",
+    "Progress",
     "RunnerSettings",
     "ToolComponent",
     "ToolProvider",

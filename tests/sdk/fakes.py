@@ -18,6 +18,7 @@ class FakeBridge:
 
     answers: dict[str, Any] = field(default_factory=dict)
     calls: list[tuple[str, str, dict[str, Any], int | None]] = field(default_factory=list)
+    progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
 
     async def call_capability(
         self, plugin_id: str, capability: str, args: dict[str, Any], timeout_ms: int | None
@@ -27,3 +28,6 @@ class FakeBridge:
         if isinstance(answer, CapabilityError):
             raise answer
         return answer
+
+    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress.append((progress, total, message))

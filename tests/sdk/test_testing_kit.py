@@ -276,3 +276,11 @@ async def test_invoking_a_component_the_plugin_lacks_lists_what_it_has() -> None
     async with PluginTestHarness(EXAMPLES / "chat_guard") as harness:
         with pytest.raises(ValueError, match=r"has no COMMAND 'nope'; its components: .*weather"):
             await harness.invoke_component("COMMAND", "nope")
+
+
+async def test_the_harness_records_progress_reports_in_order() -> None:
+    async with PluginTestHarness(TEST_PLUGINS / "progress") as harness:
+        result = await harness.call("count", {"steps": 2})
+
+    assert result.success
+    assert harness.progress == [(1.0, 2.0, "step 1 of 2"), (2.0, 2.0, "step 2 of 2")]

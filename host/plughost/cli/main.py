@@ -40,6 +40,12 @@ _plugins_option = click.option(
     help="A folder of plugin folders, or one plugin folder. Repeat for several.",
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+_config_option = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A TOML configuration file (the one serve reads); flags win over it.",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -172,25 +178,29 @@ def serve(
 
 @cli.command()
 @_plugins_option
+@_config_option
 @_json_option
 @click.option("--all", "show_all", is_flag=True, help="Include hidden tools.")
-def tools(plugin_dirs: tuple[Path, ...], as_json: bool, show_all: bool) -> None:
-    """Load the plugins and list their tools (exit 1 if a plugin failed to load).
+def tools(
+    plugin_dirs: tuple[Path, ...], config_file: Path | None, as_json: bool, show_all: bool
+) -> None:
+    """Load the plugins and MCP servers and list their tools (exit 1 if a plugin failed).
 
     \b
-    Example:
+    Examples:
       plughost tools --plugins plugins_example --json
+      plughost tools --config plughost.toml     # also the [mcp.servers] it names
     """
-    _require_dirs(plugin_dirs)
-    sys.exit(_run(_tools(plugin_dirs, as_json, show_all)))
+    config = _one_shot_config(plugin_dirs, config_file)
+    sys.exit(_run(_tools(config, as_json, show_all)))
 
 
-async def _tools(plugin_dirs: tuple[Path, ...], as_json: bool, show_all: bool) -> int:
+async def _tools(config: ServeConfig, as_json: bool, show_all: bool) -> int:
     from rich.console import Console
 
     from plughost.cli.console import print_json, stderr, tools_table
 
-    async with _quiet_host(plugin_dirs) as host:
+    async with _quiet_host(config) as host:
         specs = await host.tools.list_tools(include_hidden=show_all)
         status = host.status()
         failures = [row for row in status if row.state != "loaded"]
@@ -221,16 +231,16 @@ def components(plugin_dirs: tuple[Path, ...], as_json: bool) -> None:
     Example:
       plughost components --plugins plugins_example --json
     """
-    _require_dirs(plugin_dirs)
-    sys.exit(_run(_components(plugin_dirs, as_json)))
+    config = _one_shot_config(plugin_dirs, None)
+    sys.exit(_run(_components(config, as_json)))
 
 
-async def _components(plugin_dirs: tuple[Path, ...], as_json: bool) -> int:
+async def _components(config: ServeConfig, as_json: bool) -> int:
     from rich.console import Console
 
     from plughost.cli.console import components_table, print_json, stderr
 
-    async with _quiet_host(plugin_dirs) as host:
+    async with _quiet_host(config) as host:
         registry = host.components
         found = registry.components()
         failures = [row for row in host.status() if row.state != "loaded"]
@@ -262,13 +272,19 @@ def _spec_json(spec: Any) -> dict[str, Any]:
 @cli.command()
 @click.argument("tool")
 @_plugins_option
+@_config_option
 @click.option(
     "--args", "arguments", default="{}", metavar="JSON", help="The arguments as a JSON object."
 )
 @click.option("--stream-id", default="", help="The chat stream the call happens in.")
 @_json_option
 def call(
-    tool: str, plugin_dirs: tuple[Path, ...], arguments: str, stream_id: str, as_json: bool
+    tool: str,
+    plugin_dirs: tuple[Path, ...],
+    config_file: Path | None,
+    arguments: str,
+    stream_id: str,
+    as_json: bool,
 ) -> None:
     """Call one tool through a real runner and print its result.
 
@@ -276,21 +292,22 @@ def call(
     (bad JSON, unknown tool, invalid arguments).
 
     \b
-    Example:
+    Examples:
       plughost call get_weather --plugins plugins_example --args '{"city": "Paris"}'
+      plughost call mcp_time_get_current_time --config plughost.toml --args '{"timezone": "UTC"}'
     """
-    _require_dirs(plugin_dirs)
+    config = _one_shot_config(plugin_dirs, config_file)
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
         raise click.UsageError(f"--args is not valid JSON: {exc}") from None
     if not isinstance(parsed, dict):
         raise click.UsageError('--args must be a JSON object, like \'{"city": "Paris"}\'')
-    sys.exit(_run(_call(plugin_dirs, tool, parsed, stream_id, as_json)))
+    sys.exit(_run(_call(config, tool, parsed, stream_id, as_json)))
 
 
 async def _call(
-    plugin_dirs: tuple[Path, ...],
+    config: ServeConfig,
     tool: str,
     arguments: dict[str, Any],
     stream_id: str,
@@ -299,7 +316,7 @@ async def _call(
     from plughost.cli.console import print_json, result_to_json, stderr
     from plughost_sdk.models import ToolExecutionContext
 
-    async with _quiet_host(plugin_dirs) as host:
+    async with _quiet_host(config) as host:
         for row in host.status():
             if row.state != "loaded":
                 stderr.print(f"[yellow]! {row.error}[/yellow]")
@@ -338,18 +355,18 @@ def search(query: str, plugin_dirs: tuple[Path, ...], limit: int, as_json: bool)
       plughost search "weather forecast" --plugins plugins_example
       plughost search 天气 --plugins plugins_example --json
     """
-    _require_dirs(plugin_dirs)
-    sys.exit(_run(_search(plugin_dirs, query, limit, as_json)))
+    config = _one_shot_config(plugin_dirs, None)
+    sys.exit(_run(_search(config, query, limit, as_json)))
 
 
-async def _search(plugin_dirs: tuple[Path, ...], query: str, limit: int, as_json: bool) -> int:
+async def _search(config: ServeConfig, query: str, limit: int, as_json: bool) -> int:
     from rich.console import Console
     from rich.table import Table
 
     from plughost.cli.console import print_json
     from plughost.search.service import search_tools
 
-    async with _quiet_host(plugin_dirs) as host:
+    async with _quiet_host(config) as host:
         matches = await search_tools(host.tools, query, limit)
     if as_json:
         print_json(
@@ -480,14 +497,33 @@ def _load_config(path: Path | None) -> ServeConfig:
         raise click.UsageError(str(exc)) from None
 
 
-class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host(dirs)`
-    """A PluginHost for one-shot commands, with a spinner while plugins start."""
+def _one_shot_config(plugin_dirs: tuple[Path, ...], config_file: Path | None) -> ServeConfig:
+    """The configuration of ``tools`` and ``call``: the file's, plus the ``--plugins`` folders."""
+    config = _load_config(config_file)
+    if plugin_dirs or config_file is None:
+        _require_dirs(plugin_dirs)
+    dirs = [*config.host.plugin_dirs, *plugin_dirs]
+    if not dirs and not config.mcp.servers:
+        raise click.UsageError(
+            "nothing to load: pass --plugins DIR, or a --config with host.plugin_dirs or "
+            "[mcp.servers]"
+        )
+    host = config.host.model_copy(update={"plugin_dirs": dirs})
+    return config.model_copy(update={"host": host})
 
-    def __init__(self, plugin_dirs: tuple[Path, ...]) -> None:
+
+class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host(config)`
+    """A PluginHost for one-shot commands, with a spinner while plugins start.
+
+    The configuration's upstream MCP servers are added as a tool provider, as
+    ``serve`` does; the MCP SDK is imported only when there are some.
+    """
+
+    def __init__(self, config: ServeConfig) -> None:
         from plughost.host import PluginHost
-        from plughost.settings import HostSettings
 
-        self._host = PluginHost(plugin_dirs, settings=HostSettings())
+        self._config = config
+        self._host = PluginHost(settings=config.host)
 
     async def __aenter__(self) -> PluginHost:
         import logging
@@ -503,6 +539,10 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
                 await self._host.start()
         else:
             await self._host.start()
+        if self._config.mcp.servers:
+            from plughost.mcp.provider import MCPToolProvider
+
+            self._host.tools.register_provider(MCPToolProvider(self._config.mcp))
         return self._host
 
     async def __aexit__(self, *exc: object) -> None:

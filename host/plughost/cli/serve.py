@@ -158,7 +158,9 @@ def _start_workers(
             )
         )
     if config.serve.mcp == "stdio":
-        workers.append(group.create_task(serve_stdio(host.tools)))
+        workers.append(
+            group.create_task(serve_stdio(host.tools, page_size=config.serve.mcp_page_size))
+        )
     elif config.serve.mcp == "http":
         address, _, port = config.serve.mcp_http.rpartition(":")
         workers.append(
@@ -169,6 +171,9 @@ def _start_workers(
                     int(port),
                     allow_remote=config.serve.allow_remote,
                     bearer_token=token,
+                    session_idle_timeout=config.serve.mcp_session_idle_timeout,
+                    max_sessions=config.serve.mcp_max_sessions,
+                    page_size=config.serve.mcp_page_size,
                 )
             )
         )

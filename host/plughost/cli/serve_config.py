@@ -76,6 +76,13 @@ class ServeSettings(BaseModel):
         "missing; default: mcp-token beside host.data_dir",
     )
     log_format: Literal["text", "json"] = "text"
+    mcp_session_idle_timeout: float | None = Field(
+        600.0, gt=0, description="seconds an idle MCP HTTP session lives; none: forever"
+    )
+    mcp_max_sessions: int | None = Field(
+        500, gt=0, description="live MCP HTTP sessions at most; a new one past it gets HTTP 503"
+    )
+    mcp_page_size: int = Field(100, ge=1, description="tools per MCP tools/list page")
 
 
 class ServeConfig(BaseModel):

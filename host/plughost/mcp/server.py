@@ -46,6 +46,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plughost.mcp.bearer import require_bearer
 from plughost.mcp.content import result_to_mcp
+from plughost.mcp.pagination import DEFAULT_PAGE_SIZE, page_of
+from plughost.tools import progress
 from plughost.tools.provider import ChangeListener
 from plughost_sdk.models import (
     ToolExecutionContext,
@@ -56,6 +58,8 @@ from plughost_sdk.models import (
 
 __all__ = [
     "DEFAULT_HTTP_PORT",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
     "MCP_HTTP_PATH",
     "RegistryMCPServer",
     "is_loopback",
@@ -66,6 +70,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HTTP_PORT = 8765
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds an HTTP session may stay idle before it is closed."""
+DEFAULT_MAX_SESSIONS = 500
+"""HTTP sessions open at once, at most (each costs tens of kilobytes and a task)."""
 MCP_HTTP_PATH = "/mcp"
 _SHUTDOWN_GRACE = 3.0
 _NOTIFY_TIMEOUT = 2.0
@@ -112,10 +120,16 @@ class RegistryMCPServer:
     Args:
         registry: The tools to serve.
         name: The server name clients see.
+        page_size: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
     """
 
-    def __init__(self, registry: ToolSource, *, name: str = "plughost") -> None:
+    def __init__(
+        self, registry: ToolSource, *, name: str = "plughost", page_size: int = DEFAULT_PAGE_SIZE
+    ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.registry = registry
+        self.page_size = page_size
         self._bus = InMemorySubscriptionBus()
         self._connections: dict[int, Connection] = {}
         self._changes: MemoryObjectSendStream[None] | None = None
@@ -154,7 +168,11 @@ class RegistryMCPServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         specs = await self.registry.list_tools()
-        return types.ListToolsResult(tools=[_tool_of(spec) for spec in specs])
+        cursor = params.cursor if params is not None else None
+        page, next_cursor = page_of(specs, cursor, self.page_size)
+        return types.ListToolsResult(
+            tools=[_tool_of(spec) for spec in page], next_cursor=next_cursor
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -166,14 +184,40 @@ class RegistryMCPServer:
             call_id="" if ctx.request_id is None else str(ctx.request_id),
         )
         try:
-            # An MCP client is shown every listed tool: deferred ones run without a search.
-            context = ToolExecutionContext(platform="mcp")
-            result = await self.registry.invoke(invocation, context, listed_all=True)
+            if _progress_token(ctx) is None:
+                result = await self._invoke(invocation)
+            else:
+                result = await self._invoke_with_progress(ctx, invocation)
         except Exception as exc:  # a tool fault is never a protocol error
             log.exception("mcp tool call failed in the registry tool=%s", name)
             message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
             result = ToolExecutionResult.failure(name, message, "registry_error")
         return result_to_mcp(result)
+
+    async def _invoke(self, invocation: ToolInvocation) -> ToolExecutionResult:
+        # A client's notifications/cancelled cancels this task (the SDK does that), and
+        # the cancellation travels down to the runner or the upstream server.
+        # An MCP client is shown every listed tool: deferred ones run without a search.
+        context = ToolExecutionContext(platform="mcp")
+        return await self.registry.invoke(invocation, context, listed_all=True)
+
+    async def _invoke_with_progress(
+        self, ctx: ServerRequestContext[Any], invocation: ToolInvocation
+    ) -> ToolExecutionResult:
+        """Invoke, relaying the tool's progress reports as notifications/progress.
+
+        Reports arrive on the event loop from wherever the tool runs; they are queued
+        and sent in order by one task, which drains the queue before the result goes.
+        """
+        send, receive = anyio.create_memory_object_stream[progress.Progress](math.inf)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_relay_progress, ctx, receive)
+            try:
+                with progress.reporting(send.send_nowait):
+                    result = await self._invoke(invocation)
+            finally:
+                send.close()
+        return result
 
     # --- change notifications -------------------------------------------------------------
 
@@ -214,6 +258,23 @@ class RegistryMCPServer:
                         await connection.send_tool_list_changed()
 
 
+def _progress_token(ctx: ServerRequestContext[Any, Any]) -> Any:
+    meta: Any = ctx.meta or {}
+    return meta.get("progress_token", meta.get("progressToken"))
+
+
+async def _relay_progress(
+    ctx: ServerRequestContext[Any, Any],
+    reports: MemoryObjectReceiveStream[progress.Progress],
+) -> None:
+    with reports:
+        async for report in reports:
+            try:
+                await ctx.session.report_progress(report.progress, report.total, report.message)
+            except Exception as exc:  # the client went away: the call itself goes on
+                log.debug("mcp progress not sent reason=%s", exc)
+
+
 def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     # ServerSession is a per-request proxy; the per-client Connection behind it is the
     # stable identity that can be notified later and that tells us when the client left
@@ -241,13 +302,15 @@ def _tool_of(spec: ToolSpec) -> types.Tool:
 # --- transports -------------------------------------------------------------------------------
 
 
-async def serve_stdio(registry: ToolSource, *, name: str = "plughost") -> None:
+async def serve_stdio(
+    registry: ToolSource, *, name: str = "plughost", page_size: int = DEFAULT_PAGE_SIZE
+) -> None:
     """Serve ``registry`` over this process's stdin and stdout until stdin closes.
 
     While serving, stray writes to stdout are diverted to stderr by the SDK so
     they cannot corrupt the protocol stream.
     """
-    bridge = RegistryMCPServer(registry, name=name)
+    bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
     log.info("mcp server serving on stdio name=%s", name)
     async with bridge.running(), stdio_server() as (read_stream, write_stream):
         await bridge.server.run(
@@ -264,8 +327,15 @@ async def serve_http(
     allow_remote: bool = False,
     name: str = "plughost",
     bearer_token: str | None = None,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    page_size: int = DEFAULT_PAGE_SIZE,
 ) -> None:
     """Serve ``registry`` over streamable HTTP at ``http://{host}:{port}/mcp`` until cancelled.
+
+    Each client holds a session; one that sends nothing for ``session_idle_timeout``
+    seconds is closed (its client gets HTTP 404 and starts a new one), and while
+    ``max_sessions`` are open a new session is refused with HTTP 503.
 
     Args:
         registry: The tools to serve.
@@ -276,6 +346,9 @@ async def serve_http(
         name: The server name clients see.
         bearer_token: When given, every request must carry ``Authorization: Bearer <it>``
             (``plughost serve --mcp-http`` always gives one, see :mod:`plughost.mcp.bearer`).
+        session_idle_timeout: Seconds before an idle session is closed; None keeps it forever.
+        max_sessions: Open sessions at most; None for no limit.
+        page_size: Tools per ``tools/list`` page.
 
     Raises:
         ValueError: ``host`` is not a loopback address and ``allow_remote`` is False.
@@ -288,10 +361,15 @@ async def serve_http(
             "bind 127.0.0.1 (the default) or pass allow_remote=True"
         )
     host = host.strip("[]")
-    bridge = RegistryMCPServer(registry, name=name)
+    bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
     # On 127.0.0.1, localhost and ::1 the SDK refuses foreign Host/Origin headers
     # (DNS rebinding protection).
-    app: ASGIApp = bridge.server.streamable_http_app(streamable_http_path=MCP_HTTP_PATH, host=host)
+    app: ASGIApp = bridge.server.streamable_http_app(
+        streamable_http_path=MCP_HTTP_PATH,
+        host=host,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
+    )
     if bearer_token is not None:
         app = require_bearer(app, bearer_token)
     started = anyio.Event()

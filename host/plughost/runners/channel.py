@@ -15,7 +15,7 @@ A message is ``[identity, envelope, *blobs]``; anything else is rejected.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
@@ -83,6 +83,7 @@ class RunnerChannel:
         self._max_message_bytes = max_message_bytes
         self._peer: bytes | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._contexts: dict[int, contextvars.Context] = {}
         self._next_id = 0
         self._rejected = 0
         self.hello: dict[str, Any] = {}
@@ -247,7 +248,8 @@ class RunnerChannel:
 
         Raises:
             RemoteError: the runner answered with an error.
-            TimeoutError: no reply within ``timeout`` (the runner is told to cancel).
+            TimeoutError: no reply within ``timeout`` (the runner is told to cancel the call,
+                as it is when the caller is cancelled).
             RunnerCrashedError: the runner went away before answering.
         """
         self._next_id += 1
@@ -255,27 +257,43 @@ class RunnerChannel:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._pending[request_id] = future
+        # Events of this request (progress) are handled in the caller's context, so
+        # what the caller set up for them (a progress sink) is visible to their handler.
+        self._contexts[request_id] = contextvars.copy_context()
         deadline_ms = max(1, int(timeout * 1000))
         expiry: asyncio.TimerHandle | None = None
+        sent = False
         try:
             await self.send(
                 wire.request(request_id, method, body, plugin=plugin, deadline_ms=deadline_ms)
             )
+            sent = True
             # A timer that fails the future: the same TimeoutError as asyncio.timeout(),
             # at a fraction of its cost on every call.
             expiry = loop.call_at(loop.time() + timeout, _expire, future)
             return await future
-        except TimeoutError:
-            await self._cancel_remote(request_id)
+        except (TimeoutError, asyncio.CancelledError):
+            # The caller gave up (its deadline, or it was cancelled): the runner stops the call.
+            if sent:
+                self._cancel_remote(request_id)
             raise
         finally:
             if expiry is not None:
                 expiry.cancel()
             self._pending.pop(request_id, None)
+            self._contexts.pop(request_id, None)
 
-    async def _cancel_remote(self, request_id: int) -> None:
-        with contextlib.suppress(RunnerCrashedError):
-            await self.send(wire.event("call.cancel", {"id": request_id}))
+    def context_of(self, request_id: int) -> contextvars.Context | None:
+        """The context of the task that sent request ``request_id``, while it waits for it."""
+        return self._contexts.get(request_id)
+
+    def _cancel_remote(self, request_id: int) -> None:
+        """Tell the runner to cancel a call, without waiting (the caller may be cancelled)."""
+        peer = self._peer
+        if peer is None or self._sock.closed:
+            return
+        frame = wire.encode(wire.event("call.cancel", {"id": request_id}))
+        self._pump.post((peer, frame))  # never waits; a failure reaches _send_failed
 
     def _send_failed(self, exc: zmq.ZMQError) -> None:
         """A posted message did not go out: the runner's end is gone (ROUTER_MANDATORY)."""

@@ -40,6 +40,7 @@ from plughost.runners.restart import RestartPolicy
 from plughost.runners.sandbox import SandboxReport, runner_policy
 from plughost.runners.spawn import SocketDirectory, new_token, runner_command, runner_env
 from plughost.settings import ResourceLimits, RunnerSettings
+from plughost.tools import progress
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
@@ -431,6 +432,11 @@ class RunnerSupervisor:
         elif method == "log.batch":
             for record in body.get("records", []):
                 forward_log(self.runner_id, record, self._redact)
+        elif method == "progress":
+            channel = self._channel
+            context = channel.context_of(envelope["id"]) if channel is not None else None
+            if context is not None:  # None: the call is over, or nobody sent it from here
+                context.run(_report_progress, body)
 
     async def invoke(
         self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
@@ -613,3 +619,15 @@ async def _first(*awaitables: Any) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _report_progress(body: dict[str, Any]) -> None:
+    """Hand a runner's progress event to the receiver of the call's context."""
+    if not progress.wanted():
+        return
+    total, message = body.get("total"), body.get("message")
+    progress.report(
+        float(body["progress"]),
+        None if total is None else float(total),
+        None if message is None else str(message),
+    )

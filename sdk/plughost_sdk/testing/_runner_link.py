@@ -56,6 +56,7 @@ class RunnerLink:
         hello: Builds the answer to the runner's hello (the plugins it loads).
         on_request: Answers the runner's requests (capability calls).
         on_logs: Receives each ``log.batch`` body.
+        on_progress: Receives each ``progress`` body.
         env: The runner's environment, on top of this process's.
     """
 
@@ -67,6 +68,7 @@ class RunnerLink:
         hello: Callable[[], dict[str, Any]],
         on_request: RequestHandler,
         on_logs: Callable[[Any], None],
+        on_progress: Callable[[Any], None],
         env: dict[str, str],
     ) -> None:
         self._root = root
@@ -74,6 +76,7 @@ class RunnerLink:
         self._hello = hello
         self._on_request = on_request
         self._on_logs = on_logs
+        self._on_progress = on_progress
         self._env = env
         self._context: zmq.asyncio.Context | None = None
         self._socket: zmq.asyncio.Socket | None = None
@@ -218,6 +221,8 @@ class RunnerLink:
             group.create_task(self._answer(envelope))
         elif envelope["method"] == "log.batch":
             self._on_logs(envelope["body"])
+        elif envelope["method"] == "progress":
+            self._on_progress(envelope["body"])
         # Heartbeats need no answer: the harness does not watch for hangs.
 
     async def _receive(self) -> tuple[bytes, list[wire.Envelope]]:

@@ -110,6 +110,7 @@ class PluginTestHarness:
         components: Its commands, event and hook handlers, APIs and home cards, as
             the runner reported them (the dict shape of MaiBot's SDK).
         sent: Messages the plugin sent through ``ctx.send.*``.
+        progress: ``(progress, total, message)`` of each ``ctx.report_progress``, in order.
         logs: Log records and printed lines; complete once the harness is closed,
             since the runner forwards them in batches about every 0.1 s.
         load_failure: Why the plugin did not load, or None.
@@ -145,6 +146,7 @@ class PluginTestHarness:
         self.components: list[dict[str, Any]] = []
         self.sent: list[SentMessage] = []
         self.logs: list[PluginLog] = []
+        self.progress: list[tuple[float, float | None, str | None]] = []
         self.load_failure: LoadFailure | None = None
         self._override = dict(config or {})
         self._stubs: dict[str, CapabilityStub] = {}
@@ -250,6 +252,7 @@ class PluginTestHarness:
             hello=self._hello_reply,
             on_request=self._reply,
             on_logs=self._record_logs,
+            on_progress=self._record_progress,
             env=self._env,
         )
         return await self._link.start(self._start_timeout)
@@ -499,6 +502,10 @@ class PluginTestHarness:
     def _record_sent(self, capability: str, **args: Any) -> bool:
         self.sent.append(SentMessage(capability, str(args.get("stream_id", "")), args))
         return True
+
+    def _record_progress(self, body: Any) -> None:
+        if isinstance(body, dict):
+            self.progress.append((body["progress"], body.get("total"), body.get("message")))
 
     def _record_logs(self, body: Any) -> None:
         records = body.get("records") if isinstance(body, dict) else None

@@ -1,0 +1,43 @@
+"""Reports progress (from the loop and from a worker thread), and notes its cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from plughost_sdk import Plugin, Tool
+from plughost_sdk.types import ToolParameterInfo, ToolParamType
+
+_STEPS = [ToolParameterInfo(name="steps", param_type=ToolParamType.INTEGER)]
+_MARKER = [ToolParameterInfo(name="marker", param_type=ToolParamType.STRING)]
+
+
+class ProgressPlugin(Plugin):
+    @Tool("count", brief_description="Report each step as progress", parameters=_STEPS)
+    async def count(self, steps: int, **kwargs: Any) -> str:
+        for step in range(1, steps + 1):
+            self.ctx.report_progress(step, steps, f"step {step} of {steps}")
+        return f"counted {steps}"
+
+    @Tool("count_sync", brief_description="The same, from a sync handler", parameters=_STEPS)
+    def count_sync(self, steps: int, **kwargs: Any) -> str:
+        for step in range(1, steps + 1):
+            self.ctx.report_progress(step, steps)
+        return f"counted {steps}"
+
+    @Tool("linger", brief_description="Wait until cancelled, noting it", parameters=_MARKER)
+    async def linger(self, marker: str, **kwargs: Any) -> str:
+        path = Path(marker)
+        path.write_text("started\n", encoding="utf-8")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            with path.open("a", encoding="utf-8") as note:
+                note.write("cancelled\n")
+            raise
+        return "never"
+
+
+def create_plugin() -> ProgressPlugin:
+    return ProgressPlugin()
