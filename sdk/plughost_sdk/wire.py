@@ -26,6 +26,8 @@ Changelog:
        back to back in one frame.
     3: ``component.invoke`` (commands, event handlers, hook handlers, APIs), the
        ``components`` list of a loaded plugin, the ``component_not_found`` code.
+    4: the ``progress`` event of a tool call (tied to its ``tool.invoke`` id);
+       ``call.cancel`` also when the host's caller is cancelled.
 """
 
 from __future__ import annotations
