@@ -57,10 +57,10 @@ async def test_a_plugins_progress_reaches_the_mcp_client_as_notifications(
 async def test_a_cancelled_mcp_request_cancels_the_plugins_handler(
     served: str, mode: str, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "linger.txt"
+    marker = tmp_path / "data" / "tests.progress" / "linger.txt"  # the plugin's data dir
     async with Client(served, cache=None, mode=mode) as client:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(client.call_tool, "linger", {"marker": str(marker)})
+            tg.start_soon(client.call_tool, "linger", {})
             await wait_until(marker.exists, timeout=20, what="the handler started")
             tg.cancel_scope.cancel()
         await wait_until(

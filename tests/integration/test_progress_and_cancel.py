@@ -34,9 +34,9 @@ async def test_a_plugins_progress_reaches_on_progress_in_order_before_the_result
 async def test_cancelling_the_caller_cancels_the_plugins_handler(
     make_host: HostFactory, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "linger.txt"
+    marker = tmp_path / "data" / "tests.progress" / "linger.txt"  # the plugin's data dir
     async with make_host([PROGRESS]) as host:
-        call = asyncio.create_task(host.invoke("linger", {"marker": str(marker)}))
+        call = asyncio.create_task(host.invoke("linger"))
         await wait_until(marker.exists, timeout=20, what="the handler started")
         call.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from plughost_sdk import Plugin, Tool
 from plughost_sdk.types import ToolParameterInfo, ToolParamType
 
 _STEPS = [ToolParameterInfo(name="steps", param_type=ToolParamType.INTEGER)]
-_MARKER = [ToolParameterInfo(name="marker", param_type=ToolParamType.STRING)]
 
 
 class ProgressPlugin(Plugin):
@@ -26,9 +24,9 @@ class ProgressPlugin(Plugin):
             self.ctx.report_progress(step, steps)
         return f"counted {steps}"
 
-    @Tool("linger", brief_description="Wait until cancelled, noting it", parameters=_MARKER)
-    async def linger(self, marker: str, **kwargs: Any) -> str:
-        path = Path(marker)
+    @Tool("linger", brief_description="Wait until cancelled, noting it in data/linger.txt")
+    async def linger(self, **kwargs: Any) -> str:
+        path = self.ctx.paths.data("linger.txt")
         path.write_text("started\n", encoding="utf-8")
         try:
             await asyncio.Event().wait()
