@@ -43,3 +43,10 @@ def test_a_return_value_reads_as_in_maibot(value: Any, expected: tuple[bool, str
     assert result.success is success
     assert result.content == content
     assert result.error_message == error
+
+
+def test_stop_after_execution_is_kept_for_the_embedder() -> None:
+    result = normalize_result("tool", tool_result({"content": "ok", "stop_after_execution": True}))
+
+    assert result.success
+    assert result.structured_content["stop_after_execution"] is True
