@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import zmq.asyncio
 
-from plughost.dispatch.apis import API_CAPABILITIES, ApiOutcome
+from plughost.dispatch.apis import API_CAPABILITIES, REPLACE_DYNAMIC, ApiOutcome
 from plughost.dispatch.commands import CommandOutcome
 from plughost.dispatch.events import EventOutcome
 from plughost.dispatch.hooks import HookOutcome, HookSpec
@@ -108,6 +108,7 @@ class PluginHost:
         )
         for name in API_CAPABILITIES:
             self.capabilities.register(name, self.dispatcher.apis)
+        self.capabilities.register(REPLACE_DYNAMIC, self.dispatcher.apis, needs_manifest=False)
         # ctx.config.get_plugin/get_all of MaiBot plugins: their own config, as the host holds it.
         own_config = PluginConfigCapability(self._plugin_config)
         for name in PLUGIN_CONFIG_CAPABILITIES:

@@ -38,6 +38,7 @@ from plughost_sdk.components import (
     ComponentDeclaration,
     normalize_component_type,
 )
+from plughost_sdk.types import ComponentType
 
 if TYPE_CHECKING:  # the invoker imports the loader, which imports this module
     from plughost_runner.invoker import Invoker
@@ -48,6 +49,7 @@ __all__ = [
     "call_component",
     "call_shape",
     "component_handlers",
+    "dynamic_handler",
 ]
 
 log = logging.getLogger("plughost_runner")
@@ -130,6 +132,20 @@ def _bind(instance: Any, declaration: ComponentDeclaration) -> ComponentHandler:
         "declare components with their decorators, or give get_components() entries a "
         "metadata.handler_name that exists"
     )
+
+
+def dynamic_handler(instance: Any, kind: str, name: str) -> ComponentHandler | None:
+    """A handler for an API the plugin published after load, through ``invoke_component``.
+
+    The host only sends calls for APIs in its registry, and the plugin put this
+    one there itself (``api.replace_dynamic``); None when the plugin cannot
+    dispatch by name.
+    """
+    dispatcher = getattr(instance, "invoke_component", None)
+    if kind != "API" or not callable(dispatcher):
+        return None
+    declaration = ComponentDeclaration(name, ComponentType.API, "", {"dynamic": True})
+    return _bind(instance, declaration)
 
 
 async def call_component(

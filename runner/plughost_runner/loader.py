@@ -162,6 +162,7 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
             handlers = _handlers(spec, instance)
         components = bind_components(instance)
         await _on_load(spec, instance)
+        components = bind_components(instance)  # with the APIs on_load published, if any
     except BaseException:
         maibot_imports.unregister_package(module.__name__)
         raise

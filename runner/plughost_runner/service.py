@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from plughost_runner import maibot_imports
 from plughost_runner.capture import LogCollector, current_call
-from plughost_runner.components import INVOKABLE_TYPES, call_component
+from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.invoker import Invoker, call_deadline
 from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
@@ -327,6 +327,8 @@ class RunnerService:
         body = envelope["body"] or {}
         kind, name = str(body.get("type", "")), str(body.get("name", ""))
         handler = plugin.components.get((kind, name)) if kind in INVOKABLE_TYPES else None
+        if handler is None:
+            handler = dynamic_handler(plugin.instance, kind, name)
         if handler is None:
             raise _Reply(
                 "component_not_found",

@@ -24,6 +24,13 @@ Who may call what, checked in this order:
 3. **Public.** A granted call still reaches only an API declared ``public=True``.
 
 The embedder (:meth:`ApiDirectory.call` with no caller) may call any enabled API.
+
+A plugin may also publish APIs while it runs (MaiBot's ``register_dynamic_api``
+then ``sync_dynamic_apis``, which sends ``api.replace_dynamic`` with ``apis`` and
+``offline_reason``; every plugin may send it, as it only changes the plugin's
+own APIs). The new set replaces the plugin's dynamic APIs in the registry; one
+that is dropped stays known as offline, and calling it fails with the
+``offline_reason`` the plugin gave. A dynamic API cannot replace a declared one.
 """
 
 from __future__ import annotations
@@ -43,12 +50,15 @@ from plughost.runners.channel import RemoteError
 from plughost.settings import HostSettings
 from plughost_sdk import wire
 
-__all__ = ["API_CAPABILITIES", "ApiDirectory", "ApiOutcome"]
+__all__ = ["API_CAPABILITIES", "REPLACE_DYNAMIC", "ApiDirectory", "ApiOutcome"]
 
 log = logging.getLogger(__name__)
 
 API_CAPABILITIES = ("api.call", "api.get", "api.list")
 """The capability names a plugin's manifest lists to use ``ctx.api``."""
+
+REPLACE_DYNAMIC = "api.replace_dynamic"
+"""The capability that publishes a plugin's dynamic APIs; no manifest entry needed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +142,15 @@ class ApiDirectory:
             return None, _fail(
                 f"API {label} is not public; only its own plugin may call it", "not_public"
             )
+        offline = [
+            c
+            for c in self._registry.components("API")
+            if c.metadata.get("offline_reason")
+            and name in (c.full_name, c.name)
+            and (caller is None or c.plugin_id == caller or c.public)
+        ]
+        if offline:
+            return None, _fail(str(offline[0].metadata["offline_reason"]), "api_offline")
         return None, _fail(f"no API {label} is loaded", "api_not_found")
 
     async def call(
@@ -162,6 +181,10 @@ class ApiDirectory:
             RemoteError: ``capability_denied`` for a call the operator did not grant.
         """
         args = call.args
+        if call.capability == REPLACE_DYNAMIC:
+            return self.replace_dynamic(
+                call.plugin_id, args.get("apis"), args.get("offline_reason")
+            )
         if call.capability == "api.list":
             wanted = str(args.get("plugin_id") or "")
             apis = [
@@ -184,6 +207,34 @@ class ApiDirectory:
         )
         return outcome.to_host_shape()
 
+    def replace_dynamic(self, plugin_id: str, apis: Any, offline_reason: Any) -> dict[str, Any]:
+        """Make ``apis`` the plugin's dynamic APIs; dropped ones go offline with the reason."""
+        if not isinstance(apis, list):
+            return {"success": False, "error": "api.replace_dynamic needs 'apis', a list"}
+        reason = str(offline_reason or "").strip() or "the dynamic API went offline"
+        mine = [c for c in self._registry.components_of(plugin_id) if c.kind == "API"]
+        declared = {(c.name, c.version) for c in mine if not c.metadata.get("dynamic")}
+        new: list[PluginComponent] = []
+        for index, entry in enumerate(apis):
+            api = _dynamic_api(plugin_id, index, entry)
+            if isinstance(api, str):
+                return {"success": False, "error": api}
+            if (api.name, api.version) in declared:
+                error = f"dynamic API {api.name}@{api.version} would replace a declared @API"
+                return {"success": False, "error": error}
+            new.append(api)
+        names = {api.name for api in new}
+        offline = [
+            _offline(c, reason) for c in mine if c.metadata.get("dynamic") and c.name not in names
+        ]
+        try:
+            self._registry.replace_dynamic(plugin_id, [*new, *offline])
+        except KeyError:  # still loading: the load report will carry the plugin's APIs
+            return {"success": True, "count": len(new), "offlined": 0}
+        except ValueError as exc:
+            return {"success": False, "error": str(exc)}
+        return {"success": True, "count": len(new), "offlined": len(offline)}
+
     def _check_grant(self, caller: str, api_name: str, version: str) -> None:
         api, _ = self.resolve(caller, api_name, version)
         if api is not None and api.plugin_id == caller:
@@ -205,6 +256,31 @@ class ApiDirectory:
                 f"[host.api_grants] in the host's configuration: {hint}",
             )
         )
+
+
+def _dynamic_api(plugin_id: str, index: int, entry: Any) -> PluginComponent | str:
+    """A dynamic API from an ``api.replace_dynamic`` entry, or why it is not one."""
+    if not isinstance(entry, dict):
+        return f"apis[{index}] must be a dict"
+    name = str(entry.get("name") or "").strip()
+    kind = str(entry.get("component_type", entry.get("type", "API")) or "").strip().upper()
+    if not name:
+        return f"apis[{index}] needs a name"
+    if kind != "API":
+        return f"apis[{index}] is a {kind}, not an API"
+    raw = entry.get("metadata")
+    metadata = dict(raw) if isinstance(raw, dict) else {}
+    version = str(metadata.get("version") or "1").strip() or "1"
+    metadata.update(dynamic=True, version=version)
+    metadata.pop("offline_reason", None)
+    return PluginComponent(plugin_id, name, "API", metadata)
+
+
+def _offline(api: PluginComponent, reason: str) -> PluginComponent:
+    """The same API, switched off, remembering why (a second drop keeps the first reason)."""
+    why = api.metadata.get("offline_reason") or reason
+    metadata = {**api.metadata, "enabled": False, "offline_reason": why}
+    return PluginComponent(api.plugin_id, api.name, "API", metadata)
 
 
 def _split_version(name: str, version: str) -> tuple[str, str]:

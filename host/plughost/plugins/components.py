@@ -183,6 +183,26 @@ class ComponentRegistry:
         """A plugin's non-tool components."""
         return self._others.get(plugin_id, ())
 
+    def replace_dynamic(self, plugin_id: str, components: Iterable[PluginComponent]) -> None:
+        """Replace a loaded plugin's dynamic components (``metadata.dynamic``), keeping the rest.
+
+        Raises:
+            KeyError: the plugin is not loaded.
+            ValueError: a component of another plugin, or a key used twice.
+        """
+        if plugin_id not in self._others:
+            raise KeyError(f"plugin {plugin_id} is not loaded")
+        dynamic = tuple(components)
+        kept = tuple(c for c in self._others[plugin_id] if not c.metadata.get("dynamic"))
+        keys = [c.key for c in (*kept, *dynamic)]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"plugin {plugin_id} would declare a component twice: {keys}")
+        if any(c.plugin_id != plugin_id for c in dynamic):
+            raise ValueError(f"components passed for {plugin_id} belong to another plugin")
+        self._others = {**self._others, plugin_id: kept + dynamic}
+        self._prune_state()
+        self._changed()
+
     def set_component_enabled(self, key: str, enabled: bool) -> None:
         """Enable or disable one non-tool component; ``key`` is ``KIND:plugin_id.name``.
 

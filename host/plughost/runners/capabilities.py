@@ -41,16 +41,28 @@ class CapabilityRouter:
 
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
+        self._unlisted: set[str] = set()
 
-    def register(self, name: str, handler: CapabilityHandler) -> None:
-        """Handle ``name`` (``group.name``, or ``group.*`` for a whole group)."""
+    def register(
+        self, name: str, handler: CapabilityHandler, *, needs_manifest: bool = True
+    ) -> None:
+        """Handle ``name`` (``group.name``, or ``group.*`` for a whole group).
+
+        ``needs_manifest=False`` is for capabilities that only act on the calling
+        plugin itself (``api.replace_dynamic``): every plugin may call them.
+        """
         if "." not in name:
             raise ValueError(f"capability names look like 'send.text' or 'send.*', got {name!r}")
         self._handlers[name] = handler
+        if needs_manifest:
+            self._unlisted.discard(name)
+        else:
+            self._unlisted.add(name)
 
     def unregister(self, name: str) -> None:
         """Stop handling ``name``."""
         self._handlers.pop(name, None)
+        self._unlisted.discard(name)
 
     def provided(self) -> list[str]:
         """The capability names with a handler."""
@@ -67,7 +79,7 @@ class CapabilityRouter:
                 ``capability_failed``, with a message for the plugin author.
         """
         plugin_id = manifest.id
-        if not manifest.allows_capability(capability):
+        if capability not in self._unlisted and not manifest.allows_capability(capability):
             raise RemoteError(
                 wire.error_body(
                     "capability_denied",
