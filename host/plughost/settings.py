@@ -182,6 +182,15 @@ class HostSettings(BaseModel):
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"
     )
+    handler_failure_limit: int = Field(
+        3,
+        ge=0,
+        description="consecutive timeouts or crashes after which an event or hook handler is "
+        "skipped for handler_cooldown seconds (0: never skip)",
+    )
+    handler_cooldown: float = Field(
+        60.0, gt=0, description="seconds a failing event or hook handler is skipped"
+    )
     write_plugin_config: bool = Field(
         True,
         description="write a MaiBot plugin's config.toml from its config model when it is "

@@ -23,7 +23,14 @@ from typing import Any, Protocol, runtime_checkable
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
-__all__ = ["Background", "ComponentCaller", "ComponentInvoker", "Deadline", "PerVersion"]
+__all__ = [
+    "Background",
+    "CircuitBreaker",
+    "ComponentCaller",
+    "ComponentInvoker",
+    "Deadline",
+    "PerVersion",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,22 +86,105 @@ class PerVersion:
         return found
 
 
+class CircuitBreaker:
+    """Skips an event or hook handler for a while after it timed out or crashed repeatedly.
+
+    Without it a hook handler that hangs costs every message its whole time limit.
+    After ``limit()`` consecutive timeouts or runner crashes the handler is
+    skipped (``circuit_open``) for ``cooldown()`` seconds, then tried again; one
+    success resets the count. A handler that raises is not counted: that costs
+    no time. The state is per runner, so a reload (a new runner) starts afresh.
+    """
+
+    COUNTED = frozenset({"timeout", "plugin_crashed"})
+
+    def __init__(
+        self,
+        limit: Callable[[], int],
+        cooldown: Callable[[], float],
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._limit = limit
+        self._cooldown = cooldown
+        self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self._failures: dict[tuple[int, str], int] = {}
+        self._open_until: dict[tuple[int, str], float] = {}
+
+    def refusal(self, owner: object, component: PluginComponent) -> dict[str, Any] | None:
+        """A failed reply while the handler is being skipped, else None."""
+        until = self._open_until.get((id(owner), component.key))
+        if until is None:
+            return None
+        left = until - self._clock()
+        if left <= 0:
+            del self._open_until[(id(owner), component.key)]
+            return None
+        message = (
+            f"skipped for {left:.0f} more s after {self._limit()} timeouts or crashes in a row "
+            "(handler_cooldown)"
+        )
+        return _failure(message, "circuit_open")
+
+    def record(self, owner: object, component: PluginComponent, reply: dict[str, Any]) -> None:
+        """Count a timeout or crash; open the circuit at the limit; reset on anything else."""
+        key = (id(owner), component.key)
+        if reply.get("error_code") not in self.COUNTED:
+            self._failures.pop(key, None)
+            return
+        count = self._failures[key] = self._failures.get(key, 0) + 1
+        limit = self._limit()
+        if limit and count >= limit:
+            self._failures.pop(key, None)
+            self._open_until[key] = self._clock() + self._cooldown()
+            log.warning(
+                "skipping %s for %g s: %d timeouts or crashes in a row",
+                component.key,
+                self._cooldown(),
+                count,
+            )
+
+
 class ComponentCaller:
     """Calls components of the plugins in a registry, in their runners."""
 
-    def __init__(self, registry: ComponentRegistry) -> None:
+    def __init__(self, registry: ComponentRegistry, breaker: CircuitBreaker | None = None) -> None:
         self._registry = registry
+        self._breaker = breaker
 
     async def call(
-        self, component: PluginComponent, args: dict[str, Any], timeout: float
+        self,
+        component: PluginComponent,
+        args: dict[str, Any],
+        timeout: float,
+        *,
+        guarded: bool = False,
     ) -> dict[str, Any]:
-        """Run ``component`` with ``args`` within ``timeout`` seconds; never raises."""
+        """Run ``component`` with ``args`` within ``timeout`` seconds; never raises.
+
+        ``guarded`` calls (event and hook handlers) go through the circuit breaker.
+        """
         if timeout <= 0:
             return _failure("the dispatch deadline passed before this handler could run", "timeout")
         owner: ComponentInvoker | None = _as_invoker(self._registry.owner(component.plugin_id))
         if owner is None:
             message = f"plugin {component.plugin_id} is not loaded"
             return _failure(message, "plugin_not_found")
+        breaker = self._breaker if guarded else None
+        refusal = breaker.refusal(owner, component) if breaker is not None else None
+        if refusal is not None:
+            return refusal
+        reply = await self._invoke(owner, component, args, timeout)
+        if breaker is not None:
+            breaker.record(owner, component, reply)
+        return reply
+
+    async def _invoke(
+        self,
+        owner: ComponentInvoker,
+        component: PluginComponent,
+        args: dict[str, Any],
+        timeout: float,
+    ) -> dict[str, Any]:
         try:
             reply = await owner.invoke_component(
                 component.plugin_id, component.kind, component.name, args, timeout

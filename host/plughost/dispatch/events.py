@@ -134,7 +134,7 @@ class EventDispatcher:
         """Run one intercepting handler; return its result and the message it left, if changed."""
         args = {**extra, "event_type": event_type, "message": message}
         reply = await self._caller.call(
-            handler, args, deadline.budget(handler.timeout_ms, deadline.seconds)
+            handler, args, deadline.budget(handler.timeout_ms, deadline.seconds), guarded=True
         )
         if reply.get("error_code") is not None:
             log.warning("event handler %s failed: %s", handler.full_name, reply.get("error"))
@@ -169,6 +169,6 @@ class EventDispatcher:
         own = handler.timeout_ms / 1000 if handler.timeout_ms > 0 else timeout
 
         async def run() -> dict[str, Any]:
-            return await self._caller.call(handler, args, own)
+            return await self._caller.call(handler, args, own, guarded=True)
 
         self._background.start(f"event handler {handler.full_name}", run)

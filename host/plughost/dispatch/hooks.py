@@ -163,7 +163,7 @@ class HookDispatcher:
         for handler in (h for h in handlers if h.mode != "observe"):
             args = {**outcome.kwargs, "hook_name": hook}
             reply = await self._caller.call(
-                handler, args, deadline.budget(handler.timeout_ms, default)
+                handler, args, deadline.budget(handler.timeout_ms, default), guarded=True
             )
             outcome.ran.append(handler.full_name)
             self._merge(spec, handler, reply, outcome)
@@ -235,6 +235,6 @@ class HookDispatcher:
         )
 
         async def run() -> dict[str, Any]:
-            return await self._caller.call(handler, args, own)
+            return await self._caller.call(handler, args, own, guarded=True)
 
         self._background.start(f"hook handler {handler.full_name} on {hook}", run)

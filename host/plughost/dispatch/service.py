@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from plughost.dispatch.apis import ApiDirectory, ApiOutcome
-from plughost.dispatch.calls import Background, ComponentCaller, Deadline
+from plughost.dispatch.calls import Background, CircuitBreaker, ComponentCaller, Deadline
 from plughost.dispatch.commands import CommandDispatcher, CommandOutcome
 from plughost.dispatch.events import EventDispatcher, EventOutcome
 from plughost.dispatch.hooks import HookDispatcher, HookOutcome, HookSpec
@@ -38,7 +38,10 @@ class ComponentDispatcher:
         """Dispatch over ``registry``; ``settings()`` is read at every call."""
         self._settings = settings
         self.background = Background()
-        caller = ComponentCaller(registry)
+        breaker = CircuitBreaker(
+            lambda: settings().handler_failure_limit, lambda: settings().handler_cooldown
+        )
+        caller = ComponentCaller(registry, breaker)
         self.commands = CommandDispatcher(registry, caller, config_of)
         self.events = EventDispatcher(registry, caller, self.background)
         self.hooks = HookDispatcher(registry, caller, self.background)

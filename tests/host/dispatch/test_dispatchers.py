@@ -243,3 +243,53 @@ async def test_a_non_positive_timeout_is_a_caller_mistake(setup: Any) -> None:
 
     with pytest.raises(ValueError, match="positive"):
         await dispatcher.run_hook("h", timeout=0)
+
+
+async def test_a_handler_that_keeps_timing_out_is_skipped_for_the_cooldown_then_retried() -> None:
+    from plughost.dispatch.calls import CircuitBreaker, ComponentCaller
+
+    now = [100.0]
+    replies = iter([{"success": False, "error": "slow", "error_code": "timeout"}] * 3)
+    owner = FakeOwner(lambda name, args: next(replies, {"success": True}))
+    registry = ComponentRegistry()
+    handler = hook("p.a", "slow")
+    registry.replace_plugin("p.a", [], owner, [handler])
+    caller = ComponentCaller(registry, CircuitBreaker(lambda: 3, lambda: 60.0, lambda: now[0]))
+
+    first = [await caller.call(handler, {}, 1.0, guarded=True) for _ in range(3)]
+    skipped = await caller.call(handler, {}, 1.0, guarded=True)
+    unguarded = await caller.call(handler, {}, 1.0)
+    now[0] += 61
+    again = await caller.call(handler, {}, 1.0, guarded=True)
+
+    assert [r["error_code"] for r in first] == ["timeout"] * 3
+    assert skipped["error_code"] == "circuit_open"
+    assert "after 3 timeouts or crashes in a row" in skipped["error"]
+    assert unguarded["success"] is True  # commands and APIs are never skipped
+    assert again["success"] is True
+    assert len(owner.calls) == 5
+
+
+async def test_a_raising_handler_is_not_skipped_and_a_success_resets_the_count() -> None:
+    from plughost.dispatch.calls import CircuitBreaker, ComponentCaller
+
+    answers = [
+        {"success": False, "error": "t", "error_code": "timeout"},
+        {"success": False, "error": "t", "error_code": "timeout"},
+        {"success": True},
+        {"success": False, "error": "t", "error_code": "timeout"},
+        {"success": False, "error": "boom"},
+        {"success": False, "error": "t", "error_code": "timeout"},
+        {"success": True},
+    ]
+    replies = iter(answers)
+    owner = FakeOwner(lambda name, args: next(replies))
+    registry = ComponentRegistry()
+    handler = hook("p.a", "flaky")
+    registry.replace_plugin("p.a", [], owner, [handler])
+    caller = ComponentCaller(registry, CircuitBreaker(lambda: 3, lambda: 60.0, lambda: 0.0))
+
+    codes = [(await caller.call(handler, {}, 1.0, guarded=True)).get("error_code") for _ in answers]
+
+    assert "circuit_open" not in codes
+    assert len(owner.calls) == len(answers)
