@@ -493,9 +493,12 @@ class PluginHost:
         group_id: str = "",
         user_id: str = "",
         platform: str = "",
+        session_id: str = "",
         timeout: float | None = None,
     ) -> CommandOutcome:
         """Match ``text`` against every enabled command and run the first match in its runner.
+
+        Commands switched off in ``session_id`` (default: ``stream_id``) are passed over.
 
         Returns whether a command handled it and whether to keep processing the
         message; never raises for a failing command (see :mod:`plughost.dispatch.commands`).
@@ -507,6 +510,7 @@ class PluginHost:
             group_id=group_id,
             user_id=user_id,
             platform=platform,
+            session_id=session_id,
             timeout=timeout,
         )
 

@@ -77,9 +77,16 @@ class CommandDispatcher:
             if self._registry.component_enabled(c)
         ]
 
-    def match(self, text: str) -> tuple[PluginComponent, dict[str, Any]] | None:
-        """The first enabled command ``text`` triggers, with its named groups."""
+    def match(
+        self, text: str, session_id: str = ""
+    ) -> tuple[PluginComponent, dict[str, Any]] | None:
+        """The first enabled command ``text`` triggers, with its named groups.
+
+        A command the operator switched off in ``session_id`` is passed over there.
+        """
         for command, pattern, aliases in self._cache.get("commands", self._table):
+            if session_id and self._registry.disabled_in_session(command, session_id):
+                continue
             if pattern is not None and (found := pattern.search(text)) is not None:
                 return command, found.groupdict()
             if aliases and text.startswith(aliases):
@@ -94,14 +101,19 @@ class CommandDispatcher:
         context: Mapping[str, str],
         deadline: Deadline,
     ) -> CommandOutcome:
-        """Run the command ``text`` triggers, if any; never raises."""
-        found = self.match(text)
+        """Run the command ``text`` triggers, if any; never raises.
+
+        The session whose switched-off commands are passed over is ``session_id``
+        in ``context``, else its ``stream_id``.
+        """
+        session = context.get("session_id") or context.get("stream_id", "")
+        found = self.match(text, session)
         if found is None:
             return CommandOutcome(handled=False)
         command, groups = found
         args: dict[str, Any] = {
             "text": text,
-            **context,
+            **{k: v for k, v in context.items() if k != "session_id"},
             "matched_groups": groups,
             "message": dict(message) if message is not None else None,
             "plugin_config": dict(self._config_of(command.plugin_id)),

@@ -100,8 +100,17 @@ class EventDispatcher:
         deadline: Deadline,
         background_timeout: float,
     ) -> EventOutcome:
-        """Run the intercepting handlers in line, then start the others; never raises."""
-        handlers = self.handlers(event_type)
+        """Run the intercepting handlers in line, then start the others; never raises.
+
+        Handlers the operator switched off in the message's session (``session_id``
+        of ``message``, else of ``extra``) are passed over.
+        """
+        session = str((message or {}).get("session_id") or extra.get("session_id") or "")
+        handlers = [
+            h
+            for h in self.handlers(event_type)
+            if not (session and self._registry.disabled_in_session(h, session))
+        ]
         current = copy.deepcopy(dict(message)) if message is not None else None
         outcome = EventOutcome(event_type=event_type, message=current)
         for handler in (h for h in handlers if h.intercepts):

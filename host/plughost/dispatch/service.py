@@ -61,6 +61,7 @@ class ComponentDispatcher:
         group_id: str = "",
         user_id: str = "",
         platform: str = "",
+        session_id: str = "",
         timeout: float | None = None,
     ) -> CommandOutcome:
         """Run the first enabled command ``text`` triggers (:mod:`plughost.dispatch.commands`)."""
@@ -69,6 +70,7 @@ class ComponentDispatcher:
             "group_id": group_id,
             "user_id": user_id,
             "platform": platform,
+            "session_id": session_id,
         }
         deadline = self._deadline(timeout)
         return await self.commands.dispatch(

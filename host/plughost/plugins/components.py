@@ -217,6 +217,25 @@ class ComponentRegistry:
             self._disabled.add(key)
         self._changed()
 
+    def set_component_enabled_for_session(self, key: str, session_id: str, enabled: bool) -> None:
+        """Enable or disable one non-tool component in one chat session only.
+
+        Raises:
+            KeyError: no such component.
+        """
+        if not any(c.key == key for group in self._others.values() for c in group):
+            raise KeyError(f"no component {key!r}; keys look like 'COMMAND:plugin_id.name'")
+        sessions = self._session_disabled.setdefault(key, set())
+        if enabled:
+            sessions.discard(session_id)
+        else:
+            sessions.add(session_id)
+        self._changed()
+
+    def disabled_in_session(self, component: PluginComponent, session_id: str) -> bool:
+        """Whether the operator switched ``component`` off in chat session ``session_id``."""
+        return bool(session_id) and session_id in self._session_disabled.get(component.key, ())
+
     def component_enabled(self, component: PluginComponent) -> bool:
         """Whether the plugin declared it enabled and the operator has not disabled it."""
         return (

@@ -293,3 +293,32 @@ async def test_a_raising_handler_is_not_skipped_and_a_success_resets_the_count()
 
     assert "circuit_open" not in codes
     assert len(owner.calls) == len(answers)
+
+
+async def test_a_command_or_handler_switched_off_in_one_session_still_runs_in_others(
+    setup: Any,
+) -> None:
+    owner = FakeOwner(
+        lambda name, args: (
+            {"success": True, "response": name, "intercept": True}
+            if name == "hello"
+            else {"success": True, "continue_processing": True}
+        )
+    )
+    command = PluginComponent("p.a", "hello", "COMMAND", {"command_pattern": "^/hello"})
+    listener = event("p.a", "listen")
+    dispatcher = setup({"p.a": (owner, [command, listener])})
+    registry = dispatcher.hooks._registry
+    registry.set_component_enabled_for_session("COMMAND:p.a.hello", "s1", False)
+    registry.set_component_enabled_for_session("EVENT_HANDLER:p.a.listen", "s1", False)
+
+    off = await dispatcher.dispatch_command("/hello", stream_id="s1")
+    on = await dispatcher.dispatch_command("/hello", stream_id="s2")
+    by_session = await dispatcher.dispatch_command("/hello", stream_id="x", session_id="s1")
+    event_off = await dispatcher.emit_event("on_message", {"session_id": "s1"})
+    event_on = await dispatcher.emit_event("on_message", {"session_id": "s2"})
+
+    assert (off.handled, on.handled, by_session.handled) == (False, True, False)
+    assert [r.handler for r in event_off.results] == []
+    assert [r.handler for r in event_on.results] == ["p.a.listen"]
+    assert "session_id" not in owner.calls[0][1]
