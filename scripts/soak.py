@@ -354,7 +354,7 @@ async def _forged_hello(soak: Soak, kind: FaultKind) -> None:
     runner = soak.host.runner_for(soak.rng.choice(NEIGHBOURS))  # never restarts: must answer
     if runner is None:
         raise RuntimeError("a neighbour has no runner")
-    how = soak.rng.choice(("forged", "old_protocol", "stolen"))
+    how = soak.rng.choice(("forged", "old_protocol"))  # a stolen token recycles its runner
     answer, refusal = await soak.intruder.forge_hello(runner, how)
     soak.record(kind, "refused" if answer == refusal else f"answered {answer!r}")
 

@@ -19,6 +19,7 @@ It exits when asked to shut down, or when the process that started it is gone.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -184,10 +185,13 @@ def main() -> int:
     parser.add_argument("--runner-id", required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--nice", type=int, default=0)  # accepted; a fake needs no priority
+    parser.add_argument("--credentials-fd", type=int, required=True)
     args = parser.parse_args()
+    with os.fdopen(args.credentials_fd, "rb") as credentials:
+        token = str(json.loads(credentials.read())["token"])
     runner = FakeRunner(args.endpoint, args.parent_pid)
     try:
-        return runner.run(os.environ.pop("PLUGHOST_RUNNER_TOKEN", ""))
+        return runner.run(token)
     finally:
         runner.close()
 

@@ -21,14 +21,36 @@ import psutil
 import zmq
 import zmq.asyncio
 
+import plughost.runners.supervisor
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
+from plughost.runners import channel as channel_module
+from plughost.runners.channel import RunnerChannel
 from plughost.runners.supervisor import RunnerSupervisor
 from plughost.settings import HostSettings
 from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionResult
 from tests.conftest import fast_settings
 from tests.waiting import wait_until
+
+_ISSUED: dict[bytes, str] = {}
+_credentials_pipe = plughost.runners.supervisor.credentials_pipe
+
+
+def _tapped_credentials_pipe(token: str, curve: tuple[str, str, str] | None = None) -> int:
+    _ISSUED[channel_module._digest(token)] = token
+    return _credentials_pipe(token, curve)
+
+
+# The host keeps only a digest of each runner's token. Tests that play a thief who stole
+# one read it here: importing this module taps the supervisor's credentials pipe.
+plughost.runners.supervisor.credentials_pipe = _tapped_credentials_pipe
+
+
+def runner_token(channel: RunnerChannel) -> str:
+    """The token the host issued for ``channel``'s runner (see the tap above)."""
+    return _ISSUED[channel._token_digest]
+
 
 MARGIN = 3.0
 """Seconds past a call's deadline within which its result must have arrived."""
@@ -257,12 +279,13 @@ class Intruder:
         """Say hello to the runner's socket as an impostor; return (answer, expected answer).
 
         ``how``: ``forged`` (a made-up token), ``old_protocol`` (the right token, another
-        protocol version) or ``stolen`` (the right token while the runner is connected).
+        protocol version) or ``stolen`` (the right token while the runner is connected:
+        refused, and the runner is recycled, since its token is known to be stolen).
         """
         channel = runner._channel
         if channel is None:
             return "unreachable", "unreachable"
-        endpoint, token = channel.endpoint, channel._token
+        endpoint, token = channel.endpoint, runner_token(channel)
         if how == "forged":
             return await self.hello(endpoint, "forged", patience=patience), "unauthorized"
         if how == "old_protocol":

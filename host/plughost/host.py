@@ -46,7 +46,7 @@ from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkServer, ForkServerError
 from plughost.runners.plugin_config import PLUGIN_CONFIG_CAPABILITIES, PluginConfigCapability
 from plughost.runners.sandbox import SandboxReport, SandboxSupport, probe_support, sandbox_report
-from plughost.runners.spawn import TOKEN_VARIABLE, SocketDirectory, runner_env
+from plughost.runners.spawn import SocketDirectory, runner_env
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost.runners.tool_calls import TOOLS_CALL, ToolCallCapability
 from plughost.settings import HostSettings, ResourceLimits
@@ -163,18 +163,19 @@ class PluginHost:
         """
         settings = self.settings.runner.sandbox
         if settings.enabled:
-            env = runner_env("", self.settings.runner.env_allowlist)
-            env.pop(TOKEN_VARIABLE, None)
-            support = await probe_support(env=env)
+            support = await probe_support(env=runner_env(self.settings.runner.env_allowlist))
         else:
             support = SandboxSupport(frozenset())
         self.sandbox = sandbox_report(settings, support)
         log.info("%s", self.sandbox.describe())
 
     async def _start_fork_server(self) -> None:
-        env = runner_env("", self.settings.runner.env_allowlist)
-        env.pop(TOKEN_VARIABLE, None)
-        server = ForkServer(env, ready_timeout=self.settings.runner.ready_timeout)
+        env = runner_env(self.settings.runner.env_allowlist)
+        server = ForkServer(
+            env,
+            ready_timeout=self.settings.runner.ready_timeout,
+            fork_timeout=self.settings.runner.fork_timeout,
+        )
         try:
             await server.start()
         except ForkServerError as exc:
@@ -344,7 +345,7 @@ class PluginHost:
             plugin_id = str(failed.get("plugin_id"))
             self.components.remove_plugin(plugin_id)
             problem = PluginProblem(
-                path=Path(str(failed.get("path", ""))),
+                path=runner.sources[plugin_id].path,  # the host's record, not the runner's
                 stage=str(failed.get("stage", "load")),
                 reason=str(failed.get("reason", "")),
                 plugin_id=plugin_id,

@@ -113,6 +113,18 @@ class RunnerSettings(BaseModel):
         description="fork runners from a process that has already imported them (starts in "
         "milliseconds instead of ~150 ms of CPU); off: start each runner as a new interpreter",
     )
+    fork_timeout: float = Field(
+        3.0,
+        gt=0,
+        description="seconds the fork server may take to fork a runner; past it the fork "
+        "server is replaced and the runner starts as a new interpreter",
+    )
+    output_lines_per_second: float = Field(
+        200.0,
+        gt=0,
+        description="lines a runner may write to stdout/stderr, and log records it may send, "
+        "per second each (bursts of ten seconds' worth); the rest is dropped and counted",
+    )
     nice: int = Field(0, ge=0, le=19, description="CPU niceness added to every runner")
     probation_nice: int = Field(
         10,
@@ -178,6 +190,11 @@ class HostSettings(BaseModel):
         True,
         description="refuse a model's call of a hidden tool, or of a deferred tool its "
         "conversation has not discovered through tool_search; false runs any tool by name",
+    )
+    background_tool_calls: list[str] = Field(
+        default_factory=list,
+        description="plugin ids that may call tools through ctx.call_tool from background "
+        "work, outside any call they serve (everyone else only while serving a call)",
     )
     tool_call_depth: int = Field(
         4, ge=1, le=32, description="nested ctx.call_tool calls allowed in one chain"

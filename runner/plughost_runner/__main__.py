@@ -1,9 +1,9 @@
 """``python -m plughost_runner``: the runner child process's entry point.
 
-The host starts it; nobody else should. The per-spawn token arrives in the
-``PLUGHOST_RUNNER_TOKEN`` environment variable, and over ``tcp://`` the CURVE
-keys in ``PLUGHOST_CURVE_*``; all are removed from the environment before any
-plugin code runs.
+The host starts it; nobody else should. The process makes itself non-dumpable
+first, then reads its per-spawn token (and over ``tcp://`` its CURVE keys) from
+the pipe named by ``--credentials-fd`` (:mod:`plughost_runner.credentials`); no
+credential is ever in its environment.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ import logging
 import os
 import sys
 
+from plughost_runner.credentials import make_undumpable, read_credentials
 from plughost_runner.lifeline import bind_to_parent
-
-TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
-CURVE_VARIABLES = ("PLUGHOST_CURVE_SERVER", "PLUGHOST_CURVE_PUBLIC", "PLUGHOST_CURVE_SECRET")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +33,12 @@ def main(argv: list[str] | None = None) -> int:
         "--nice", type=int, default=0, help="lower this process's CPU priority by this much"
     )
     parser.add_argument("--sandbox", default="", help="the sandbox policy (JSON), from the host")
+    parser.add_argument(
+        "--credentials-fd", type=int, default=None, help="a pipe holding this runner's token"
+    )
     args = parser.parse_args(argv)
+    make_undumpable()
+    credentials = read_credentials(args.credentials_fd)
     if args.nice > 0:
         os.nice(args.nice)
     if args.sandbox:
@@ -54,9 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     from plughost_runner.capture import LogCollector, StreamProxy
     from plughost_runner.service import RunnerService
 
-    token = os.environ.pop(TOKEN_VARIABLE, "")
-    keys = tuple(os.environ.pop(name, "") for name in CURVE_VARIABLES)
-    curve = (keys[0], keys[1], keys[2]) if all(keys) else None
     bind_to_parent(args.parent_pid)
     faulthandler.enable(file=sys.__stderr__ or sys.stderr)
     collector = LogCollector()
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.captureWarnings(True)
     sys.stdout = StreamProxy(collector, "stdout", logging.INFO)
     sys.stderr = StreamProxy(collector, "stderr", logging.WARNING)
-    service = RunnerService(args.endpoint, args.runner_id, token, collector, curve)
+    service = RunnerService(args.endpoint, args.runner_id, credentials, collector)
     return asyncio.run(service.run())
 
 

@@ -10,8 +10,10 @@ milliseconds and shares the imported pages with its siblings.
 Protocol, over a ``SOCK_SEQPACKET`` socketpair (``--control-fd``), one msgpack
 map per packet:
 
-- host -> server: ``{"id", "argv", "env"}`` with two file descriptors attached
-  (SCM_RIGHTS), the write ends of the new runner's stdout and stderr pipes;
+- host -> server: ``{"id", "argv", "env"}`` with three file descriptors attached
+  (SCM_RIGHTS): the write ends of the new runner's stdout and stderr pipes, and the
+  read end of its credentials pipe, which the server never reads (so no runner's
+  token is ever in the server's memory, to be inherited by the next runner);
 - server -> host: ``{"ready": pid}`` once, then ``{"id", "pid"}`` per fork (or
   ``{"id", "error"}``) and ``{"exit": pid, "code": n}`` when a runner ends
   (``n`` negative for a signal, as in :mod:`subprocess`).
@@ -40,6 +42,7 @@ import plughost_runner.capture
 import plughost_runner.sandbox
 import plughost_runner.service
 from plughost_runner import __main__ as runner_main
+from plughost_runner.credentials import make_undumpable
 
 __all__ = ["main"]
 
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         libc.prctl(_PR_SET_NAME, b"plughost-forks", 0, 0, 0)  # ps -o comm, top
     if os.getppid() != args.parent_pid:
         return 70
+    make_undumpable()  # and so are its runners until they exec
     control = socket.socket(fileno=args.control_fd)
     return _Server(control).serve()
 
@@ -97,7 +101,7 @@ class _Server:
 
     def _receive(self) -> bool:
         try:
-            data, fds, _, _ = socket.recv_fds(self._control, _MAX_PACKET, 2)
+            data, fds, _, _ = socket.recv_fds(self._control, _MAX_PACKET, 3)
         except OSError:
             return False
         if not data:
@@ -115,8 +119,8 @@ class _Server:
         return True
 
     def _fork(self, request: dict[str, Any], pipes: list[int]) -> None:
-        if len(pipes) != 2:
-            self._send({"id": request.get("id"), "error": "expected two pipe descriptors"})
+        if len(pipes) != 3:
+            self._send({"id": request.get("id"), "error": "expected three descriptors"})
             for fd in pipes:
                 os.close(fd)
             return
@@ -157,12 +161,18 @@ class _Server:
             os.dup2(devnull, 0)
             os.dup2(pipes[0], 1)
             os.dup2(pipes[1], 2)
-            for fd in (devnull, *pipes):
+            for fd in (devnull, pipes[0], pipes[1]):
                 os.close(fd)
             os.environ.clear()
             os.environ.update({str(k): str(v) for k, v in request["env"].items()})
             # The runner's parent is this server, which itself dies with the host.
-            argv = [*(str(a) for a in request["argv"]), "--parent-pid", str(os.getppid())]
+            argv = [
+                *(str(a) for a in request["argv"]),
+                "--parent-pid",
+                str(os.getppid()),
+                "--credentials-fd",
+                str(pipes[2]),
+            ]
             return runner_main.main(argv)
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else 1

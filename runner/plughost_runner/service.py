@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from plughost_runner import maibot_imports
 from plughost_runner.capture import LogCollector, current_call
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
+from plughost_runner.credentials import Credentials
 from plughost_runner.invoker import Invoker, call_deadline
 from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
@@ -74,7 +75,8 @@ class _Bridge:
         deadline = call_deadline.get()
         if deadline is not None:
             timeout = max(0.001, min(timeout, deadline - asyncio.get_running_loop().time()))
-        body = {"capability": capability, "args": args}
+        # The call being served: the host lets ctx.call_tool through only while it runs.
+        body = {"capability": capability, "args": args, "call": current_call.get()}
         try:
             reply = await self._service.request(
                 "capability.call", body, plugin=self._plugin_id, timeout=timeout
@@ -101,14 +103,14 @@ class RunnerService:
         self,
         endpoint: str,
         runner_id: str,
-        token: str,
+        credentials: Credentials,
         collector: LogCollector,
-        curve: tuple[str, str, str] | None = None,
     ) -> None:
         self._runner_id = runner_id
-        self._token = token
+        self._credentials = credentials
         self._collector = collector
-        self._transport = Transport(endpoint, curve=curve)
+        self._transport = Transport(endpoint, curve=credentials.curve)
+        credentials.curve = None  # the socket has the keys now
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._plugins: dict[str, LoadedPlugin] = {}
@@ -167,13 +169,18 @@ class RunnerService:
 
     async def _hello(self) -> dict[str, Any]:
         body = {
-            "token": self._token,
+            "token": self._credentials.token.decode(),
             "protocol": wire.PROTOCOL_VERSION,
             "runner_id": self._runner_id,
             "pid": os.getpid(),
             "sdk_version": sdk_version,
         }
-        reply = await self.request("runner.hello", body, timeout=10.0)
+        try:
+            reply = await self.request("runner.hello", body, timeout=10.0)
+        finally:
+            # Spent: the host accepts a token once. Wiped before any plugin code runs.
+            self._credentials.wipe()
+            body.clear()
         return reply if isinstance(reply, dict) else {}
 
     def _configure(self, hello: dict[str, Any]) -> None:
@@ -336,12 +343,15 @@ class RunnerService:
             )
         timeout = (envelope["deadline_ms"] or 60_000) / 1000
         arguments = dict(body.get("args") or {})
+        call = current_call.set(envelope["id"])
         try:
             return await call_component(
                 self._invoker, plugin.spec.plugin_id, handler, arguments, timeout
             )
         except TimeoutError:
             raise _Reply("timeout", f"{kind} {name} did not finish within {timeout:g} s") from None
+        finally:
+            current_call.reset(call)
 
     def _plugin(self, envelope: wire.Envelope) -> LoadedPlugin:
         plugin = self._plugins.get(envelope["plugin"] or "")

@@ -28,6 +28,11 @@ Changelog:
        ``components`` list of a loaded plugin, the ``component_not_found`` code.
     4: the ``progress`` event of a tool call (tied to its ``tool.invoke`` id);
        ``call.cancel`` also when the host's caller is cancelled.
+    5: credentials arrive over a descriptor, never the environment; ``runner.ready`` is
+       sent once and names only the plugins of the hello reply (anything else recycles
+       the runner, as does a second hello with the token); ``capability.call`` carries
+       ``call``, the id of the request being served; frames decode within
+       ``MAX_FRAME_ITEMS``.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = [
     "ERROR_CODES",
     "MAX_BATCH",
     "MAX_BLOBS",
+    "MAX_FRAME_ITEMS",
     "PROTOCOL_VERSION",
     "Blob",
     "Envelope",
@@ -66,7 +72,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 4
+PROTOCOL_VERSION: Final = 5
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""
@@ -76,6 +82,10 @@ MAX_BLOBS: Final = 64
 """Blob frames one message may carry; a message with more is dropped whole."""
 MAX_BATCH: Final = 256
 """Envelopes one coalesced frame may carry (see :func:`decode_many`)."""
+MAX_FRAME_ITEMS: Final = 1_000_000
+"""Array elements and map entries one frame may decode to (see :func:`decode`)."""
+_UNBOUNDED_FRAME: Final = 64 * 1024
+"""Frames up to this size decode without counting: they cannot hold enough items to matter."""
 
 Kind = Literal["request", "response", "event"]
 
@@ -254,16 +264,21 @@ def decode(frame: bytes | memoryview, blobs: Sequence[bytes | memoryview] = ()) 
     """Decode and check a frame holding exactly one envelope; ``blobs`` followed it.
 
     Each blob referenced from the envelope becomes ``bytes`` (its one copy); a blob
-    frame nothing references is ignored.
+    frame nothing references is ignored. A frame decodes to at most
+    ``MAX_FRAME_ITEMS`` array elements and map entries (see :func:`_budget`).
 
     Raises:
         ProtocolError: the frame is not msgpack, not an envelope, or of another
-            version, or it references a blob frame that is not there.
+            version, it references a blob frame that is not there, or it holds
+            too many items.
     """
+    options = _budget(len(frame))
     try:
-        data = msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=_blob_hook(blobs))
+        data = msgpack.unpackb(
+            frame, raw=False, strict_map_key=False, ext_hook=_blob_hook(blobs), **options
+        )
     except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+        raise _invalid(exc) from exc
     return _checked(data)
 
 
@@ -281,25 +296,75 @@ def decode_many(
         ProtocolError: as :func:`decode`, or more than ``MAX_BATCH`` envelopes.
     """
     hook = _blob_hook(blobs)
+    options = _budget(len(frame))
     try:
-        return [_checked(msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=hook))]
+        data = msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=hook, **options)
+        return [_checked(data)]
     except msgpack.ExtraData:
         pass  # a coalesced batch: several envelopes back to back
     except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+        raise _invalid(exc) from exc
+    options = _budget(len(frame))  # a fresh count: the first attempt stopped early
     unpacker = msgpack.Unpacker(
-        raw=False, strict_map_key=False, ext_hook=hook, max_buffer_size=max(len(frame), 1)
+        raw=False,
+        strict_map_key=False,
+        ext_hook=hook,
+        max_buffer_size=max(len(frame), 1),
+        **options,
     )
     try:
         unpacker.feed(frame)
         items = [data for data, _ in zip(unpacker, range(MAX_BATCH + 1), strict=False)]
     except Exception as exc:
-        raise ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+        raise _invalid(exc) from exc
     if len(items) > MAX_BATCH:
         raise ProtocolError(f"more than {MAX_BATCH} envelopes in one frame")
     if unpacker.tell() != len(frame):
         raise ProtocolError("frame ends in the middle of an envelope")
     return [_checked(data) for data in items]
+
+
+class _TooManyItems(Exception):
+    pass
+
+
+def _budget(size: int, max_items: int = MAX_FRAME_ITEMS) -> dict[str, Any]:
+    """Decoder options that bound what a frame of ``size`` bytes may decode to.
+
+    One byte of msgpack can become a 56-byte Python list, so a 24 MB frame of
+    empty arrays would cost a decoder gigabytes and seconds. For a frame over
+    ``_UNBOUNDED_FRAME`` bytes every container adds its length to a count as it
+    is built, and decoding stops once the count passes ``max_items`` (no single
+    container may exceed it either). Smaller frames cannot hold enough to matter
+    and decode at full speed.
+    """
+    if size <= _UNBOUNDED_FRAME:
+        return {}
+    count = 0
+
+    def counted(container: Any) -> Any:  # a list or a dict, just built
+        nonlocal count
+        count += len(container) + 1
+        if count > max_items:
+            raise _TooManyItems(max_items)
+        return container
+
+    return {
+        "list_hook": counted,
+        "object_hook": counted,
+        "max_array_len": max_items,
+        "max_map_len": max_items,
+    }
+
+
+def _invalid(exc: Exception) -> ProtocolError:
+    """The protocol error for a decoder's exception (several unrelated types)."""
+    if isinstance(exc, _TooManyItems) or "exceeds max_" in str(exc):
+        return ProtocolError(
+            f"frame holds more than {MAX_FRAME_ITEMS} items (array elements and map entries); "
+            "return less data"
+        )
+    return ProtocolError(f"frame is not valid msgpack ({type(exc).__name__}: {exc})")
 
 
 def _blob_hook(blobs: Sequence[bytes | memoryview]) -> Callable[[int, bytes], Any]:

@@ -534,7 +534,10 @@ async def intruder_lane(storm: Storm, intruder: Intruder, rng: random.Random) ->
         if how != "stolen":  # a stolen token is refused only while the runner is connected
             answer, refusal = await intruder.forge_hello(anyone, how, patience=1.0)
             outcomes.append((answer, {refusal, "unreachable"}))
-        answer, refusal = await intruder.forge_hello(neighbour, how)
+        # A stolen token recycles its runner, and the neighbours must never restart.
+        answer, refusal = await intruder.forge_hello(
+            neighbour, "forged" if how == "stolen" else how
+        )
         outcomes.append((answer, {refusal}))
         storm.injected["garbage"] += 2
         storm.injected["forged_hello"] += len(outcomes) - 2

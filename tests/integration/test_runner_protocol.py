@@ -25,6 +25,7 @@ from plughost.runners.capabilities import CapabilityCall
 from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionContext
 from tests.conftest import TEST_PLUGINS, HostFactory
+from tests.fault_injection import runner_token
 from tests.waiting import wait_until
 
 ECHO = TEST_PLUGINS / "echo"
@@ -87,7 +88,7 @@ async def test_a_hello_with_another_protocol_version_is_refused_with_a_clear_rea
 ) -> None:
     runner = host.runner_for("tests.echo")
     assert runner is not None and runner._channel is not None
-    token = runner._channel._token
+    token = runner_token(runner._channel)
     hello = wire.request(1, "runner.hello", {"token": token, "protocol": 999, "pid": 1})
     reply = await _send_raw(_endpoint(host), wire.encode(hello), expect_reply=True)
     assert reply is not None

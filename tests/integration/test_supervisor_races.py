@@ -31,17 +31,19 @@ async def test_a_stop_that_comes_while_the_restart_is_spawning_still_stops_it(
         await release.wait()  # the process exists; the supervisor has not heard of it yet
         seen.append(runner.state.value if runner else "")
 
-    async def gated_start(argv: Sequence[str], env: Mapping[str, str]) -> ChildProcess:
-        child = await start_child(argv, env)
+    async def gated_start(
+        argv: Sequence[str], env: Mapping[str, str], *, pass_fds: Sequence[int] = ()
+    ) -> ChildProcess:
+        child = await start_child(argv, env, pass_fds=pass_fds)
         await gate(child)
         return child
 
     real_fork = ForkServer.spawn
 
     async def gated_fork(
-        server: ForkServer, argv: Sequence[str], env: Mapping[str, str]
+        server: ForkServer, argv: Sequence[str], env: Mapping[str, str], credentials: int
     ) -> ForkedProcess:
-        child = await real_fork(server, argv, env)
+        child = await real_fork(server, argv, env, credentials)
         await gate(child)
         return child
 

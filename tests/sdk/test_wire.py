@@ -189,3 +189,14 @@ def test_decode_still_refuses_a_frame_of_several_envelopes() -> None:
 
     with pytest.raises(ProtocolError):
         wire.decode(one + one)
+
+
+def test_a_large_frame_decoding_past_the_item_budget_is_a_protocol_error() -> None:
+    over = wire.encode(wire.event("log.batch", {"records": [[]] * (wire.MAX_FRAME_ITEMS + 1)}))
+    within = wire.encode(wire.event("log.batch", {"records": [[]] * 200_000}))
+
+    with pytest.raises(ProtocolError, match="more than 1000000 items"):
+        wire.decode(over)
+    with pytest.raises(ProtocolError, match="more than 1000000 items"):
+        wire.decode_many(over)
+    assert wire.decode(within)["body"]["records"] == [[]] * 200_000

@@ -30,6 +30,9 @@ class CapabilityCall:
     plugin_id: str
     capability: str
     args: dict[str, Any]
+    serving: bool = True
+    """Whether the plugin made the call while serving a tool call that is still in flight
+    (False for a background task whose call already returned, or one started by on_load)."""
 
 
 CapabilityHandler = Callable[[CapabilityCall], Awaitable[Any]]
@@ -68,7 +71,9 @@ class CapabilityRouter:
         """The capability names with a handler."""
         return sorted(self._handlers)
 
-    async def dispatch(self, manifest: Manifest, capability: str, args: dict[str, Any]) -> Any:
+    async def dispatch(
+        self, manifest: Manifest, capability: str, args: dict[str, Any], *, serving: bool = True
+    ) -> Any:
         """Check and run one call; return the wire body ``{"value": ...}``.
 
         A handler may raise :class:`RemoteError` to answer with a code of its
@@ -98,7 +103,7 @@ class CapabilityRouter:
                 )
             )
         try:
-            value = await handler(CapabilityCall(plugin_id, capability, args))
+            value = await handler(CapabilityCall(plugin_id, capability, args, serving))
         except RemoteError:
             raise  # a handler refusing with its own code (a built-in such as tools.call)
         except Exception as exc:

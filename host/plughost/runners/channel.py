@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
@@ -63,8 +64,11 @@ class RunnerChannel:
         on_event: EventHandler,
         max_message_bytes: int,
         curve: CurveAuthority | None = None,
+        on_violation: Callable[[str], None] | None = None,
     ) -> None:
-        self._token = token
+        # Only a digest of the token is kept: the token itself is spent by the first hello.
+        self._token_digest = _digest(token)
+        self._on_violation = on_violation
         self._hello_reply = hello_reply
         self._on_request = on_request
         self._on_event = on_event
@@ -84,6 +88,7 @@ class RunnerChannel:
         self._peer: bytes | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._contexts: dict[int, contextvars.Context] = {}
+        self._serving: dict[int, str] = {}  # call request id -> plugin, while in flight
         self._next_id = 0
         self._rejected = 0
         self.hello: dict[str, Any] = {}
@@ -154,7 +159,7 @@ class RunnerChannel:
         if envelope["method"] != "runner.hello" or envelope["kind"] != "request":
             self._reject(identity, f"{envelope['method']} before a hello")
             return
-        if not hmac.compare_digest(str(body.get("token", "")), self._token):
+        if not hmac.compare_digest(_digest(str(body.get("token", ""))), self._token_digest):
             self._reject(identity, "hello with a wrong token")
             self._send_soon(group, identity, _refusal(envelope, "unauthorized", "wrong token"))
             return
@@ -167,9 +172,13 @@ class RunnerChannel:
             self._send_soon(group, identity, _refusal(envelope, "protocol_mismatch", message))
             return
         if self._peer is not None:
-            self._reject(identity, "a second runner tried to connect")
-            message = "another runner is already connected to this endpoint"
+            # The right token a second time: it was stolen, by whoever sent either hello.
+            # Not a race to win: the runner is recycled with a new token.
+            self._reject(identity, "a second hello with this runner's token")
+            message = "this runner's token was already used"
             self._send_soon(group, identity, _refusal(envelope, "unauthorized", message))
+            if self._on_violation is not None:
+                self._on_violation("a second hello with the runner's token")
             return
         self._peer = identity
         self.hello = body
@@ -193,6 +202,7 @@ class RunnerChannel:
         log.warning("rejected a frame on %s from %s: %s", self.endpoint, who, reason)
 
     def _resolve(self, envelope: wire.Envelope) -> None:
+        self._serving.pop(envelope["id"], None)  # answered: no longer a live call
         future = self._pending.get(envelope["id"])
         if future is None or future.done():
             log.debug("response to unknown request id=%d dropped", envelope["id"])
@@ -263,6 +273,8 @@ class RunnerChannel:
         deadline_ms = max(1, int(timeout * 1000))
         expiry: asyncio.TimerHandle | None = None
         sent = False
+        if method in _SERVING_METHODS and plugin is not None:
+            self._serving[request_id] = plugin
         try:
             await self.send(
                 wire.request(request_id, method, body, plugin=plugin, deadline_ms=deadline_ms)
@@ -282,6 +294,7 @@ class RunnerChannel:
                 expiry.cancel()
             self._pending.pop(request_id, None)
             self._contexts.pop(request_id, None)
+            self._serving.pop(request_id, None)
 
     def context_of(self, request_id: int) -> contextvars.Context | None:
         """The context of the task that sent request ``request_id``, while it waits for it."""
@@ -307,6 +320,10 @@ class RunnerChannel:
                 future.set_exception(RunnerCrashedError(reason))
         self._pending.clear()
 
+    def serving(self, request_id: int, plugin_id: str) -> bool:
+        """Whether ``request_id`` is a call to ``plugin_id`` still awaiting its reply."""
+        return self._serving.get(request_id) == plugin_id
+
     @property
     def inflight(self) -> int:
         """Requests sent and not yet answered."""
@@ -316,6 +333,14 @@ class RunnerChannel:
         """Close the socket."""
         self._pump.detach()
         self._sock.close(linger=0)
+
+
+_SERVING_METHODS = frozenset({"tool.invoke", "component.invoke"})
+"""Requests during which a plugin is serving a call (and may use ``ctx.call_tool``)."""
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
 def _expire(future: asyncio.Future[Any]) -> None:

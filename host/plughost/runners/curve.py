@@ -4,8 +4,9 @@ Over ``ipc://`` the socket file sits in a directory only the host's user can
 enter, so the kernel keeps strangers out. A TCP port has no such guard, so TCP
 runners use CurveZMQ: the host has a server key pair (written with mode 0600
 into its private directory), each runner spawn gets its own client key pair
-through its environment, and a ZAP handler admits only client keys the host
-issued for runners it is currently starting or serving. A peer without the
+through its credentials pipe (``spawn.credentials_pipe``), and a ZAP handler
+admits only client keys the host issued for runners it is currently starting
+or serving. A peer without the
 server's public key cannot even complete the handshake; one with a key the
 host did not issue is refused before any frame reaches the host.
 """
@@ -22,11 +23,10 @@ import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
-__all__ = ["CURVE_VARIABLES", "ClientKeys", "CurveAuthority"]
+__all__ = ["ClientKeys", "CurveAuthority"]
 
 log = logging.getLogger(__name__)
 
-CURVE_VARIABLES = ("PLUGHOST_CURVE_SERVER", "PLUGHOST_CURVE_PUBLIC", "PLUGHOST_CURVE_SECRET")
 ZAP_DOMAIN = b"plughost"
 
 
@@ -74,15 +74,9 @@ class CurveAuthority:
         sock.setsockopt(zmq.CURVE_SECRETKEY, self.server_secret)
         sock.setsockopt(zmq.CURVE_PUBLICKEY, self.server_public)
 
-    def environment(self, keys: ClientKeys) -> dict[str, str]:
-        """The variables that hand a runner its keys (removed by the runner at start)."""
-        return dict(
-            zip(
-                CURVE_VARIABLES,
-                (self.server_public.decode(), keys.public.decode(), keys.secret.decode()),
-                strict=True,
-            )
-        )
+    def credentials(self, keys: ClientKeys) -> tuple[str, str, str]:
+        """What a runner needs to connect: server public key, its public and secret keys."""
+        return (self.server_public.decode(), keys.public.decode(), keys.secret.decode())
 
     def stop(self) -> None:
         """Stop answering ZAP requests."""

@@ -13,7 +13,10 @@ the host created and handed over with the request, it is the leader of its own
 session (so the process-group kill works), and its exit code arrives from the
 fork server, which is its parent. If the fork server cannot be used, the
 caller falls back to starting an interpreter; a fork server that died is
-started again on a later spawn, at most once per ``restart_interval``.
+started again on a later spawn, at most once per ``restart_interval``. A fork
+request unanswered within ``fork_timeout`` means the server is frozen (a plugin
+of the same user can stop it): it is killed and replaced the same way, and the
+runner starts as an interpreter.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = ["ForkServer", "ForkServerError", "ForkedProcess"]
 log = logging.getLogger(__name__)
 
 _MAX_PACKET = 1 << 20
+_EXIT_REPORT_GRACE = 0.5
 MODULE = "plughost_runner"
 
 
@@ -47,7 +51,14 @@ class ForkServerError(OSError):
 
 
 class ForkedProcess:
-    """A runner forked by the fork server."""
+    """A runner forked by the fork server.
+
+    Its exit code normally comes from the fork server, which is its parent. The
+    host also watches the process through a pidfd, so that a fork server that is
+    frozen (a plugin can stop it: same user) cannot hide a runner's death: if
+    the server has not reported an exit shortly after the pidfd says it
+    happened, the code is read from the zombie's ``/proc/<pid>/stat``.
+    """
 
     def __init__(
         self,
@@ -61,7 +72,12 @@ class ForkedProcess:
         self.stderr = stderr
         self.returncode: int | None = None
         self._transports = transports
-        self._exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self._exited: asyncio.Future[int] = self._loop.create_future()
+        self._pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # gone already, or no pidfd here
+            self._pidfd = os.pidfd_open(pid)
+            self._loop.add_reader(self._pidfd, self._pidfd_readable)
 
     async def wait(self) -> int:
         """Wait until the runner has exited; return its exit code."""
@@ -71,6 +87,24 @@ class ForkedProcess:
         """Close the output pipes."""
         for transport in self._transports:
             transport.close()
+        self._close_pidfd()
+
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def _pidfd_readable(self) -> None:
+        self._close_pidfd()
+        if self.returncode is None:  # give the fork server's report a moment to arrive
+            self._loop.call_later(_EXIT_REPORT_GRACE, self._exit_without_report)
+
+    def _exit_without_report(self) -> None:
+        if self.returncode is None:
+            code = _zombie_exit_code(self.pid)
+            log.warning("runner pid %d exited; the fork server did not report it", self.pid)
+            self.exited(-signal.SIGKILL if code is None else code)
 
     def exited(self, code: int) -> None:
         """Record the exit the fork server reported."""
@@ -88,11 +122,13 @@ class ForkServer:
         *,
         python: str | None = None,
         ready_timeout: float = 30.0,
+        fork_timeout: float = 3.0,
         restart_interval: float = 10.0,
     ) -> None:
         self._env = dict(env)
         self._python = python or sys.executable
         self._ready_timeout = ready_timeout
+        self._fork_timeout = fork_timeout
         self._restart_interval = restart_interval
         self._process: ChildProcess | None = None
         self._socket: socket.socket | None = None
@@ -164,8 +200,13 @@ class ForkServer:
         self.pid = int(hello["ready"])
         log.debug("fork server ready, pid %s", self.pid)
 
-    async def spawn(self, argv: Sequence[str], env: Mapping[str, str]) -> ForkedProcess:
+    async def spawn(
+        self, argv: Sequence[str], env: Mapping[str, str], credentials: int
+    ) -> ForkedProcess:
         """Fork a runner with ``argv`` (its arguments after ``-m plughost_runner``).
+
+        ``credentials`` is the read end of the runner's credentials pipe; it travels
+        as a descriptor, and the server hands it to the child without reading it.
 
         Raises:
             ForkServerError: the fork server is down (and not due for a restart) or failed.
@@ -182,9 +223,17 @@ class ForkServer:
         self._pending[request_id] = reply
         packet = msgpack.packb({"id": request_id, "argv": list(argv), "env": dict(env)})
         try:
-            socket.send_fds(sock, [packet], [out_write, err_write])
-            async with asyncio.timeout(self._ready_timeout):
-                answer = await reply
+            try:
+                socket.send_fds(sock, [packet], [out_write, err_write, credentials])
+            except OSError as exc:  # a full queue (a server that stopped reading) included
+                raise ForkServerError(f"cannot reach the fork server: {exc}") from exc
+            try:
+                async with asyncio.timeout(self._fork_timeout):
+                    answer = await reply
+            except TimeoutError:
+                why = f"it did not answer a fork request within {self._fork_timeout:g} s"
+                self._replace(why)
+                raise ForkServerError(f"the fork server is frozen ({why})") from None
             if "pid" not in answer:
                 raise ForkServerError(f"the fork server could not fork: {answer.get('error')}")
         except BaseException:
@@ -205,6 +254,19 @@ class ForkServer:
         else:
             self._children[child.pid] = child
         return child
+
+    def _replace(self, why: str) -> None:
+        """Kill a fork server that stopped answering; a later spawn starts a new one.
+
+        Its runners die with it (their parent-death signal) and are restarted by their
+        supervisors; until the new server is up, runners start as new interpreters.
+        """
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        log.warning("replacing the runner fork server (pid %d): %s", process.pid, why)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
 
     async def aclose(self) -> None:
         """Stop the fork server (its runners are stopped by their supervisors first)."""
@@ -297,6 +359,19 @@ class ForkServer:
         for drain in self._drains:
             drain.cancel()
         self._process, self._socket, self._reader = None, None, None
+
+
+def _zombie_exit_code(pid: int) -> int | None:
+    """The exit code of an unreaped child of the fork server, from ``/proc/<pid>/stat``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 50 or fields[0] != b"Z":  # field 52, exit_code, since Linux 3.5
+        return None
+    return os.waitstatus_to_exitcode(int(fields[49]))
 
 
 async def _drain(stream: asyncio.StreamReader, logger: logging.Logger | None = None) -> None:

@@ -1,13 +1,19 @@
-"""How a runner process is started: its endpoint, token, environment and command.
+"""How a runner process is started: its endpoint, credentials, environment and command.
 
 The runner's environment is scrubbed: only an allow-list of variables (locale,
 PATH, HOME...) plus whatever the operator allow-lists reaches plugin code, so
-the host's API keys never do. ``ipc://`` endpoints live in a private directory
-(mode 0700) because ZeroMQ creates its socket files world-accessible.
+the host's API keys never do. The runner's credentials (its per-spawn token
+and, over ``tcp://``, its CURVE keys) are not in the environment either, where
+``/proc/<pid>/environ`` would show them for the process's whole life: they are
+written to a pipe whose read end the runner inherits (``--credentials-fd``),
+reads once and closes before any plugin code runs. ``ipc://`` endpoints live in
+a private directory (mode 0700) because ZeroMQ creates its socket files
+world-accessible.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -18,14 +24,12 @@ from pathlib import Path
 
 __all__ = [
     "BASE_ENV_ALLOWLIST",
-    "TOKEN_VARIABLE",
     "SocketDirectory",
+    "credentials_pipe",
     "new_token",
     "runner_command",
     "runner_env",
 ]
-
-TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
 
 BASE_ENV_ALLOWLIST: tuple[str, ...] = (
     "PATH",
@@ -49,14 +53,32 @@ def new_token() -> str:
     return secrets.token_hex(32)
 
 
+def credentials_pipe(token: str, curve: tuple[str, str, str] | None = None) -> int:
+    """A pipe holding a runner's credentials; return its read end (the caller closes it).
+
+    The payload is one JSON object, ``{"token": str, "curve": [server public, client
+    public, client secret] | null}``, small enough for the pipe's buffer, so the write
+    end is closed before the runner even starts and the runner reads to end-of-file.
+    """
+    payload = json.dumps({"token": token, "curve": list(curve) if curve else None}).encode()
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, payload)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end
+
+
 def runner_env(
-    token: str, allow: Iterable[str] = (), source: Mapping[str, str] | None = None
+    allow: Iterable[str] = (), source: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment of a runner: allow-listed variables and the spawn token only."""
+    """The environment of a runner: allow-listed variables only, never a credential."""
     source = os.environ if source is None else source
     names = set(BASE_ENV_ALLOWLIST) | set(allow)
     env = {name: source[name] for name in names if name in source}
-    env[TOKEN_VARIABLE] = token
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

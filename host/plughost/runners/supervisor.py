@@ -14,7 +14,6 @@ so a plugin's children die with it.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import os
@@ -35,10 +34,18 @@ from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess, start_child
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
-from plughost.runners.observe import forward_log, memory_over_limit
+from plughost.runners.observe import memory_over_limit
+from plughost.runners.output import RunnerOutput
+from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
 from plughost.runners.sandbox import SandboxReport, runner_policy
-from plughost.runners.spawn import SocketDirectory, new_token, runner_command, runner_env
+from plughost.runners.spawn import (
+    SocketDirectory,
+    credentials_pipe,
+    new_token,
+    runner_command,
+    runner_env,
+)
 from plughost.settings import ResourceLimits, RunnerSettings
 from plughost.tools import progress
 from plughost_sdk import wire
@@ -117,7 +124,14 @@ class RunnerSupervisor:
         self._last_beat = 0.0
         self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
+        self._output = RunnerOutput(
+            runner_id,
+            self.sources,
+            self._redact,
+            lines_per_second=settings.output_lines_per_second,
+        )
+        self._violation: asyncio.Future[str] | None = None
+        self._reported = False  # this process sent its runner.ready
         self.report: dict[str, Any] = {"loaded": [], "failed": []}
 
     @property
@@ -185,15 +199,21 @@ class RunnerSupervisor:
             on_event=self._on_event,
             max_message_bytes=self._settings.max_message_bytes,
             curve=self._curve if self._settings.transport == "tcp" else None,
+            on_violation=self.protocol_violation,
         )
         self._sockets.secure(endpoint_id)
         self._channel = channel
         curve = self._curve if self._settings.transport == "tcp" else None
         keys = curve.issue() if curve is not None else None
         try:
-            process = await self._spawn(
-                channel.endpoint, token, curve.environment(keys) if curve and keys else {}
+            credentials = credentials_pipe(
+                token, curve.credentials(keys) if curve and keys else None
             )
+            del token  # the channel keeps a digest; the runner reads the pipe
+            try:
+                process = await self._spawn(channel.endpoint, credentials)
+            finally:
+                os.close(credentials)
         except BaseException as exc:  # the socket must not outlive a failed spawn of any kind
             self._channel = None
             channel.close()
@@ -226,12 +246,15 @@ class RunnerSupervisor:
             return "tcp://127.0.0.1:*"
         return self._sockets.endpoint(endpoint_id)
 
-    async def _spawn(
-        self, endpoint: str, token: str, extra_env: dict[str, str]
-    ) -> ChildProcess | ForkedProcess:
+    async def _spawn(self, endpoint: str, credentials: int) -> ChildProcess | ForkedProcess:
+        """Start the runner, forked by the fork server or as a new interpreter.
+
+        ``credentials`` is the read end of its credentials pipe: the fork server
+        receives it as a descriptor and never reads it; an interpreter inherits it.
+        """
         probation = self._settings.probation_nice if self._policy.on_probation() else 0
         nice = min(19, self._settings.nice + probation)
-        env = {**runner_env(token, self._settings.env_allowlist), **extra_env}
+        env = runner_env(self._settings.env_allowlist)
         confined = None
         if self._sandbox is not None:
             data_root, temp_root = self._roots
@@ -252,12 +275,12 @@ class RunnerSupervisor:
         server = self._fork_server
         if server is not None and server.serves(command):
             try:
-                process = await server.spawn(command[3:], env)
+                process = await server.spawn(command[3:], env, credentials)
             except ForkServerError as exc:
                 log.debug("runner %s: %s; starting an interpreter", self.runner_id, exc)
-                process = await start_child(command, env)
+                process = await self._start_interpreter(command, env, credentials)
         else:
-            process = await start_child(command, env)
+            process = await self._start_interpreter(command, env, credentials)
         self._process = process
         self.pid = process.pid
         self._emit(
@@ -270,18 +293,27 @@ class RunnerSupervisor:
         )
         return process
 
+    @staticmethod
+    async def _start_interpreter(
+        command: list[str], env: dict[str, str], credentials: int
+    ) -> ChildProcess:
+        command = [*command, "--credentials-fd", str(credentials)]
+        return await start_child(command, env, pass_fds=[credentials])
+
     async def _serve(self, channel: RunnerChannel, process: ChildProcess | ForkedProcess) -> str:
+        violation: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._violation = violation
+        self._reported = False
         tasks = [
             asyncio.create_task(channel.run()),
-            asyncio.create_task(self._pipe(process.stdout, logging.INFO)),
-            asyncio.create_task(self._pipe(process.stderr, logging.WARNING)),
+            asyncio.create_task(self._output.read_pipe(process.stdout, logging.INFO)),
+            asyncio.create_task(self._output.read_pipe(process.stderr, logging.WARNING)),
         ]
         exited = asyncio.create_task(process.wait())
         watchdog = asyncio.create_task(self._watchdog())
         try:
-            done, _ = await asyncio.wait(
-                [exited, watchdog, tasks[0]], return_when=asyncio.FIRST_COMPLETED
-            )
+            waits: list[asyncio.Future[Any]] = [exited, watchdog, violation, tasks[0]]
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if exited in done:
                 # Children the plugin left behind may hold the output pipes open: end them
                 # first, or collecting the crash output waits for them.
@@ -290,11 +322,14 @@ class RunnerSupervisor:
                 reason = self._exit_reason(process.returncode)
             elif watchdog in done:
                 reason = watchdog.result()
+            elif violation in done:
+                reason = violation.result()
             else:
                 reason = f"the runner's socket failed: {tasks[0].exception()!r}"
             self.last_error = reason
             return reason
         finally:
+            self._violation = None
             for task in [*tasks, exited, watchdog]:
                 task.cancel()
             await asyncio.gather(*tasks, exited, watchdog, return_exceptions=True)
@@ -311,7 +346,7 @@ class RunnerSupervisor:
         return self._with_tail(f"exited with code {code}")
 
     def _with_tail(self, what: str) -> str:
-        tail = [line for line in self._stderr_tail if line.strip()][-6:]
+        tail = [line for line in self._output.stderr_tail if line.strip()][-6:]
         return what + (" — last output: " + " | ".join(tail) if tail else "")
 
     async def _watchdog(self) -> str:
@@ -354,21 +389,6 @@ class RunnerSupervisor:
             if over is not None:
                 return over
 
-    async def _pipe(self, stream: asyncio.StreamReader, level: int) -> None:
-        """Log what the runner process writes to its real stdout/stderr (crash output)."""
-        logger = logging.getLogger(f"plughost.runner.{self.runner_id}")
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:  # a line longer than the stream limit
-                line = await stream.read(65536)
-            if not line:
-                return
-            text = self._redact(line.decode("utf-8", "replace").rstrip())
-            if level >= logging.WARNING:
-                self._stderr_tail.append(text)
-            logger.log(level, "%s", text)
-
     def _hello_reply(self, hello: dict[str, Any]) -> dict[str, Any]:
         data_root, temp_root = self._roots
         timeout = self._settings.on_load_timeout
@@ -382,33 +402,62 @@ class RunnerSupervisor:
 
     async def _on_request(self, envelope: wire.Envelope) -> Any:
         method = envelope["method"]
-        if method == "runner.ready":
-            self._mark_ready(envelope["body"] or {})
-            return {"ok": True}
-        if method == "capability.call":
-            plugin_id = envelope["plugin"] or ""
-            body = envelope["body"] or {}
-            if plugin_id not in self.sources:
-                raise RemoteError(
-                    wire.error_body(
-                        "capability_denied", f"this runner does not serve plugin {plugin_id!r}"
-                    )
-                )
-            source = self.sources[plugin_id]
-            return await self._capabilities.dispatch(
-                source.manifest, str(body.get("capability", "")), dict(body.get("args") or {})
-            )
-        raise RemoteError(wire.error_body("bad_payload", f"unknown method {method!r}"))
+        try:
+            if method == "runner.ready":
+                self._mark_ready(envelope["body"])
+                return {"ok": True}
+            if method == "capability.call":
+                return await self._capability_call(envelope)
+            raise ProtocolViolation(f"a runner does not send {method!r} requests")
+        except ProtocolViolation as exc:
+            self.protocol_violation(str(exc))
+            raise RemoteError(wire.error_body("unauthorized", str(exc))) from None
 
-    def _mark_ready(self, report: dict[str, Any]) -> None:
+    async def _capability_call(self, envelope: wire.Envelope) -> Any:
+        plugin_id, body = envelope["plugin"], envelope["body"]
+        source = self.sources.get(plugin_id) if isinstance(plugin_id, str) else None
+        if source is None:  # the runner binds the plugin id: only forged frames get here
+            raise ProtocolViolation(f"capability call in the name of plugin {plugin_id!r}")
+        if not isinstance(body, dict) or not isinstance(body.get("args", {}), dict):
+            raise ProtocolViolation("capability call without a map of arguments")
+        channel = self._channel
+        call = body.get("call")
+        serving = (
+            channel is not None
+            and isinstance(call, int)
+            and channel.serving(call, source.plugin_id)
+        )
+        return await self._capabilities.dispatch(
+            source.manifest,
+            str(body.get("capability", "")),
+            dict(body.get("args") or {}),
+            serving=serving,
+        )
+
+    def protocol_violation(self, reason: str) -> None:
+        """Recycle the current runner process: it sent what no runner of this host sends.
+
+        The process is killed and counted as a crash (so a plugin that keeps doing it
+        ends up marked failed); its replacement gets a new token and a new socket.
+        """
+        violation = self._violation
+        if violation is None or violation.done():
+            return
+        log.warning("runner %s: protocol violation: %s", self.runner_id, reason)
+        violation.set_result(f"protocol violation: {reason}")
+
+    def _mark_ready(self, body: Any) -> None:
+        report = check_report(body, self.sources)
+        if self._reported:
+            raise ProtocolViolation("runner.ready sent a second time")
+        self._reported = True
         restarted = self.generation > 1
         self.report = report
-        self.pid = int(report.get("pid", self.pid or 0))
         self.state = RunnerState.READY
         self._last_beat = asyncio.get_running_loop().time()
         self._stuck_since = None
         self.on_ready(self, report)
-        loaded = [p["plugin_id"] for p in report.get("loaded", [])]
+        loaded = [p["plugin_id"] for p in report["loaded"]]
         kind = EventKind.RUNNER_RESTARTED if restarted else EventKind.RUNNER_READY
         self._emit(
             kind,
@@ -420,18 +469,19 @@ class RunnerSupervisor:
         self._ready.set()
 
     def _on_event(self, envelope: wire.Envelope) -> None:
-        method, body = envelope["method"], envelope["body"] or {}
+        method, body = envelope["method"], envelope["body"]
+        if not isinstance(body, dict):
+            return
         if method == "runner.heartbeat":
             self._last_beat = asyncio.get_running_loop().time()
             self._beating = True
-            stuck = int(body.get("stuck", 0))
+            stuck = body.get("stuck", 0)
             if not stuck:
                 self._stuck_since = None
             elif self._stuck_since is None:
                 self._stuck_since = self._last_beat
         elif method == "log.batch":
-            for record in body.get("records", []):
-                forward_log(self.runner_id, record, self._redact)
+            self._output.forward_records(body.get("records"))
         elif method == "progress":
             channel = self._channel
             context = channel.context_of(envelope["id"]) if channel is not None else None

@@ -15,6 +15,13 @@ plugin as a ``CapabilityError`` with code ``capability_denied``:
    is read from the settings on every call; nothing is cached.
 3. **Depth.** A tool called this way may call further tools; the chain may be
    at most ``tool_call_depth`` calls deep (see below).
+4. **A live call.** The runner tags the call with the id of the tool call the
+   plugin is serving; the host lets it through only while that call is still in
+   flight on the plugin's runner. A background task the plugin started keeps the
+   tag, so once its call has returned it is refused; so is a call from
+   ``on_load`` or from a task that was never part of a call. A plugin that
+   calls tools from background work on purpose is listed by the operator under
+   ``[host] background_tool_calls``.
 
 The call then goes through :meth:`ToolRegistry.invoke`, exactly like a model's
 call: arguments are checked and cast, an unknown tool is a ``tool_not_found``
@@ -39,6 +46,7 @@ the manifest check (:mod:`plughost.runners.capabilities`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,6 +101,8 @@ class ToolCallCapability:
         """
         request = _parse(call.args)
         settings = self._settings()
+        if not call.serving and call.plugin_id not in settings.background_tool_calls:
+            raise _denied(_not_serving(call.plugin_id, request.name))
         spec = await self._registry.get_tool_spec(request.name)
         self._check_grant(call.plugin_id, request.name, spec, settings)
         parent = self._deepest(call.plugin_id)
@@ -173,6 +183,16 @@ def _parse(args: dict[str, Any]) -> _Request:
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
         raise ValueError(f"tools.call 'timeout_ms' must be a positive integer, got {timeout_ms!r}")
     return _Request(name, arguments, timeout_ms / 1000)
+
+
+def _not_serving(caller: str, name: str) -> str:
+    return (
+        f"plugin {caller} may not call tool {name} now: ctx.call_tool works only while the "
+        "plugin serves a tool call, and the call this request came from has already "
+        "returned (or there was none). A plugin that calls tools from background work "
+        f"needs the operator to list it: background_tool_calls = [{json.dumps(caller)}] "
+        "under [host]"
+    )
 
 
 def _too_deep(chain: tuple[str, ...], name: str, limit: int) -> str:

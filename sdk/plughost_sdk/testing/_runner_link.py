@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import os
 import sys
@@ -27,12 +28,11 @@ from plughost_sdk.errors import ProtocolError, RunnerCrashedError, RunnerStartEr
 if TYPE_CHECKING:
     import zmq.asyncio
 
-__all__ = ["RUNNER_MODULE", "TOKEN_VARIABLE", "RefusedError", "RunnerLink"]
+__all__ = ["RUNNER_MODULE", "RefusedError", "RunnerLink"]
 
 log = logging.getLogger("plughost_sdk.testing")
 
 RUNNER_MODULE = "plughost_runner"
-TOKEN_VARIABLE = "PLUGHOST_RUNNER_TOKEN"
 
 
 class RefusedError(Exception):
@@ -161,18 +161,29 @@ class RunnerLink:
                 self._context.term()
 
     async def _spawn(self, endpoint: str) -> asyncio.subprocess.Process:
-        env = {**os.environ, **self._env, TOKEN_VARIABLE: self._token}
+        env = {**os.environ, **self._env}
         env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        # The token travels in a pipe, as from the host: never in the environment.
+        credentials, write_end = os.pipe()
+        try:
+            os.write(write_end, json.dumps({"token": self._token, "curve": None}).encode())
+        finally:
+            os.close(write_end)
         argv = ["--endpoint", endpoint, "--runner-id", "harness", "--parent-pid", str(os.getpid())]
+        argv += ["--credentials-fd", str(credentials)]
         # The output file gets only what bypasses the runner's capture: crashes, faulthandler.
-        with self._output_file().open("wb") as output:
-            return await asyncio.create_subprocess_exec(
-                *(sys.executable, "-m", RUNNER_MODULE, *argv),
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=output,
-                stderr=asyncio.subprocess.STDOUT,
-            )
+        try:
+            with self._output_file().open("wb") as output:
+                return await asyncio.create_subprocess_exec(
+                    *(sys.executable, "-m", RUNNER_MODULE, *argv),
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=asyncio.subprocess.STDOUT,
+                    pass_fds=(credentials,),
+                )
+        finally:
+            os.close(credentials)
 
     def _output_file(self) -> Path:
         return self._root / "runner-output.txt"

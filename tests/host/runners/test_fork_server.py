@@ -9,11 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from plughost.runners.fork_server import ForkServer, ForkServerError
-from plughost.runners.spawn import runner_env
+from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
+from plughost.runners.spawn import credentials_pipe, runner_env
 from tests.fault_injection import alive
 
-ENV = runner_env("")
+ENV = runner_env()
+
+
+async def _spawn(server: ForkServer, argv: list[str]) -> ForkedProcess:
+    credentials = credentials_pipe("token")
+    try:
+        return await server.spawn(argv, ENV, credentials)
+    finally:
+        os.close(credentials)
 
 
 def runner_argv(tmp_path: Path) -> list[str]:
@@ -25,7 +33,7 @@ async def test_a_forked_runner_reports_its_exit_code_through_the_server(tmp_path
     server = ForkServer(ENV, restart_interval=0)
     await server.start()
     try:
-        child = await server.spawn(runner_argv(tmp_path), ENV)
+        child = await _spawn(server, runner_argv(tmp_path))
         assert alive(child.pid) and child.returncode is None
         os.killpg(child.pid, signal.SIGKILL)
         async with asyncio.timeout(20):
@@ -40,7 +48,7 @@ async def test_a_runner_that_cannot_start_writes_why_on_its_own_stderr(tmp_path:
     server = ForkServer(ENV)
     await server.start()
     try:
-        child = await server.spawn(["--no-such-option"], ENV)
+        child = await _spawn(server, ["--no-such-option"])
         async with asyncio.timeout(20):
             assert await child.wait() == 2  # argparse's usage error
             output = await child.stderr.read()
@@ -55,13 +63,13 @@ async def test_a_dead_server_is_started_again_by_the_next_spawn(tmp_path: Path) 
     await server.start()
     try:
         first = server.pid
-        child = await server.spawn(runner_argv(tmp_path), ENV)
+        child = await _spawn(server, runner_argv(tmp_path))
         assert first is not None
         os.kill(first, signal.SIGKILL)
         async with asyncio.timeout(20):
             assert await child.wait() == -signal.SIGKILL  # its runners go with it
         child.close()
-        again = await server.spawn(runner_argv(tmp_path), ENV)
+        again = await _spawn(server, runner_argv(tmp_path))
         assert server.pid not in (None, first)
         os.killpg(again.pid, signal.SIGKILL)
         async with asyncio.timeout(20):
@@ -78,4 +86,4 @@ async def test_a_closed_server_refuses_to_fork(tmp_path: Path) -> None:
     await server.aclose()
     assert pid is not None and not alive(pid)
     with pytest.raises(ForkServerError, match="closed"):
-        await server.spawn(runner_argv(tmp_path), ENV)
+        await _spawn(server, runner_argv(tmp_path))

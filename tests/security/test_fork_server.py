@@ -1,0 +1,40 @@
+"""A frozen fork server delays a restart by fork_timeout at most (real runners and fork server)."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from plughost.host import PluginHost
+from tests.conftest import TEST_PLUGINS, HostFactory
+
+ECHO = TEST_PLUGINS / "echo"
+HOSTILE = TEST_PLUGINS / "hostile_forkserver"
+
+
+def _fork_server_pid(host: PluginHost) -> int:
+    server = host._fork_server
+    assert server is not None and server.pid is not None, "the fork server did not start"
+    return server.pid
+
+
+async def test_a_plugin_that_freezes_the_fork_server_and_crashes_is_back_within_seconds(
+    make_host: HostFactory,
+) -> None:
+    async with make_host([ECHO, HOSTILE], fork_timeout=1.0) as host:
+        frozen = _fork_server_pid(host)
+        crashed = await host.invoke("freeze_and_die", {})
+        started = time.monotonic()
+        back = await host.invoke("alive", {})
+        took = time.monotonic() - started
+        echoed = await host.invoke("echo", {"text": "neighbour"})
+        states = {row.plugin_id: row.state for row in host.status()}
+        frozen_alive = psutil.pid_exists(frozen)
+
+    assert crashed.error_code == "plugin_crashed"
+    assert back.success, back.error_message
+    assert took < 8.0, f"the restart took {took:.1f} s"
+    assert echoed.content == "neighbour"
+    assert states == {"tests.echo": "loaded", "tests.hostile_forkserver": "loaded"}
+    assert not frozen_alive, "the frozen fork server was left behind"
