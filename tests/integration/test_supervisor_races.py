@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-import plughost.runners.supervisor
+import plughost.runners.spawn
 from plughost.runners.child_process import ChildProcess, start_child
 from plughost.runners.fork_server import ForkedProcess, ForkServer
 from tests.conftest import TEST_PLUGINS, HostFactory
@@ -50,7 +50,7 @@ async def test_a_stop_that_comes_while_the_restart_is_spawning_still_stops_it(
     async with make_host([ECHO], fork_server=fork_server) as host:
         runner = host.runner_for("tests.echo")
         assert runner is not None
-        monkeypatch.setattr(plughost.runners.supervisor, "start_child", gated_start)
+        monkeypatch.setattr(plughost.runners.spawn, "start_child", gated_start)
         monkeypatch.setattr(ForkServer, "spawn", gated_fork)
         runner.kill()
         async with asyncio.timeout(15):

@@ -2,9 +2,10 @@
 
 Lives here: spawning (``spawn``, ``child_process``, ``fork_server``), CurveZMQ keys
 (``curve``), the ZeroMQ channel and its request/reply bookkeeping (``channel``), the
-restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``), what the
-host accepts from a runner (``reports``, ``output``) and the host's handlers for
-what a runner asks of it (``capabilities``, ``tool_calls``).
+restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``) and its
+``watchdog`` (heartbeats, stuck calls, ``memory`` measured from the kernel), what
+the host accepts from a runner (``reports``, ``output``) and the host's handlers
+for what a runner asks of it (``capabilities``, ``tool_calls``).
 
 May import: ``plughost.plugins``, ``plughost.tools`` and the leaf modules. Never the
 runner distribution itself: runners are started by module name.

@@ -1,4 +1,4 @@
-"""What a runner writes that the host logs: its stdout/stderr pipes and its log records.
+"""What a runner writes that the host logs: its pipes, its log records, its last words.
 
 Everything here comes from plugin code, so everything here is bounded by the
 host, whatever the runner claims:
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
+import signal
 import time
 from collections.abc import Callable, Collection
 from typing import Any
@@ -135,6 +137,17 @@ class RunnerOutput:
         if logger.isEnabledFor(level):
             message = self._redact(str(record.get("message", ""))[:MAX_LINE])
             logger.log(level, "%s", message, extra={"plugin_id": plugin})
+
+    def exit_reason(self, code: int | None, cpu_seconds: int | None) -> str:
+        """Why the runner ended, for operators: the signal or code, and its last stderr lines."""
+        if code is not None and -code == signal.SIGXCPU:
+            return f"CPU time limit of {cpu_seconds} s exceeded (limits.cpu_seconds)"
+        what = f"exited with code {code}"
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                what = f"killed by signal {signal.Signals(-code).name}"
+        tail = [line for line in self.stderr_tail if line.strip()][-6:]
+        return what + (" — last output: " + " | ".join(tail) if tail else "")
 
     def _report_drops(self) -> None:
         now = time.monotonic()

@@ -14,6 +14,7 @@ world-accessible.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -22,6 +23,9 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from plughost.runners.child_process import ChildProcess, start_child
+from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
+
 __all__ = [
     "BASE_ENV_ALLOWLIST",
     "SocketDirectory",
@@ -29,7 +33,10 @@ __all__ = [
     "new_token",
     "runner_command",
     "runner_env",
+    "start_runner_process",
 ]
+
+log = logging.getLogger(__name__)
 
 BASE_ENV_ALLOWLIST: tuple[str, ...] = (
     "PATH",
@@ -132,3 +139,23 @@ class SocketDirectory:
     def remove(self) -> None:
         """Delete the directory and any socket files left in it."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+async def start_runner_process(
+    command: list[str], env: dict[str, str], credentials: int, fork_server: ForkServer | None
+) -> ChildProcess | ForkedProcess:
+    """Start a runner, forked by ``fork_server`` when it can, else as a new interpreter.
+
+    ``credentials`` is the read end of its credentials pipe: the fork server
+    receives it as a descriptor and never reads it; an interpreter inherits it.
+
+    Raises:
+        OSError: the runner could not be started either way.
+    """
+    if fork_server is not None and fork_server.serves(command):
+        try:
+            return await fork_server.spawn(command[3:], env, credentials)
+        except ForkServerError as exc:
+            log.debug("%s; starting the runner as an interpreter", exc)
+    command = [*command, "--credentials-fd", str(credentials)]
+    return await start_child(command, env, pass_fds=[credentials])

@@ -31,10 +31,10 @@ from plughost.redaction import SecretRedactor
 from plughost.runners.call_errors import KIND_WORDS, call_failure
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError, RunnerChannel
-from plughost.runners.child_process import ChildProcess, start_child
+from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
-from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
-from plughost.runners.observe import memory_over_limit
+from plughost.runners.fork_server import ForkedProcess, ForkServer
+from plughost.runners.memory import MemoryMeter, open_meter
 from plughost.runners.output import RunnerOutput
 from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
@@ -45,7 +45,9 @@ from plughost.runners.spawn import (
     new_token,
     runner_command,
     runner_env,
+    start_runner_process,
 )
+from plughost.runners.watchdog import Watchdog
 from plughost.settings import ResourceLimits, RunnerSettings
 from plughost.tools import progress
 from plughost_sdk import wire
@@ -121,9 +123,7 @@ class RunnerSupervisor:
         self._settled = asyncio.Event()
         self._stopping = asyncio.Event()
         self._process: ChildProcess | ForkedProcess | None = None
-        self._last_beat = 0.0
-        self._beating = False  # a heartbeat arrived since this process was spawned
-        self._stuck_since: float | None = None
+        self._watchdog = Watchdog(settings, self.limits, self._ready.is_set)
         self._output = RunnerOutput(
             runner_id,
             self.sources,
@@ -238,6 +238,7 @@ class RunnerSupervisor:
                 _signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
             await self._reap(process)
             process.close()
+            self._close_meter()
             if curve is not None and keys is not None:
                 curve.revoke(keys)
 
@@ -271,18 +272,11 @@ class RunnerSupervisor:
         self.protections = confined.active if confined is not None else ()
         policy = confined.policy if confined is not None else ""
         command = runner_command(endpoint, self.runner_id, nice=nice, sandbox=policy)
-        process: ChildProcess | ForkedProcess
-        server = self._fork_server
-        if server is not None and server.serves(command):
-            try:
-                process = await server.spawn(command[3:], env, credentials)
-            except ForkServerError as exc:
-                log.debug("runner %s: %s; starting an interpreter", self.runner_id, exc)
-                process = await self._start_interpreter(command, env, credentials)
-        else:
-            process = await self._start_interpreter(command, env, credentials)
+        process = await start_runner_process(command, env, credentials, self._fork_server)
         self._process = process
         self.pid = process.pid
+        if self.limits.memory_mb is not None:  # measured by the host, from the kernel
+            self._watchdog.memory = open_meter(process.pid, f"{self.runner_id}-{self.generation}")
         self._emit(
             EventKind.RUNNER_SPAWNED,
             f"runner {self.runner_id} started, pid {process.pid}"
@@ -292,13 +286,6 @@ class RunnerSupervisor:
             sandbox=list(self.protections),
         )
         return process
-
-    @staticmethod
-    async def _start_interpreter(
-        command: list[str], env: dict[str, str], credentials: int
-    ) -> ChildProcess:
-        command = [*command, "--credentials-fd", str(credentials)]
-        return await start_child(command, env, pass_fds=[credentials])
 
     async def _serve(self, channel: RunnerChannel, process: ChildProcess | ForkedProcess) -> str:
         violation: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -310,7 +297,7 @@ class RunnerSupervisor:
             asyncio.create_task(self._output.read_pipe(process.stderr, logging.WARNING)),
         ]
         exited = asyncio.create_task(process.wait())
-        watchdog = asyncio.create_task(self._watchdog())
+        watchdog = asyncio.create_task(self._watchdog.run())
         try:
             waits: list[asyncio.Future[Any]] = [exited, watchdog, violation, tasks[0]]
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -319,7 +306,11 @@ class RunnerSupervisor:
                 # first, or collecting the crash output waits for them.
                 _signal_group(process.pid, signal.SIGKILL)
                 await asyncio.wait(tasks[1:], timeout=1.0)  # collect the crash output
-                reason = self._exit_reason(process.returncode)
+                reason = (
+                    "stopped"
+                    if self._stopping.is_set()
+                    else self._output.exit_reason(process.returncode, self.limits.cpu_seconds)
+                )
             elif watchdog in done:
                 reason = watchdog.result()
             elif violation in done:
@@ -334,60 +325,11 @@ class RunnerSupervisor:
                 task.cancel()
             await asyncio.gather(*tasks, exited, watchdog, return_exceptions=True)
 
-    def _exit_reason(self, code: int | None) -> str:
-        if self._stopping.is_set():
-            return "stopped"
-        if code is not None and -code == signal.SIGXCPU:
-            return f"CPU time limit of {self.limits.cpu_seconds} s exceeded (limits.cpu_seconds)"
-        if code is not None and code < 0:
-            with contextlib.suppress(ValueError):
-                what = f"killed by signal {signal.Signals(-code).name}"
-                return self._with_tail(what)
-        return self._with_tail(f"exited with code {code}")
-
-    def _with_tail(self, what: str) -> str:
-        tail = [line for line in self._output.stderr_tail if line.strip()][-6:]
-        return what + (" — last output: " + " | ".join(tail) if tail else "")
-
-    async def _watchdog(self) -> str:
-        """Return a reason when the runner must be killed: no ready, no heartbeat, stuck."""
-        loop = asyncio.get_running_loop()
-        interval = self._settings.heartbeat_interval
-        spawned = loop.time()
-        self._last_beat = spawned
-        self._beating = False
-        expected = spawned + interval
-        while True:
-            await asyncio.sleep(interval)  # a periodic tick, not synchronization
-            now = loop.time()
-            if now - expected > interval:  # this loop was stalled: do not blame the runner
-                self._last_beat = now
-            expected = now + interval
-            silent = now - self._last_beat
-            hung = silent > interval * self._settings.heartbeat_misses
-            if not self._ready.is_set():
-                if hung and self._beating:  # it said hello, then its loop stopped: on_load
-                    return (
-                        f"unresponsive while loading: no heartbeat for {silent:.1f} s (a "
-                        "plugin's import or on_load is probably blocking the runner's event "
-                        "loop; use asyncio or a thread for slow work)"
-                    )
-                if now - spawned > self._settings.ready_timeout:
-                    return f"not ready within {self._settings.ready_timeout:g} s"
-                continue
-            if hung:
-                return (
-                    f"unresponsive: no heartbeat for {silent:.1f} s (a plugin is probably "
-                    "blocking the runner's event loop)"
-                )
-            if (
-                self._stuck_since is not None
-                and now - self._stuck_since > self._settings.stuck_grace
-            ):
-                return "a synchronous tool call ran past its deadline and cannot be interrupted"
-            over = memory_over_limit(self.pid, self.limits.memory_mb)
-            if over is not None:
-                return over
+    def _close_meter(self) -> None:
+        meter: MemoryMeter | None = self._watchdog.memory
+        if meter is not None:
+            meter.close()
+            self._watchdog.memory = None
 
     def _hello_reply(self, hello: dict[str, Any]) -> dict[str, Any]:
         data_root, temp_root = self._roots
@@ -454,8 +396,7 @@ class RunnerSupervisor:
         restarted = self.generation > 1
         self.report = report
         self.state = RunnerState.READY
-        self._last_beat = asyncio.get_running_loop().time()
-        self._stuck_since = None
+        self._watchdog.restart_clock()
         self.on_ready(self, report)
         loaded = [p["plugin_id"] for p in report["loaded"]]
         kind = EventKind.RUNNER_RESTARTED if restarted else EventKind.RUNNER_READY
@@ -473,13 +414,7 @@ class RunnerSupervisor:
         if not isinstance(body, dict):
             return
         if method == "runner.heartbeat":
-            self._last_beat = asyncio.get_running_loop().time()
-            self._beating = True
-            stuck = body.get("stuck", 0)
-            if not stuck:
-                self._stuck_since = None
-            elif self._stuck_since is None:
-                self._stuck_since = self._last_beat
+            self._watchdog.heartbeat(body)
         elif method == "log.batch":
             self._output.forward_records(body.get("records"))
         elif method == "progress":

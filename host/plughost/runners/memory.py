@@ -1,0 +1,181 @@
+"""How much memory a runner's processes use, as the kernel sees it (``limits.memory_mb``).
+
+Never the runner's word: a runner runs plugin code, which can name any pid in
+a report or hide its memory where a per-process reading does not look. Two
+meters, the best the machine offers:
+
+- :class:`CgroupMeter` (root, cgroup v1 ``memory`` controller): each runner
+  process gets its own cgroup under the host's, and every process it starts is
+  born inside it. Usage is the cgroup's ``total_rss + total_shmem``: anonymous
+  memory of every process in it plus the shared memory they wrote, which
+  includes files written to ``/dev/shm`` (tmpfs) and stays charged after the
+  writer closed them.
+- :class:`ProcMeter` (anywhere else): the host reads ``/proc`` itself. The
+  runner's processes are its session (the runner leads one) and their
+  descendants; each counts ``RssAnon + RssShmem`` from ``/proc/<pid>/status``
+  (readable even for a non-dumpable runner). Shared memory counts only while
+  a process maps it: a file written to ``/dev/shm`` with ``write()`` and closed
+  is invisible here, so operators who need that bound run the host as root or
+  give runners a private ``/dev/shm``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["CgroupMeter", "MemoryMeter", "ProcMeter", "open_meter"]
+
+log = logging.getLogger(__name__)
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+_PROC = Path("/proc")
+
+
+class MemoryMeter(Protocol):
+    """Reads one runner's memory use."""
+
+    source: str
+    """How the number is measured, for messages: ``cgroup`` or ``/proc``."""
+
+    def used(self) -> int | None:
+        """Bytes in use now, or None when it cannot be read."""
+        ...
+
+    def close(self) -> None:
+        """Release what the meter holds (the runner has exited)."""
+        ...
+
+
+def open_meter(pid: int, name: str) -> MemoryMeter:
+    """The best meter for runner process ``pid`` (and what it starts); ``name`` names its cgroup."""
+    meter = CgroupMeter.create(pid, name)
+    return meter if meter is not None else ProcMeter(pid)
+
+
+class ProcMeter:
+    """The runner's session and descendants, read from ``/proc`` by the host."""
+
+    source = "/proc"
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+
+    def used(self) -> int | None:
+        """Anonymous plus mapped shared memory of the runner's processes, in bytes."""
+        pids = _tree(self._pid)
+        if self._pid not in pids:
+            return None
+        return sum(_status_bytes(pid, ("RssAnon:", "RssShmem:")) for pid in pids)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class CgroupMeter:
+    """A cgroup v1 memory cgroup holding one runner process and everything it starts."""
+
+    source = "cgroup"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, pid: int, name: str) -> CgroupMeter | None:
+        """Create the cgroup and move the runner's session into it; None where unavailable."""
+        parent = _own_memory_cgroup()
+        if parent is None:
+            return None
+        path = parent / f"plughost-{os.getpid()}-{name}"
+        try:
+            path.mkdir(exist_ok=True)
+            for member in sorted(_session(pid) | {pid}):
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    (path / "cgroup.procs").write_text(str(member))
+        except OSError as exc:
+            log.debug("no memory cgroup for runner pid %d: %s", pid, exc)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return None
+        return cls(path)
+
+    def used(self) -> int | None:
+        """The cgroup's anonymous and shared memory (``/dev/shm`` included), in bytes."""
+        try:
+            stat = (self.path / "memory.stat").read_text()
+        except OSError:
+            return None
+        fields = dict(line.split() for line in stat.splitlines() if line.count(" ") == 1)
+        return int(fields.get("total_rss", 0)) + int(fields.get("total_shmem", 0))
+
+    def close(self) -> None:
+        """Remove the cgroup (its processes have exited; charges move to the parent)."""
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
+def _own_memory_cgroup() -> Path | None:
+    """This process's cgroup v1 memory directory, when it exists and is writable."""
+    if os.geteuid() != 0 or not _CGROUP_ROOT.is_dir():
+        return None
+    try:
+        lines = (_PROC / "self" / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            own = _CGROUP_ROOT / path.lstrip("/")
+            return own if os.access(own, os.W_OK) else None
+    return None
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """``(ppid, session id)`` of ``pid``, or None when it is gone."""
+    try:
+        data = (_PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    return int(fields[1]), int(fields[3])
+
+
+def _session(sid: int) -> set[int]:
+    return {pid for pid, (_, session) in _all_stats().items() if session == sid}
+
+
+def _all_stats() -> dict[int, tuple[int, int]]:
+    stats = {}
+    for entry in os.listdir(_PROC):
+        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+            stats[int(entry)] = stat
+    return stats
+
+
+def _tree(root: int) -> set[int]:
+    """``root``, the processes of its session, and all their descendants."""
+    stats = _all_stats()
+    if root not in stats:
+        return set()
+    found = {root} | {pid for pid, (_, sid) in stats.items() if sid == root}
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    todo = list(found)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _status_bytes(pid: int, keys: tuple[str, ...]) -> int:
+    try:
+        lines = (_PROC / str(pid) / "status").read_text().splitlines()
+    except OSError:
+        return 0
+    return sum(int(line.split()[1]) * 1024 for line in lines if line.startswith(keys))

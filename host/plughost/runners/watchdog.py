@@ -1,0 +1,105 @@
+"""Why a runner must be killed: no ready in time, no heartbeat, a stuck call, too much memory.
+
+The supervisor feeds the :class:`Watchdog` the runner's heartbeats and asks it,
+once per heartbeat interval, whether the runner is still fit to serve. The
+watchdog measures its own lateness: a host whose loop was stalled never blames
+its runners for beats it could not read. Memory is measured by the host
+(:mod:`plughost.runners.memory`), never taken from the runner's word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from plughost.runners.memory import MemoryMeter
+from plughost.settings import ResourceLimits, RunnerSettings
+
+__all__ = ["Watchdog"]
+
+
+class Watchdog:
+    """Heartbeat bookkeeping for one runner process, and the reasons to kill it."""
+
+    def __init__(
+        self,
+        settings: RunnerSettings,
+        limits: ResourceLimits,
+        ready: Callable[[], bool],
+        memory: MemoryMeter | None = None,
+    ) -> None:
+        self._settings = settings
+        self._limits = limits
+        self._ready = ready
+        self.memory = memory
+        self._last_beat = 0.0
+        self._beating = False  # a heartbeat arrived since this process was spawned
+        self._stuck_since: float | None = None
+
+    def heartbeat(self, body: dict[str, Any]) -> None:
+        """Record a ``runner.heartbeat`` event."""
+        self._last_beat = asyncio.get_running_loop().time()
+        self._beating = True
+        if not body.get("stuck", 0):
+            self._stuck_since = None
+        elif self._stuck_since is None:
+            self._stuck_since = self._last_beat
+
+    def restart_clock(self) -> None:
+        """The runner just became ready: its silence counts from now, nothing is stuck."""
+        self._last_beat = asyncio.get_running_loop().time()
+        self._stuck_since = None
+
+    async def run(self) -> str:
+        """Tick until the runner must be killed; return why."""
+        loop = asyncio.get_running_loop()
+        interval = self._settings.heartbeat_interval
+        spawned = loop.time()
+        self._last_beat, self._beating, self._stuck_since = spawned, False, None
+        expected = spawned + interval
+        while True:
+            await asyncio.sleep(interval)  # a periodic tick, not synchronization
+            now = loop.time()
+            if now - expected > interval:  # this loop was stalled: do not blame the runner
+                self._last_beat = now
+            expected = now + interval
+            reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
+            if reason:
+                return reason
+
+    def _loading(self, now: float, spawned: float) -> str:
+        silent = now - self._last_beat
+        hung = silent > self._settings.heartbeat_interval * self._settings.heartbeat_misses
+        if hung and self._beating:  # it said hello, then its loop stopped: import or on_load
+            return (
+                f"unresponsive while loading: no heartbeat for {silent:.1f} s (a "
+                "plugin's import or on_load is probably blocking the runner's event "
+                "loop; use asyncio or a thread for slow work)"
+            )
+        if now - spawned > self._settings.ready_timeout:
+            return f"not ready within {self._settings.ready_timeout:g} s"
+        return ""
+
+    def _serving(self, now: float) -> str:
+        silent = now - self._last_beat
+        if silent > self._settings.heartbeat_interval * self._settings.heartbeat_misses:
+            return (
+                f"unresponsive: no heartbeat for {silent:.1f} s (a plugin is probably "
+                "blocking the runner's event loop)"
+            )
+        if self._stuck_since is not None and now - self._stuck_since > self._settings.stuck_grace:
+            return "a synchronous tool call ran past its deadline and cannot be interrupted"
+        return self._memory_over_limit()
+
+    def _memory_over_limit(self) -> str:
+        limit = self._limits.memory_mb
+        if limit is None or self.memory is None:
+            return ""
+        used = self.memory.used()
+        if used is None or used <= limit * 2**20:
+            return ""
+        return (
+            f"memory limit exceeded: the runner used {used / 2**20:.0f} MiB "
+            f"({self.memory.source}), over its {limit} MiB (limits.memory_mb)"
+        )
