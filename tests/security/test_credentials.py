@@ -9,6 +9,7 @@ import pytest
 
 from plughost.events import EventKind
 from plughost.host import PluginHost
+from plughost.settings import SandboxSettings
 from tests.conftest import TEST_PLUGINS, HostFactory, fast_settings
 from tests.fault_injection import EventLog, Intruder, runner_token
 
@@ -26,7 +27,11 @@ def _echo_pid(host: PluginHost) -> int:
 async def test_a_neighbours_environment_holds_no_runner_credential(
     make_host: HostFactory, tmp_path: Path, fork_server: bool
 ) -> None:
-    settings = fast_settings(tmp_path, fork_server=fork_server)
+    # Unconfined: Landlock would hide the neighbour's environ anyway; what is tested here is
+    # that there is nothing to find in it.
+    settings = fast_settings(
+        tmp_path, fork_server=fork_server, sandbox=SandboxSettings(enabled=False)
+    )
     async with make_host([ECHO, HOSTILE], settings) as host:
         seen = await host.invoke("peek_environ", {"pid": _echo_pid(host)})
 

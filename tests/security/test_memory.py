@@ -9,7 +9,7 @@ import pytest
 
 from plughost.host import PluginHost
 from plughost.runners.memory import _own_memory_cgroup
-from plughost.settings import HostSettings, ResourceLimits
+from plughost.settings import HostSettings, ResourceLimits, SandboxSettings
 from tests.conftest import TEST_PLUGINS, HostFactory, fast_settings
 
 HOSTILE = TEST_PLUGINS / "hostile_memory"
@@ -17,7 +17,8 @@ LIMIT_MB = 120
 
 
 def _settings(tmp_path: Path) -> HostSettings:
-    settings = fast_settings(tmp_path)
+    # Unconfined: the sandbox would refuse the /dev/shm write; counting it is what is tested.
+    settings = fast_settings(tmp_path, sandbox=SandboxSettings(enabled=False))
     settings.runner.limits = ResourceLimits(memory_mb=LIMIT_MB)
     return settings
 
