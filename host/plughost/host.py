@@ -76,6 +76,7 @@ class PluginStatus:
     tools: tuple[str, ...]
     error: str = ""
     sandbox: tuple[str, ...] = ()  # the protections its runner process is confined by
+    components: tuple[str, ...] = ()  # commands, handlers, APIs, cards: KIND:plugin_id.name
 
 
 class PluginHost:
@@ -444,6 +445,7 @@ class PluginHost:
                 tools=tools,
                 error=problem.describe() if problem else "",
                 sandbox=runner.protections if runner and loaded else (),
+                components=tuple(c.key for c in self.components.components_of(plugin_id)),
             )
         for key, problem in self.problems.items():
             if key not in rows:

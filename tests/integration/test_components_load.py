@@ -99,3 +99,21 @@ async def test_a_message_gateway_is_refused_at_load_naming_the_component(
     assert "@MessageGateway('qq_bridge') on method 'bridge'" in problem.reason
     assert "not supported by plughost" in problem.reason
     assert chat_loaded
+
+
+async def test_plugin_status_lists_components_and_the_serve_table_counts_them(
+    make_host: HostFactory,
+) -> None:
+    from rich.console import Console
+
+    from plughost.cli.console import plugins_table
+
+    async with make_host([CHAT]) as host:
+        (row,) = host.status()
+        console = Console(width=200, record=True)
+        console.print(plugins_table([row]))
+
+    assert "COMMAND:tests.chat.weather" in row.components
+    assert "chat_time; 5 commands, 4 event handlers, 1 hook handler, 2 APIs, 1 home card" in (
+        console.export_text()
+    )

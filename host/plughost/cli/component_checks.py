@@ -11,12 +11,13 @@ What does not live here: loading the plugins and tools' findings (``checker``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from plughost.plugins.component_info import PluginComponent
 from plughost_sdk.types import ErrorPolicy, EventType, HookMode, HookOrder
 
-__all__ = ["component_findings", "summarize", "word"]
+__all__ = ["component_findings", "count_kinds", "summarize", "word"]
 
 Finding = tuple[str, str, Literal["error", "warning"]]
 
@@ -74,10 +75,15 @@ def word(kind: str) -> str:
 
 def summarize(components: list[dict[str, Any]]) -> str:
     """``2 commands, 1 hook handler``: what a plugin declares besides tools."""
-    counts: dict[str, int] = {}
-    for data in components:
-        kind = str(data.get("type", ""))
-        counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(
-        f"{n} {word(kind)}{'' if n == 1 else 's'}" for kind, n in counts.items() if kind in _WORDS
-    )
+    return count_kinds(str(data.get("type", "")) for data in components)
+
+
+def count_kinds(kinds: Iterable[str]) -> str:
+    """``5 commands, 1 hook handler`` from component types, in a fixed order."""
+    found = list(kinds)
+    parts = []
+    for kind, noun in _WORDS.items():
+        n = found.count(kind)
+        if n:
+            parts.append(f"{n} {noun}{'' if n == 1 else 's'}")
+    return ", ".join(parts)

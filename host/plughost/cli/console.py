@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from plughost.cli.component_checks import count_kinds
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginStatus
 from plughost.plugins.component_info import PluginComponent
@@ -58,11 +59,14 @@ def plugins_table(rows: Iterable[PluginStatus]) -> Table:
     """The serve summary: one row per plugin, failures with their reason."""
     table = Table(title="Plugins", title_justify="left", expand=False)
     table.add_column("Plugin", no_wrap=True)
-    for column in ("Version", "State", "Runner PID", "Tools"):
+    for column in ("Version", "State", "Runner PID", "Tools and components"):
         table.add_column(column)
     for row in rows:
         state = Text(row.state, style="green" if row.state == "loaded" else "red")
-        tools = ", ".join(row.tools) if row.tools else (row.error or "-")
+        served = [", ".join(row.tools)] if row.tools else []
+        if row.components:
+            served.append(count_kinds(key.split(":", 1)[0] for key in row.components))
+        tools = "; ".join(served) if served else (row.error or "-")
         table.add_row(row.plugin_id, row.version, state, str(row.pid or "-"), tools)
     return table
 
