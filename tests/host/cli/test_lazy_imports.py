@@ -73,6 +73,7 @@ def test_the_mcp_names_are_still_there_when_asked_for() -> None:
     ("command", "absent"),
     [
         (["tools", "--plugins", "{plugins}"], {"mcp", "jieba", "jsonschema", "watchfiles"}),
+        (["components", "--plugins", "{plugins}"], {"mcp", "jieba", "jsonschema", "watchfiles"}),
         (
             ["call", "unit_convert", "--plugins", "{plugins}", "--args", "{args}"],
             {"mcp", "jieba", "watchfiles"},
