@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -141,3 +142,43 @@ async def test_a_reload_that_fails_keeps_the_old_commands_serving(
         outcome = await host.dispatch_command("/weather Rome")
 
     assert outcome.response == "sunny in Rome"
+
+
+async def test_commands_dispatched_during_a_reload_all_succeed_old_then_new(
+    make_host: HostFactory, tmp_path: Path
+) -> None:
+    folder = tmp_path / "versioned"
+    folder.mkdir()
+    manifest = (CHAT / "_manifest.json").read_text(encoding="utf-8")
+    (folder / "_manifest.json").write_text(
+        manifest.replace("tests.chat", "tests.versioned"), encoding="utf-8"
+    )
+    _write(folder, "v1")
+    text = (folder / "plugin.py").read_text(encoding="utf-8")
+    (folder / "plugin.py").write_text(text.replace("^/v1", "^/which"), encoding="utf-8")
+    async with make_host([folder]) as host:
+        answers: list[tuple[bool, str | None]] = []
+        reloaded = asyncio.Event()
+
+        async def keep_asking() -> None:
+            while not reloaded.is_set() or len(answers) < 5:
+                outcome = await host.dispatch_command("/which")
+                answers.append((outcome.success, outcome.response))
+                await asyncio.sleep(0.002)  # pacing, so the new runner gets CPU to start
+
+        asker = asyncio.create_task(keep_asking())
+        try:
+            _write(folder, "v2")
+            text = (folder / "plugin.py").read_text(encoding="utf-8")
+            (folder / "plugin.py").write_text(text.replace("^/v2", "^/which"), encoding="utf-8")
+            assert await host.reload_plugin("tests.versioned")
+            reloaded.set()
+            await asyncio.wait_for(asker, timeout=30)
+        finally:
+            asker.cancel()
+
+    responses = [response for _, response in answers]
+    assert all(success for success, _ in answers), answers
+    assert responses[0] == "v1" and responses[-1] == "v2"
+    first_new = responses.index("v2")
+    assert set(responses[first_new:]) == {"v2"}  # never the old version after the new one
