@@ -46,6 +46,17 @@ def wait_for_port(port: int, *, timeout: float = 15.0, process: subprocess.Popen
         time.sleep(0.02)
 
 
+def kill_server(process: subprocess.Popen[bytes] | None, port: int) -> None:
+    """SIGKILL a server's process group and wait until its port is closed."""
+    if process is not None and process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while port_is_open(port):  # the listening socket dies with the process
+        assert time.monotonic() < deadline, f"port {port} still open after kill"
+        time.sleep(0.02)
+
+
 class ServerProcess:
     """A test MCP server run over HTTP (or SSE) in a real subprocess, restartable on its port."""
 

@@ -10,21 +10,30 @@ has been seen to spin a CPU at 100 %.
 
 The lifecycle, as :class:`ServerState`::
 
-    IDLE --connect()--> CONNECTING --> CONNECTED --lost--> IDLE (the next call reconnects)
+    IDLE --connect()--> CONNECTING --> CONNECTED --lost--> DISCONNECTED (the next call reconnects)
                           ^    |
                  backoff  |    +--failed--> FAILED
                           +-----------------+
     any --close()--> CLOSED
 
 Connecting is lazy (the first :meth:`MCPConnection.connect` or
-:meth:`MCPConnection.request`) and bounded by ``connect_timeout``. After a
-failed connect the owner stays and tries again after a backoff
+:meth:`MCPConnection.request`) and bounded by ``connect_timeout``: a caller
+waits no longer than that, even while a hung server's process is still being
+stopped. After a failed connect the owner stays and tries again after a backoff
 (``retry_delay``, doubled per failure, at most 60 s), so a server that comes
 back is found without anyone asking; meanwhile calls fail at once with the
-reason. A request that finds the connection lost ("Connection closed",
-"Session terminated", HTTP 404, a closed stream) reconnects and is retried
-once. Change notifications from the server, on either protocol era, make the
-owner list the server again.
+reason. The connection is marked lost as soon as it is known: a stdio server's
+process ended (with its exit code), the change stream or a transport reported
+the end, a request found it gone.
+
+A request is never run twice. One that finds the connection lost is sent again
+on a new connection only when it provably did not run: it never left this
+process (:mod:`plughost.mcp.delivery` tracks that on stdio and streamable
+HTTP), or the server said it does not know the session (HTTP 404, or 400 with
+"No valid session ID provided" as server-everything says). Any other request
+that met a lost connection fails with :class:`OutcomeUnknownError`: it may or
+may not have run. Change notifications from the server, on either protocol
+era, make the owner list the server again.
 
 What does not live here: the session itself (:mod:`plughost.mcp.session`),
 naming and result conversion (:mod:`plughost.mcp.provider`).
@@ -45,26 +54,36 @@ from typing import Any, Literal, TypeVar
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import Client
+from mcp import Client, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from plughost.mcp import delivery
 from plughost.mcp.config import MCPServerConfig, TransportKind
+from plughost.mcp.delivery import OutcomeUnknownError
 from plughost.mcp.session import (
     Catalog,
     describe_error,
     fetch_catalog,
     is_connection_lost,
     open_client,
+    tracks_delivery,
 )
 from plughost_sdk.errors import PlugHostError
 
-__all__ = ["MCPConnection", "ServerState", "ServerStatus", "ServerUnavailableError"]
+__all__ = [
+    "MCPConnection",
+    "OutcomeUnknownError",
+    "ServerState",
+    "ServerStatus",
+    "ServerUnavailableError",
+]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 _MAX_RETRY_DELAY = 60.0
+_CONNECT_SLACK = 0.5  # past connect_timeout, for the owner to record its own verdict
 _STOP_GRACE = 5.0
 _Command = Literal["refresh", "stop", "lost"]
 _ABANDONED: set[asyncio.Task[None]] = set()  # owners that would not stop, kept until they do
@@ -76,6 +95,7 @@ class ServerState(enum.StrEnum):
     IDLE = "idle"
     CONNECTING = "connecting"
     CONNECTED = "connected"
+    DISCONNECTED = "disconnected"
     FAILED = "failed"
     CLOSED = "closed"
 
@@ -144,6 +164,7 @@ class MCPConnection:
         self._commands: MemoryObjectSendStream[_Command] | None = None
         self._refresh_pending = False
         self._lost_reason = ""
+        self._exit_reason = ""
 
     # --- public API -----------------------------------------------------------------------
 
@@ -188,34 +209,72 @@ class MCPConnection:
         async with self._lock:
             return await self._connect_locked(ignore_backoff=False)
 
-    async def request(self, operation: Callable[[Client], Awaitable[T]], *, timeout: float) -> T:
+    async def request(
+        self,
+        operation: Callable[[Client], Awaitable[T]],
+        *,
+        timeout: float,
+        idempotent: bool = False,
+    ) -> T:
         """Run ``operation`` on the live client under ``timeout`` seconds.
 
-        If the connection turns out to be lost, reconnect and retry once.
+        If the connection turns out to be lost, reconnect; send ``operation`` again
+        only if it provably did not run, or if it is ``idempotent`` (a read).
 
         Raises:
             ServerUnavailableError: No connection could be had.
+            OutcomeUnknownError: The connection was lost after ``operation`` may have
+                reached the server; it was not sent again.
             TimeoutError: ``operation`` took longer than ``timeout``.
             MCPError: The server answered with a JSON-RPC error.
         """
         client = await self.connect()
         try:
-            with anyio.fail_after(timeout):
-                return await operation(client)
-        except Exception as exc:
-            if not is_connection_lost(exc):
-                raise
-            lost = describe_error(exc)
-        log.info("mcp connection lost, reconnecting server=%s reason=%s", self.name, lost)
-        client = await self._reconnect(client, lost)
+            return await self._send_once(client, operation, timeout)
+        except _LostError as lost:
+            if lost.may_have_run and not idempotent:
+                raise _outcome_unknown(lost.reason) from lost.__cause__
+            reason = lost.reason
+        log.info("mcp connection lost, reconnecting server=%s reason=%s", self.name, reason)
+        client = await self._reconnect(client, reason)
         try:
-            with anyio.fail_after(timeout):
-                return await operation(client)
-        except Exception as exc:
-            if is_connection_lost(exc):
-                message = f"connection lost again after reconnecting: {describe_error(exc)}"
-                raise ServerUnavailableError(message) from exc
-            raise
+            return await self._send_once(client, operation, timeout)
+        except _LostError as lost:
+            if lost.may_have_run and not idempotent:
+                raise _outcome_unknown(lost.reason) from lost.__cause__
+            message = f"connection lost again after reconnecting: {lost.reason}"
+            raise ServerUnavailableError(message) from lost.__cause__
+
+    async def _send_once(
+        self, client: Client, operation: Callable[[Client], Awaitable[T]], timeout: float
+    ) -> T:
+        """Send ``operation`` once; a lost connection becomes a :class:`_LostError`."""
+        with delivery.tracking(tracked=tracks_delivery(self.config)) as sent:
+            try:
+                with anyio.fail_after(timeout):
+                    return await operation(client)
+            except Exception as exc:
+                refusal = sent.refusal
+                session_lost = refusal is not None and refusal.lost_session
+                if not session_lost and not is_connection_lost(exc):
+                    if refusal is not None and isinstance(exc, MCPError):
+                        # The SDK's stand-in for a body it could not read: the server's own words.
+                        message = f"{refusal.message} (HTTP {refusal.status})"
+                        raise MCPError(code=exc.code, message=message) from exc
+                    raise
+                if refusal is not None:
+                    reason = f"{refusal.message} (HTTP {refusal.status})"
+                else:
+                    reason = self._exit_reason or describe_error(exc)
+                self._mark_lost(client, reason)
+                may_have_run = sent.may_have_run and not session_lost
+                raise _LostError(reason, may_have_run=may_have_run) from exc
+
+    def _mark_lost(self, client: Client, reason: str) -> None:
+        """Have the owner end a connection found lost, so the status says so at once."""
+        if self._client is client:
+            self._lost_reason = reason
+            self._send("lost")
 
     async def close(self) -> None:
         """Close the connection from any task; the owner task does the closing."""
@@ -238,9 +297,15 @@ class MCPConnection:
         if self._state is not ServerState.CONNECTING or owner is None or owner.done():
             await self._stop_owner()  # one that lost its connection, or waits out a backoff
             self._start_owner()
-        await self._attempt.wait()  # bounded: an attempt gives up after connect_timeout
+        timeout = self.config.connect_timeout
+        # The owner gives up at connect_timeout, but stopping a hung server's process
+        # takes a few seconds more: the caller does not wait for that.
+        with anyio.move_on_after(timeout + _CONNECT_SLACK):
+            await self._attempt.wait()
         client = self._live_client()
         if client is None:
+            if not self._attempt.is_set():
+                raise ServerUnavailableError(f"no answer within {timeout:g} s (connect_timeout)")
             raise ServerUnavailableError(self._reason or "the connection was closed")
         return client
 
@@ -336,7 +401,7 @@ class MCPConnection:
             commands.close()
             if self._closed:
                 self._state = ServerState.CLOSED
-            elif self._state is not ServerState.FAILED:
+            elif self._state not in (ServerState.FAILED, ServerState.DISCONNECTED):
                 self._state = ServerState.IDLE
             self._attempt.set()
             self._owner_done.set()
@@ -351,7 +416,7 @@ class MCPConnection:
         connected, failure = False, ""
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             try:
-                async with open_client(self.config, self._on_message) as client:
+                async with open_client(self.config, self._on_message, self._on_exit) as client:
                     try:
                         catalog = await fetch_catalog(client, self.config)
                         scope.deadline = math.inf
@@ -363,7 +428,9 @@ class MCPConnection:
                         self._client = None
             except Exception as exc:
                 failure = describe_error(exc)
-        if scope.cancel_called and not connected:
+                if self._exit_reason and is_connection_lost(exc):
+                    failure = self._exit_reason  # "command exited with code 1", not "closed"
+        if scope.cancel_called and not connected and not self._exit_reason:
             failure = f"no answer within {timeout:g} s (connect_timeout)"
         return connected, failure
 
@@ -426,7 +493,19 @@ class MCPConnection:
         ):
             self._request_refresh()
         elif isinstance(message, Exception):
-            log.debug("mcp transport error server=%s reason=%s", self.name, describe_error(message))
+            reason = describe_error(message)
+            log.debug("mcp transport error server=%s reason=%s", self.name, reason)
+            client = self._client
+            if client is not None and is_connection_lost(message):
+                self._mark_lost(client, reason)
+
+    def _on_exit(self, reason: str) -> None:
+        """A stdio server's process ended by itself: remember why, end the connection now."""
+        log.info("mcp server process ended server=%s reason=%s", self.name, reason)
+        self._exit_reason = reason
+        client = self._client
+        if client is not None:
+            self._mark_lost(client, reason)
 
     def _request_refresh(self) -> None:
         if not self._refresh_pending:
@@ -437,6 +516,7 @@ class MCPConnection:
 
     def _begin_attempt(self) -> None:
         self._attempt = anyio.Event()
+        self._exit_reason = ""
         self._state = ServerState.CONNECTING
         transport = self.config.resolved_transport
         log.info("mcp server connecting server=%s transport=%s", self.name, transport)
@@ -459,7 +539,7 @@ class MCPConnection:
 
     def _set_disconnected(self, failure: str) -> None:
         # A lost connection is not a failed server: its tools stay, the next call reconnects.
-        self._state = ServerState.IDLE
+        self._state = ServerState.DISCONNECTED if failure else ServerState.IDLE
         if failure:
             self._reason = f"connection lost: {failure}"
             log.warning("mcp server connection lost server=%s reason=%s", self.name, failure)
@@ -494,3 +574,19 @@ def _wants_listen(client: Client) -> bool:
     tools = client.server_capabilities.tools
     modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
     return modern and tools is not None and bool(tools.list_changed)
+
+
+class _LostError(Exception):
+    """A request met a lost connection; whether it may have run decides a retry."""
+
+    def __init__(self, reason: str, *, may_have_run: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.may_have_run = may_have_run
+
+
+def _outcome_unknown(reason: str) -> OutcomeUnknownError:
+    return OutcomeUnknownError(
+        f"the connection was lost while the request was with the server ({reason}); "
+        "it may or may not have run, so it was not sent again"
+    )

@@ -39,14 +39,22 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError
+from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import RequestParamsMeta
 from pydantic import ValidationError
 
-from plughost.mcp.client import MCPConnection, ServerStatus, ServerUnavailableError
+from plughost.mcp.client import (
+    MCPConnection,
+    OutcomeUnknownError,
+    ServerStatus,
+    ServerUnavailableError,
+)
 from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
 from plughost.mcp.session import Catalog, describe_error
+from plughost.tools import progress
 from plughost.tools.naming import qualified_name
+from plughost.tools.progress import Progress
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -224,8 +232,15 @@ class MCPToolProvider:
         timeout: float,
     ) -> ToolExecutionResult:
         name, server = invocation.tool_name, route.server
+        # Reads may be sent again after a lost connection; a tool call may not (it may have run).
+        idempotent = route.kind != "tool"
         try:
-            return await connection.request(_operation(route, invocation), timeout=timeout)
+            return await connection.request(
+                _operation(route, invocation), timeout=timeout, idempotent=idempotent
+            )
+        except OutcomeUnknownError as exc:
+            message = f"MCP server {server!r} lost the connection during {route.target!r}: {exc}"
+            return ToolExecutionResult.failure(name, message, "outcome_unknown")
         except TimeoutError:
             message = (
                 f"MCP server {server!r} did not answer {route.target!r} within "
@@ -272,9 +287,12 @@ def _operation(
         return get
 
     meta = _conversation_meta(invocation)
+    receiver = progress.current()
+    relay = None if receiver is None else _relay_to(receiver)
 
     async def call(client: Client) -> ToolExecutionResult:
-        return result_from_mcp(name, await client.call_tool(target, arguments, meta=meta))
+        result = await client.call_tool(target, arguments, progress_callback=relay, meta=meta)
+        return result_from_mcp(name, result)
 
     return call
 
@@ -291,6 +309,19 @@ def _conversation_meta(invocation: ToolInvocation) -> RequestParamsMeta | None:
         if (value := getattr(invocation, key))
     }
     return cast(RequestParamsMeta, meta) if meta else None
+
+
+def _relay_to(receiver: progress.ProgressCallback) -> ProgressFnT:
+    """The SDK's progress callback, passing the server's reports to the caller's receiver.
+
+    The SDK calls it from its own task, outside the caller's context: the
+    receiver is captured here, when the call is made.
+    """
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        receiver(Progress(progress, total, message))
+
+    return relay
 
 
 def _arguments(invocation: ToolInvocation) -> dict[str, Any]:

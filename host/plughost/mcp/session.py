@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -22,14 +22,23 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from plughost.mcp.config import MCPServerConfig
+from plughost.mcp.delivery import TrackingHTTPTransport
+from plughost.mcp.stdio import stdio_transport
 
-__all__ = ["Catalog", "describe_error", "fetch_catalog", "is_connection_lost", "open_client"]
+__all__ = [
+    "Catalog",
+    "describe_error",
+    "fetch_catalog",
+    "is_connection_lost",
+    "open_client",
+    "tracks_delivery",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,18 +63,27 @@ class Catalog:
 
 @contextlib.asynccontextmanager
 async def open_client(
-    config: MCPServerConfig, message_handler: MessageHandlerFnT
+    config: MCPServerConfig,
+    message_handler: MessageHandlerFnT,
+    on_exit: Callable[[str], None],
 ) -> AsyncIterator[Client]:
-    """Enter a client session with the server; to be entered and exited by one task."""
+    """Enter a client session with the server; to be entered and exited by one task.
+
+    Args:
+        config: How to reach the server.
+        message_handler: Receives the server's notifications and transport errors.
+        on_exit: Called with the reason when a stdio server's process ends by itself.
+    """
     async with contextlib.AsyncExitStack() as stack:
         server: Any
         kind = config.resolved_transport
         if kind == "stdio":
-            server = StdioServerParameters(
-                command=config.command or "",
-                args=list(config.args),
+            server = stdio_transport(
+                config.command or "",
+                list(config.args),
                 env=dict(config.env) or None,
                 cwd=config.cwd,
+                on_exit=on_exit,
             )
         elif kind == "sse":
             server = sse_client(
@@ -74,7 +92,11 @@ async def open_client(
                 timeout=config.connect_timeout,
             )
         else:
-            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT)
+            http = httpx2.AsyncClient(
+                headers=dict(config.headers),
+                timeout=_HTTP_TIMEOUT,
+                transport=TrackingHTTPTransport(),
+            )
             await stack.enter_async_context(http)
             server = streamable_http_client(config.url or "", http_client=http)
         client = Client(
@@ -85,6 +107,15 @@ async def open_client(
             cache=None,
         )
         yield await stack.enter_async_context(client)
+
+
+def tracks_delivery(config: MCPServerConfig) -> bool:
+    """Whether the transport tells a request that never left from one that may have run.
+
+    stdio and streamable HTTP do (:mod:`plughost.mcp.delivery`); SSE posts from a
+    task of its own, so any of its requests counts as possibly run.
+    """
+    return config.resolved_transport != "sse"
 
 
 async def fetch_catalog(client: Client, config: MCPServerConfig) -> Catalog:

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["Progress", "ProgressCallback", "report", "reporting", "wanted"]
+__all__ = ["Progress", "ProgressCallback", "current", "report", "reporting", "wanted"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,11 @@ def reporting(callback: ProgressCallback | None) -> Iterator[None]:
         yield
     finally:
         _receiver.reset(token)
+
+
+def current() -> ProgressCallback | None:
+    """The receiver of the current context, for a party that reports from another task."""
+    return _receiver.get()
 
 
 def wanted() -> bool:

@@ -157,6 +157,13 @@ async def test_stdio_server_killed_mid_session_is_restarted_by_the_next_call(
     first = int((await call(demo, "mcp_demo_whoami")).content)
     os.kill(first, signal.SIGKILL)
     await wait_until(lambda: not pid_alive(first), timeout=10, what="the server process died")
+    # The end of its output marks the connection lost (a call racing that may instead
+    # fail as "may or may not have run": the kernel can take a moment to close its pipe).
+    await wait_until(
+        lambda: demo.status()["demo"].state is ServerState.DISCONNECTED,
+        timeout=10,
+        what="the connection is marked lost",
+    )
 
     result = await call(demo, "mcp_demo_whoami")
 

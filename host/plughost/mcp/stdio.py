@@ -1,0 +1,223 @@
+"""The stdio transport to an upstream MCP server: a child process that this module owns.
+
+The official SDK's ``stdio_client`` keeps its process to itself. Owning it
+here gives three things the connection needs:
+
+- **why it ended**: "command exited with code 1" or "command was killed by
+  signal 9", instead of the SDK's bare "Connection closed";
+- **when it ended**: ``on_exit`` is called as soon as the server's stdout
+  closes, so the connection is marked lost before anyone sends into it;
+- **whether a request left**: the writer runs in the sending task and marks the
+  request sent (:func:`plughost.mcp.delivery.mark_sent`) only once its bytes
+  are in the pipe; a write to a dead server fails before that, so the call can
+  be retried on a new process without any risk of running twice.
+
+Shutdown follows the SDK's ladder: close stdin, wait, SIGTERM to the process
+group, wait, SIGKILL; shielded and bounded. The waits are 2 s when the
+connection closes normally and 0.2 s when it is abandoned (cancelled, or failed),
+so a server that hung is gone within a moment of its ``connect_timeout``.
+
+What does not live here: the session on top of it (:mod:`plughost.mcp.session`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from plughost.mcp.delivery import mark_sent
+
+__all__ = ["exit_reason", "stdio_transport"]
+
+log = logging.getLogger(__name__)
+
+_EXIT_GRACE = 2.0  # for the server to leave on its own once stdin closes, then after SIGTERM
+_ABANDON_GRACE = 0.2  # the same, for a connection given up on (a connect that timed out)
+_EXIT_POLL = 0.01
+_REAP_WAIT = 0.5  # after stdout closed: how long to wait to learn the exit code
+
+
+def exit_reason(returncode: int | None) -> str:
+    """Say how a server process ended, for status and error messages."""
+    if returncode is None:
+        return "the server closed its output"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = str(-returncode)
+        return f"command was killed by signal {-returncode} ({name})"
+    return f"command exited with code {returncode}"
+
+
+class _Writer:
+    """The session's write stream: each message is written by the task that sends it."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self._process = process
+        self._lock = anyio.Lock()
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        stdin = self._process.stdin
+        if self._closed or stdin is None or self._process.returncode is not None:
+            raise anyio.ClosedResourceError
+        line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        async with self._lock:
+            try:
+                await stdin.send(line.encode())
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise anyio.ClosedResourceError from exc
+        if isinstance(item.message, types.JSONRPCRequest):
+            mark_sent()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str] | None,
+    cwd: str | None,
+    on_exit: Callable[[str], None],
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Start the server and yield the SDK's (read stream, write stream) pair.
+
+    Args:
+        command: The executable.
+        args: Its arguments.
+        env: Extra environment variables, over the SDK's safe default set.
+        cwd: Its working directory.
+        on_exit: Called once with :func:`exit_reason` when the server's output ends
+            (not when this context exits first).
+
+    Raises:
+        OSError: The command could not be started.
+    """
+    process = await anyio.open_process(
+        [command, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=sys.stderr,
+        env=get_default_environment() | (env or {}),
+        cwd=cwd,
+        start_new_session=True,
+    )
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    writer = _Writer(process)
+    closing = False
+
+    async def read() -> None:
+        ended = await _read_lines(process, send)
+        if ended and not closing:
+            await writer.aclose()  # nothing more is sent to a server whose output ended
+            await _exited(process, _REAP_WAIT)
+            on_exit(exit_reason(process.returncode))
+        await send.aclose()
+
+    abandoned = False
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            try:
+                yield receive, writer
+            except BaseException:
+                abandoned = True  # cancelled or failed: no grace for a server that hung
+                raise
+            finally:
+                closing = True
+                with anyio.CancelScope(shield=True):
+                    await writer.aclose()
+                    await _stop(process, grace=_ABANDON_GRACE if abandoned else _EXIT_GRACE)
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await send.aclose()
+            await receive.aclose()
+            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.aclose()
+
+
+async def _read_lines(
+    process: anyio.abc.Process, send: MemoryObjectSendStream[SessionMessage | Exception]
+) -> bool:
+    """Hand every line of the server's stdout to the session; return True at end of output."""
+    stdout = process.stdout
+    if stdout is None:
+        return True
+    buffer = b""
+    try:
+        async for chunk in stdout:
+            lines = (buffer + chunk).split(b"\n")
+            buffer = lines.pop()
+            for line in lines:
+                if line.strip():
+                    await send.send(_parse(line))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return False  # the session is gone: our own shutdown
+    except OSError as exc:
+        log.debug("mcp server stdout failed reason=%s", exc)
+    return True
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        log.warning("mcp server wrote a line that is not JSON-RPC: %.200r", line)
+        return exc
+
+
+async def _stop(process: anyio.abc.Process, *, grace: float) -> None:
+    """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group: ``grace`` s per wait."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+        if await _exited(process, grace if sig is not signal.SIGKILL else _EXIT_GRACE):
+            return
+    log.warning("mcp server process would not die pid=%d", process.pid)
+
+
+async def _exited(process: anyio.abc.Process, timeout: float) -> bool:
+    """Whether the process ended within ``timeout`` seconds.
+
+    It polls ``returncode``: ``wait()`` would also wait for the end of the pipes,
+    which a grandchild that inherited them can hold open long after the server died.
+    """
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:  # noqa: ASYNC110 - no event to wait on
+            await anyio.sleep(_EXIT_POLL)
+    return process.returncode is not None
