@@ -60,6 +60,7 @@ from tests.fault_injection import (
     alive,
     copy_plugin,
     invoke_with_deadline,
+    model_name,
     outcome,
     pids_recorded,
     processes_mentioning,
@@ -71,7 +72,7 @@ from tests.waiting import wait_until
 
 PLUGINS = benchlib.ROOT / "tests" / "plugins"
 NEIGHBOURS = ("tests.echo-a", "tests.echo-b")
-NEIGHBOUR_TOOLS = ("echo-a_echo", "echo-b_echo")
+NEIGHBOURS = ("tests.echo-a", "tests.echo-b")
 WRONG_IDS = "tests.wrong-ids"
 SPAWN, HANG, HOG = "tests.spawn-children", "tests.faulty-hang", "tests.memory-hog"
 DEADLOCK = "tests.deadlock"
@@ -198,6 +199,8 @@ class Soak:
     """(start, end, fault name) of every injected fault, on the loop clock."""
     """(start, end, "quiet" or "faults") on the loop clock; a call counts where it was due."""
     next_fault: float = 0.0
+    neighbour_tools: tuple[str, ...] = ()
+    """The model-facing names of the neighbours' ``echo`` tools."""
     neighbour_failures: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)
@@ -257,7 +260,7 @@ async def neighbour_call(soak: Soak, n: int, due: float, slots: asyncio.Semaphor
         soak.max_inflight = max(soak.max_inflight, soak.inflight)
         try:
             async with asyncio.timeout(soak.host.settings.call_timeout + MARGIN):
-                result = await soak.host.invoke(NEIGHBOUR_TOOLS[n % 2], {"text": text})
+                result = await soak.host.invoke(soak.neighbour_tools[n % 2], {"text": text})
         except TimeoutError:
             soak.lost.append(text)
             return
@@ -499,6 +502,7 @@ async def soak_run(args: argparse.Namespace) -> Report:
         await host.start()
         if host.problems:
             raise RuntimeError(f"plugins failed to load: {list(host.problems)}")
+        soak.neighbour_tools = tuple([await model_name(host, p, "echo") for p in NEIGHBOURS])
         lanes = schedule(args.faults, rng, frozenset(args.only))
         stop = asyncio.Event()
         load = asyncio.create_task(neighbour_load(soak, args.rate, args.inflight, stop))

@@ -144,6 +144,13 @@ def outcome(result: ToolExecutionResult) -> str:
     return "ok" if result.success else str(result.error_code)
 
 
+async def model_name(host: PluginHost, plugin_id: str, tool: str) -> str:
+    """The name the model calls ``plugin_id``'s ``tool`` by (qualified if another took it)."""
+    tool_id = f"plugin:{plugin_id}:{tool}"
+    specs = await host.tools.list_tools(include_hidden=True)
+    return next(spec.name for spec in specs if spec.tool_id == tool_id)
+
+
 async def invoke_with_deadline(
     host: PluginHost, plugin_id: str, tool: str, deadline: float, **arguments: object
 ) -> ToolExecutionResult:

@@ -5,6 +5,15 @@ pool so they cannot stall the loop (and with it the heartbeat and every other
 call). A sync handler that overstays its deadline cannot be interrupted, so it
 is counted as *stuck*; the heartbeat reports stuck calls and the host recycles
 the runner.
+
+An async handler that blocks anyway (``time.sleep``, ``requests.get``, a long
+computation) holds the whole loop for one *step* of its coroutine. Every step
+is timed: while one runs, :attr:`Invoker.step` says which handler it is, since
+when and until which deadline, so the runner's pulse thread can keep the host
+informed (see :mod:`plughost_runner.pulse`); a step longer than
+:attr:`Invoker.slow_step` is logged when it ends, naming the handler, how long
+it blocked and what to write instead. ``step`` is only written and read under
+:attr:`Invoker.lock`, the lock that also guards the runner's socket.
 """
 
 from __future__ import annotations
@@ -12,9 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from plughost_runner.capture import current_plugin
@@ -23,7 +35,9 @@ from plughost_runner.loader import Handler
 from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.results import normalize_exception, normalize_result
 
-__all__ = ["Callee", "Invoker", "call_deadline"]
+__all__ = ["Callee", "Invoker", "Step", "call_deadline"]
+
+log = logging.getLogger("plughost_runner")
 
 call_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "plughost_call_deadline", default=None
@@ -44,18 +58,45 @@ class Callee(Protocol):
     def accepted(self) -> frozenset[str]: ...
 
 
-class Invoker:
-    """Calls handlers and keeps count of sync calls still running past their deadline."""
+@dataclass(slots=True)
+class Step:
+    """The async handler whose coroutine step is running on the loop right now.
 
-    def __init__(self, max_threads: int = 32) -> None:
+    Attributes:
+        plugin_id: Its plugin.
+        handler: Its name (the tool's name for a tool).
+        started: When the current step began (``time.monotonic()``).
+        deadline: When its call's deadline passes (``time.monotonic()``).
+    """
+
+    plugin_id: str
+    handler: str
+    started: float
+    deadline: float
+
+
+class Invoker:
+    """Calls handlers and keeps count of sync calls still running past their deadline.
+
+    Args:
+        max_threads: Worker threads for sync handlers.
+        lock: Guards :attr:`step` (and, in the runner, its socket).
+    """
+
+    def __init__(self, max_threads: int = 32, lock: threading.RLock | None = None) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="plughost-tool")
         self._threads_running: dict[int, float] = {}
         self._next = 0
+        self.lock = lock if lock is not None else threading.RLock()
+        self.step: Step | None = None
+        """The async handler step running now; read and written under :attr:`lock`."""
+        self.slow_step = 1.0
+        """A step at least this long (seconds) is logged as blocking the event loop."""
 
     def stuck_calls(self) -> int:
-        """Sync calls still running although their deadline passed."""
+        """Sync calls still running although their deadline passed (safe from any thread)."""
         now = time.monotonic()
-        return sum(1 for deadline in self._threads_running.values() if deadline < now)
+        return sum(1 for deadline in list(self._threads_running.values()) if deadline < now)
 
     async def invoke(
         self, plugin_id: str, handler: Handler, arguments: dict[str, Any], timeout: float
@@ -67,7 +108,7 @@ class Invoker:
         """
         name = handler.declaration.name
         try:
-            value = await self.call(plugin_id, handler, arguments, timeout)
+            value = await self.call(plugin_id, handler, arguments, timeout, name=name)
         except TimeoutError:
             raise
         except Exception as exc:
@@ -83,9 +124,22 @@ class Invoker:
         return normalize_result(name, value)
 
     async def call(
-        self, plugin_id: str, target: Callee, arguments: dict[str, Any], timeout: float
+        self,
+        plugin_id: str,
+        target: Callee,
+        arguments: dict[str, Any],
+        timeout: float,
+        *,
+        name: str = "",
     ) -> Any:
         """Run any plugin callable (a tool, a command, a hook handler...) and return its value.
+
+        Args:
+            plugin_id: The plugin the callable belongs to.
+            target: The callable.
+            arguments: Its keyword arguments (filtered to what it accepts).
+            timeout: Seconds until its deadline.
+            name: How logs name it; its qualified name by default.
 
         Raises:
             TimeoutError: the call passed its deadline.
@@ -98,7 +152,9 @@ class Invoker:
         try:
             async with asyncio.timeout(timeout):
                 if target.is_async:
-                    return await target.function(**kwargs)
+                    label = name or getattr(target.function, "__qualname__", "handler")
+                    step = Step(plugin_id, label, 0.0, time.monotonic() + timeout)
+                    return await _TimedSteps(target.function(**kwargs), self, step)
                 return await self._run_sync(target, kwargs, timeout)
         finally:
             call_deadline.reset(deadline_token)
@@ -118,6 +174,66 @@ class Invoker:
     def shutdown(self) -> None:
         """Stop accepting work; running threads are abandoned (the process is exiting)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _TimedSteps:
+    """Drives a handler's coroutine one step at a time, recording each step on the invoker.
+
+    Awaiting it delegates every ``send``/``throw`` of the task to the handler's
+    coroutine, so the handler runs exactly as if awaited directly.
+    """
+
+    __slots__ = ("_coro", "_invoker", "_step")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], invoker: Invoker, step: Step) -> None:
+        self._coro = coro
+        self._invoker = invoker
+        self._step = step
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return self  # an iterator with send/throw/close, which await delegates to
+
+    def __iter__(self) -> _TimedSteps:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def send(self, value: Any) -> Any:
+        return self._run(self._coro.send, value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._run(self._coro.throw, *args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def _run(self, resume: Callable[..., Any], *args: Any) -> Any:
+        invoker, step = self._invoker, self._step
+        started = time.monotonic()
+        with invoker.lock:
+            step.started = started
+            invoker.step = step
+        try:
+            return resume(*args)
+        finally:
+            with invoker.lock:
+                invoker.step = None
+            took = time.monotonic() - started
+            if took >= invoker.slow_step:
+                _warn_blocked(step, took)
+
+
+def _warn_blocked(step: Step, took: float) -> None:
+    log.warning(
+        "async handler %s of plugin %s blocked the event loop for %.1f s in one step: "
+        "the heartbeat, log forwarding and every other call of this runner waited. "
+        "Make it a plain def (it then runs in a worker thread), or move the blocking "
+        "work into await asyncio.to_thread(...), or use an async library",
+        step.handler,
+        step.plugin_id,
+        took,
+    )
 
 
 def _filter_kwargs(target: Callee, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from plughost_runner.loader import (
     unload_plugin,
     validate_config,
 )
+from plughost_runner.pulse import Pulse
 from plughost_runner.transport import Transport
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
@@ -114,7 +115,9 @@ class RunnerService:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._plugins: dict[str, LoadedPlugin] = {}
-        self._invoker = Invoker()
+        self._invoker = Invoker(lock=self._transport.lock)
+        self._pulse: Pulse | None = None
+        self._beat_seq = 0
         self._next_id = 0
         self._max_bytes = wire.DEFAULT_MAX_MESSAGE_BYTES
         self._heartbeat_interval = 0.5
@@ -148,6 +151,8 @@ class RunnerService:
                 print(f"plughost runner: the host refused this runner: {exc}", file=sys.__stderr__)
             exit_code = 3
         finally:
+            if self._pulse is not None:
+                self._pulse.stop()
             self._invoker.shutdown()
             self._transport.close()
         return exit_code
@@ -156,6 +161,10 @@ class RunnerService:
         hello = await self._hello()
         self._configure(hello)
         group.create_task(self._beat())
+        self._pulse = Pulse(
+            self._transport, self._invoker, self._heartbeat_interval, self._beat_counters
+        )
+        self._pulse.start()
         group.create_task(self._flush_logs())
         # Let the first heartbeat out before plugin code runs: the host then knows this
         # runner is alive, and tells a plugin blocking the loop from a slow start.
@@ -186,6 +195,8 @@ class RunnerService:
     def _configure(self, hello: dict[str, Any]) -> None:
         self._max_bytes = int(hello.get("max_message_bytes", self._max_bytes))
         self._heartbeat_interval = float(hello.get("heartbeat_interval", self._heartbeat_interval))
+        # A step this long already cost the host two heartbeats: worth a warning.
+        self._invoker.slow_step = 2 * self._heartbeat_interval
         logging.getLogger().setLevel(int(hello.get("log_level", logging.INFO)))
         apply_limits(dict(hello.get("limits") or {}))
 
@@ -460,12 +471,19 @@ class RunnerService:
         return {"unload_problems": problems}
 
     async def _beat(self) -> None:
-        seq = 0
         while True:
-            seq += 1
-            body = {"seq": seq, "inflight": len(self._tasks), "stuck": self._invoker.stuck_calls()}
+            body = self._beat_counters()
             await self._transport.send((wire.encode(wire.event("runner.heartbeat", body)),))
             await asyncio.sleep(self._heartbeat_interval)
+
+    def _beat_counters(self) -> dict[str, Any]:
+        """A heartbeat's fields; also called on the pulse thread, so it only reads."""
+        self._beat_seq += 1
+        return {
+            "seq": self._beat_seq,
+            "inflight": len(self._tasks),
+            "stuck": self._invoker.stuck_calls(),
+        }
 
     async def _flush_logs(self) -> None:
         while True:

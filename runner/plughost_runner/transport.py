@@ -4,10 +4,20 @@ The socket is driven from the event loop by the SDK's
 :class:`~plughost_sdk.socket_pump.SocketPump`, the same pump the host's channel
 uses: one reader callback drains every waiting message, and a send waits only
 while the host's queue is full. A message is ``[envelope, *blobs]``.
+
+One other thread may send: the pulse thread, while a plugin blocks the event
+loop (:meth:`Transport.send_from_thread`). A ZeroMQ socket may be used by
+several threads only one at a time and behind a memory barrier, so every send
+made through this class holds :attr:`Transport.lock`. The pump's own callbacks
+(the reader, the end-of-iteration flush) run without it: they run on the loop
+only between plugin steps, and the pulse thread sends only during one, which it
+checks under the same lock.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 
 import zmq
@@ -34,6 +44,9 @@ class Transport:
             self._sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
         self._sock.connect(endpoint)
         self._pump = SocketPump(self._sock, max_parts=1 + wire.MAX_BLOBS)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.lock = threading.RLock()
+        """Held for every send; the pulse thread's sends take it too."""
 
     async def serve(self, on_message: Callable[[memoryview, list[memoryview]], None]) -> None:
         """Hand every message from the host (envelope frame, blob frames) to ``on_message``.
@@ -42,6 +55,7 @@ class Transport:
             zmq.ZMQError: the socket failed.
             Exception: whatever ``on_message`` raised.
         """
+        self._loop = asyncio.get_running_loop()
         await self._pump.run(
             lambda parts: on_message(parts[0].buffer, [part.buffer for part in parts[1:]])
         )
@@ -56,10 +70,34 @@ class Transport:
         Raises:
             zmq.ZMQError: the socket failed.
         """
-        if len(parts) == 1:
-            self._pump.post(parts)
-            return
-        await self._pump.send(parts)
+        with self.lock:
+            if len(parts) == 1:
+                self._pump.post(parts)
+                return
+            await self._pump.send(parts)
+
+    def send_from_thread(self, make_frame: Callable[[], bytes | None]) -> bool:
+        """Send one frame from another thread, if ``make_frame`` (run under the lock) gives one.
+
+        The frame goes out at once or not at all (the host's queue is full, the
+        socket is closed): for heartbeats, which the next one replaces.
+
+        Returns:
+            Whether a frame was sent.
+        """
+        with self.lock:
+            frame = make_frame()
+            if frame is None or self._sock.closed:
+                return False
+            try:
+                self._sock.send(frame, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                return False
+            loop = self._loop
+        if loop is not None and not loop.is_closed():
+            # The send may have swallowed the descriptor's wakeup for a message from the host.
+            loop.call_soon_threadsafe(self._pump.wake)
+        return True
 
     def post(self, frame: bytes) -> bool:
         """Send a best-effort event (progress) without waiting; return False to drop it.
@@ -74,5 +112,6 @@ class Transport:
 
     def close(self) -> None:
         """Close the socket (pending messages get the linger time) and the context."""
-        self._sock.close()
+        with self.lock:
+            self._sock.close()
         self._context.term()

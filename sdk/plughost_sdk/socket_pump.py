@@ -169,6 +169,15 @@ class SocketPump:
             self._check_scheduled = True
             self._loop.call_soon(self._on_events)
 
+    def wake(self) -> None:
+        """Look for waiting messages on the next loop iteration.
+
+        For a send made outside the pump (by another thread, under the owner's
+        lock), which may have swallowed the descriptor's wakeup; call it on the
+        loop's thread (``loop.call_soon_threadsafe(pump.wake)``).
+        """
+        self._schedule_events()
+
     async def send(self, parts: Sequence[bytes | memoryview | zmq.Frame]) -> None:
         """Send one message; wait only while the peer's queue is full.
 

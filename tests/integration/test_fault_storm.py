@@ -38,6 +38,7 @@ from tests.fault_injection import (
     copy_plugin,
     invoke_with_deadline,
     kill_all,
+    model_name,
     outcome,
     patient_settings,
     pids_recorded,
@@ -162,7 +163,13 @@ async def test_an_on_load_that_blocks_its_runner_is_reported_with_the_watchdogs_
     ("tool", "deadline", "code", "reason"),
     [
         ("deadlock_sync", 0.5, "timeout", "synchronous tool call ran past its deadline"),
-        ("deadlock_on_loop", 8.0, "plugin_crashed", "unresponsive: no heartbeat"),
+        # The loop is blocked, not gone: the call runs to its deadline, then the runner goes.
+        (
+            "deadlock_on_loop",
+            2.0,
+            "timeout",
+            "'deadlock_on_loop' of plugin 'tests.deadlock' has blocked the runner's event loop",
+        ),
     ],
 )
 async def test_a_deadlocked_tool_costs_its_call_and_its_own_runner_only(
@@ -440,6 +447,8 @@ class Storm:
     """Faults other than calls (reloads, intrusions) whose outcome broke a promise."""
     injected: Counter[str] = field(default_factory=Counter)
     ids: itertools.count[int] = field(default_factory=itertools.count)
+    neighbour_tools: tuple[str, str] = ("", "")
+    """The model-facing names of tests.echo-a's and tests.echo-b's ``echo``."""
 
     async def inject(self, fault: Fault) -> None:
         n = next(self.ids)
@@ -472,7 +481,7 @@ async def neighbour_load(storm: Storm, worker: int, stop: asyncio.Event) -> None
         if stop.is_set():
             return
         call_id = f"n{worker}-{n}"
-        tool = ("echo-a_echo", "echo-b_echo")[n % 2]
+        tool = storm.neighbour_tools[n % 2]
         timeout = storm.host.settings.call_timeout
         call = storm.host.invoke(tool, {"text": call_id})
         if not await storm.ledger.run(call_id, "neighbour", timeout, call, _echoes(call_id)):
@@ -583,9 +592,15 @@ async def test_a_storm_of_faults_loses_no_call_and_leaves_neighbours_and_the_hos
     neighbours = [host.runner_for(p) for p in ("tests.echo-a", "tests.echo-b")]
     neighbour_pids = [r.pid for r in neighbours if r is not None]
     storm = Storm(host, events, tmp_path, f"plughost-storm-{uuid.uuid4().hex}")
+    storm.neighbour_tools = (
+        await model_name(host, "tests.echo-a", "echo"),
+        await model_name(host, "tests.echo-b", "echo"),
+    )
 
     for _ in range(20):  # let the host reach its steady-state size before measuring
-        warmup = [host.invoke("echo-a_echo", {"text": "w"}) for _ in range(STORM_INFLIGHT)]
+        warmup = [
+            host.invoke(storm.neighbour_tools[0], {"text": "w"}) for _ in range(STORM_INFLIGHT)
+        ]
         await asyncio.gather(*warmup)
     rss_before = rss_mb()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ from plughost.host import PluginHost
 from plughost.settings import HostSettings
 from plughost_sdk.models import ToolExecutionContext, ToolInvocation
 from tests.conftest import TEST_PLUGINS, HostFactory
+from tests.waiting import wait_until
 
 SEEDS = TEST_PLUGINS / "seeds"
 ALPHA = TEST_PLUGINS / "alpha"
@@ -91,6 +93,32 @@ async def test_a_hidden_tool_is_refused_to_the_model_and_runs_for_a_trusted_call
     assert "hidden" in refused.error_message
     direct = await host.tools.invoke(ToolInvocation(tool_name="admin_reset"), trusted=True)
     assert direct.success and direct.content == "reset"
+
+
+async def test_time_sleep_in_an_async_handler_finishes_and_the_runner_survives(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = host.runner_for("tests.seeds")
+    assert runner is not None
+    pid = runner.pid
+    silence = host.settings.runner.heartbeat_interval * host.settings.runner.heartbeat_misses
+    seconds = round(silence * 3, 2)  # three times what the heartbeat tolerates today
+
+    result = await host.invoke("nap", {"seconds": seconds})
+
+    assert result.success, result.error_message
+    assert result.content == f"napped {seconds}"
+    assert runner.pid == pid and runner.state.value == "ready"
+    assert not [e for e in host.events.history() if e.kind.value == "runner.crashed"]
+
+    def blocked() -> list[str]:  # the runner's own warning, forwarded with its logs
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        return [w for w in warnings if "blocked the event loop" in w]
+
+    await wait_until(lambda: bool(blocked()), timeout=5, what="the blocking warning")
+    assert "tests.seeds" in blocked()[0] and "nap" in blocked()[0]
+    assert "asyncio.to_thread" in blocked()[0]
+    assert (await host.invoke("context_echo", {})).success
 
 
 async def test_the_first_plugin_keeps_a_shared_name_across_reloads_and_the_second_is_qualified(

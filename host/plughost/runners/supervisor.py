@@ -124,6 +124,7 @@ class RunnerSupervisor:
         self._stopping = asyncio.Event()
         self._process: ChildProcess | ForkedProcess | None = None
         self._watchdog = Watchdog(settings, self.limits, self._ready.is_set)
+        self._watchdog.label = f"runner {runner_id}"
         self._output = RunnerOutput(
             runner_id,
             self.sources,

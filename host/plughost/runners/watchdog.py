@@ -5,18 +5,28 @@ once per heartbeat interval, whether the runner is still fit to serve. The
 watchdog measures its own lateness: a host whose loop was stalled never blames
 its runners for beats it could not read. Memory is measured by the host
 (:mod:`plughost.runners.memory`), never taken from the runner's word.
+
+A beat may say that an async handler is blocking the runner's event loop
+(:mod:`plughost.runners.blocking`): the watchdog then lets the call run to its
+deadline and kills the runner once the loop is still blocked ``stuck_grace``
+after it. That word of the runner can only bring a kill forward, never put
+one off: silence is judged as before, however the beats that came read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
+from plughost.runners.blocking import BlockedLoop
 from plughost.runners.memory import MemoryMeter
 from plughost.settings import ResourceLimits, RunnerSettings
 
 __all__ = ["Watchdog"]
+
+log = logging.getLogger(__name__)
 
 
 class Watchdog:
@@ -36,6 +46,9 @@ class Watchdog:
         self._last_beat = 0.0
         self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
+        self._blocked: BlockedLoop | None = None  # an async handler blocking the loop, if any
+        self.label = "runner"
+        """How logs name the runner."""
 
     def heartbeat(self, body: dict[str, Any]) -> None:
         """Record a ``runner.heartbeat`` event."""
@@ -45,11 +58,23 @@ class Watchdog:
             self._stuck_since = None
         elif self._stuck_since is None:
             self._stuck_since = self._last_beat
+        self._note_blocked(BlockedLoop.from_beat(body.get("blocked"), self._last_beat))
 
     def restart_clock(self) -> None:
         """The runner just became ready: its silence counts from now, nothing is stuck."""
         self._last_beat = asyncio.get_running_loop().time()
         self._stuck_since = None
+        self._blocked = None
+
+    def _note_blocked(self, blocked: BlockedLoop | None) -> None:
+        if blocked is not None and not blocked.same_step(self._blocked):
+            log.warning(
+                "%s: %s; its call may run until its deadline in %.1f s",
+                self.label,
+                blocked.describe(self._last_beat),
+                max(0.0, blocked.deadline - self._last_beat),
+            )
+        self._blocked = blocked
 
     async def run(self) -> str:
         """Tick until the runner must be killed; return why."""
@@ -57,6 +82,7 @@ class Watchdog:
         interval = self._settings.heartbeat_interval
         spawned = loop.time()
         self._last_beat, self._beating, self._stuck_since = spawned, False, None
+        self._blocked = None
         expected = spawned + interval
         while True:
             await asyncio.sleep(interval)  # a periodic tick, not synchronization
@@ -88,6 +114,10 @@ class Watchdog:
                 f"unresponsive: no heartbeat for {silent:.1f} s (a plugin is probably "
                 "blocking the runner's event loop)"
             )
+        blocked = self._blocked
+        overdue = blocked.overdue(now, self._settings.stuck_grace) if blocked else None
+        if overdue is not None:
+            return overdue
         if self._stuck_since is not None and now - self._stuck_since > self._settings.stuck_grace:
             return "a synchronous tool call ran past its deadline and cannot be interrupted"
         return self._memory_over_limit()

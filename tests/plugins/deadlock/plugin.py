@@ -28,7 +28,7 @@ class DeadlockPlugin(Plugin):
     async def deadlock_on_loop(self, **kwargs: Any) -> str:
         held = threading.Lock()
         held.acquire()
-        held.acquire()  # never returns: the loop, and with it every heartbeat, stops here
+        held.acquire()  # never returns: the loop stops here (the runner's pulse thread goes on)
         return "unreachable"
 
     @Tool("alive", brief_description="Answer at once")

@@ -1,0 +1,91 @@
+"""Heartbeats from a thread while a plugin's async handler blocks the event loop.
+
+The runner's heartbeat normally comes from a task on its event loop, so it
+proves the loop is free. An async handler that blocks (``time.sleep``, a
+synchronous HTTP client) stops that task, and the host used to kill the runner
+as hung after a few missed beats, although the call was well within its
+deadline. The :class:`Pulse` thread fills the gap: while one step of an async
+handler has run for longer than a heartbeat interval, it sends the heartbeat
+instead, saying which handler blocks the loop, for how long, and how long its
+call has left (``"blocked": {"plugin", "handler", "seconds", "deadline_in"}``).
+The host then lets the call run to its deadline and recycles the runner only
+if the loop is still blocked past it (see the supervisor's watchdog).
+
+It proves less than the loop's own beat, on purpose: a thread cannot run while
+code holds the GIL without releasing it (a C extension's long loop), so such a
+runner falls silent and is recycled as before; a pure-Python spin lets the
+thread run, and is recycled once its call's deadline has passed. Blocking
+outside an async handler step (an ``on_load``, a plugin's own background task)
+gets no pulse and is judged by the loop's beat alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from plughost_runner.invoker import Invoker
+from plughost_runner.transport import Transport
+from plughost_sdk import wire
+
+__all__ = ["Pulse"]
+
+
+class Pulse:
+    """Sends heartbeats from a daemon thread while a handler step blocks the loop.
+
+    Args:
+        transport: The socket to the host; its lock guards :attr:`Invoker.step` too.
+        invoker: Whose current step is watched.
+        interval: Seconds between heartbeats.
+        counters: The heartbeat's usual fields (``seq``, ``inflight``,
+            ``stuck``); called on the pulse thread, so it must only read.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        invoker: Invoker,
+        interval: float,
+        counters: Callable[[], dict[str, Any]],
+    ) -> None:
+        self._transport = transport
+        self._invoker = invoker
+        self._interval = interval
+        self._counters = counters
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="plughost-pulse", daemon=True)
+
+    def start(self) -> None:
+        """Start watching."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching and wait for the thread (at most one interval)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self._interval + 1.0)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval):
+            self._transport.send_from_thread(self._frame)
+
+    def _frame(self) -> bytes | None:
+        """The heartbeat to send now, or None while the loop is free (under the lock)."""
+        step = self._invoker.step
+        if step is None:
+            return None
+        now = time.monotonic()
+        seconds = now - step.started
+        if seconds < self._interval:
+            return None  # the loop's own beat is due soon enough
+        blocked = {
+            "plugin": step.plugin_id,
+            "handler": step.handler,
+            "seconds": round(seconds, 3),
+            "deadline_in": round(step.deadline - now, 3),
+        }
+        body = {**self._counters(), "blocked": blocked}
+        return wire.encode(wire.event("runner.heartbeat", body))
