@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plughost.dispatch.hooks import PLANNER_HOOK_SPECS
+from plughost.dispatch.hook_catalog import PLANNER_HOOK_SPECS
 from plughost.host import PluginHost
 from plughost_sdk import EventType, ToolExecutionContext
 

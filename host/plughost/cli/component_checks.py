@@ -4,7 +4,8 @@ Each finding is ``(message, fix, severity)``. Errors are what can never work:
 a command pattern that does not compile (the host skips it), a hook handler
 with a mode, slot or error policy the host does not know. Warnings are what
 probably does not do what the author meant: a command with neither pattern
-nor alias (it never matches), an event no bot emits.
+nor alias (it never matches), an event no bot emits, a hook name one letter
+away from a hook MaiBot runs.
 
 What does not live here: loading the plugins and tools' findings (``checker``).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from plughost.dispatch.hook_catalog import closest_maibot_hook
 from plughost.plugins.component_info import PluginComponent
 from plughost_sdk.types import ErrorPolicy, EventType, HookMode, HookOrder
 
@@ -56,6 +58,12 @@ def _command(command: PluginComponent) -> list[Finding]:
 
 def _hook(hook: PluginComponent) -> list[Finding]:
     found: list[Finding] = []
+    close = closest_maibot_hook(hook.hook)
+    if close is not None:
+        message = f"hook {hook.hook!r} is not one MaiBot runs; did you mean {close!r}?"
+        found.append(
+            (message, f"use {close!r}, or ignore this if your application runs it", "warning")
+        )
     for label, value, kind in (
         ("mode", hook.mode, HookMode),
         ("order", hook.order, HookOrder),

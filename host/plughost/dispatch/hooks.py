@@ -36,7 +36,7 @@ from plughost.dispatch.calls import Background, ComponentCaller, Deadline, PerVe
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
-__all__ = ["PLANNER_HOOK_SPECS", "HookDispatcher", "HookOutcome", "HookSpec"]
+__all__ = ["HookDispatcher", "HookOutcome", "HookSpec"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ class HookSpec:
         allow_abort: Whether handlers may abort the chain (an abort is otherwise ignored
             and reported in ``errors``; an ``abort`` error policy then acts as ``skip``).
         allow_kwargs_mutation: Whether handlers may replace the payload.
+        parameters: The payload's keys, for documentation (not checked).
     """
 
     name: str
@@ -62,25 +63,7 @@ class HookSpec:
     default_timeout_ms: int = 0
     allow_abort: bool = True
     allow_kwargs_mutation: bool = True
-
-
-PLANNER_HOOK_SPECS = (
-    HookSpec(
-        "maisaka.planner.before_request",
-        "Before the planner model is asked: handlers may rewrite the context items and "
-        "tool definitions (items, tool_definitions, session_id, ...)",
-        default_timeout_ms=6000,
-        allow_abort=False,
-    ),
-    HookSpec(
-        "maisaka.planner.after_response",
-        "After the planner model answered: handlers may adjust the text and the tool calls "
-        "(output_items, ...)",
-        default_timeout_ms=6000,
-        allow_abort=False,
-    ),
-)
-"""The two planner hooks as MaiBot declares them: 6 s per handler, rewriting yes, abort no."""
+    parameters: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -204,6 +204,10 @@ async def test_commands_and_hooks_are_checked_and_listed(tmp_path: Path) -> None
             async def planner(self, **kwargs):
                 return None
 
+            @HookHandler("maisaka.planer.after_response")
+            async def typo(self, **kwargs):
+                return None
+
             @EventHandler("odd", event_type="on_message")
             async def odd(self, **kwargs):
                 return None
@@ -224,12 +228,19 @@ async def test_commands_and_hooks_are_checked_and_listed(tmp_path: Path) -> None
             "(missing ), unterminated subpattern at position 8)",
         ),
         (10, "warning", "command 'silent': has neither a pattern nor an alias, so it never runs"),
+        (
+            18,
+            "warning",
+            "hook handler 'typo': hook 'maisaka.planer.after_response' is not one MaiBot runs; "
+            "did you mean 'maisaka.planner.after_response'?",
+        ),
     ]
     listed = {(c["type"], c["name"]) for c in report.components["tests.commands"]}
     assert listed == {
         ("COMMAND", "broken"),
         ("COMMAND", "silent"),
         ("HOOK_HANDLER", "planner"),
+        ("HOOK_HANDLER", "typo"),
         ("EVENT_HANDLER", "odd"),
     }
     assert report.to_dict()["components"]["tests.commands"][0]["metadata"]["handler_name"]

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from plughost.dispatch.hooks import PLANNER_HOOK_SPECS, HookSpec
+from plughost.dispatch.hook_catalog import (
+    MAIBOT_HOOK_SPECS,
+    PLANNER_HOOK_SPECS,
+    closest_maibot_hook,
+)
+from plughost.dispatch.hooks import HookSpec
 from plughost.dispatch.service import ComponentDispatcher
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
@@ -236,6 +241,17 @@ def test_the_planner_hook_specs_rewrite_but_never_abort() -> None:
     assert names == ["maisaka.planner.before_request", "maisaka.planner.after_response"]
     assert all(s.allow_kwargs_mutation and not s.allow_abort for s in PLANNER_HOOK_SPECS)
     assert all(s.default_timeout_ms == 6000 for s in PLANNER_HOOK_SPECS)
+
+
+def test_the_maibot_hook_catalog_names_each_hook_once_and_spots_misspellings() -> None:
+    names = [spec.name for spec in MAIBOT_HOOK_SPECS]
+
+    assert len(names) == len(set(names)) == 22
+    after_send = next(s for s in MAIBOT_HOOK_SPECS if s.name == "send_service.after_send")
+    assert (after_send.allow_abort, after_send.allow_kwargs_mutation) == (False, False)
+    assert closest_maibot_hook("maisaka.planer.before_request") == "maisaka.planner.before_request"
+    assert closest_maibot_hook("maisaka.planner.before_request") is None
+    assert closest_maibot_hook("acme.my_own_hook") is None
 
 
 async def test_a_non_positive_timeout_is_a_caller_mistake(setup: Any) -> None:
