@@ -45,6 +45,7 @@ from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkServer, ForkServerError
 from plughost.runners.plugin_config import PLUGIN_CONFIG_CAPABILITIES, PluginConfigCapability
+from plughost.runners.pool import Pools, RunnerPool
 from plughost.runners.sandbox import SandboxReport, SandboxSupport, probe_support, sandbox_report
 from plughost.runners.spawn import SocketDirectory, runner_env
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
@@ -77,6 +78,7 @@ class PluginStatus:
     error: str = ""
     sandbox: tuple[str, ...] = ()  # the protections its runner process is confined by
     components: tuple[str, ...] = ()  # commands, handlers, APIs, cards: KIND:plugin_id.name
+    runners: tuple[str, ...] = ()  # every runner serving it (several with replicas)
 
 
 class PluginHost:
@@ -117,6 +119,7 @@ class PluginHost:
         self.problems: dict[str, PluginProblem] = {}
         self.sources: dict[str, PluginSource] = {}
         self._runners: dict[str, RunnerSupervisor] = {}
+        self._pools = Pools()  # plugins with replicas
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._zmq: zmq.asyncio.Context | None = None
         self._sockets: SocketDirectory | None = None
@@ -192,17 +195,71 @@ class PluginHost:
             for warning in source.warnings:
                 log.warning("plugin %s: %s (%s)", source.plugin_id, warning, source.path)
         if self.settings.runner_grouping == "single" and sources:
+            if any(n > 1 for n in self.settings.plugin_replicas.values()):
+                log.warning("plugin_replicas is ignored with runner_grouping = 'single'")
             groups = [("runner-all", sources)]
         else:
-            groups = [(_runner_id(s.plugin_id), [s]) for s in sources]
-        runners = [self._launch(runner_id, group) for runner_id, group in groups]
+            groups = [
+                (_runner_id(s.plugin_id), [s])
+                for s in sources
+                for _ in range(self.replicas(s.plugin_id))
+            ]
+        runners = []
+        for runner_id, group in groups:
+            runner = self._launch(runner_id, group)
+            runners.append(runner)
+            if len(group) == 1 and self.replicas(group[0].plugin_id) > 1:
+                self._pools.ensure(group[0].plugin_id).add(runner)
         timeout = self.settings.runner.ready_timeout + self.settings.runner.on_load_timeout
         await asyncio.gather(*(r.wait_settled(timeout) for r in runners))
         for runner in runners:
             if runner.state is not RunnerState.STARTING and not runner.report.get("loaded"):
-                self._never_ready(runner)
+                if self._pools.leave(runner):
+                    self._never_ready(runner)
                 await self._retire(runner)
         return runners
+
+    def replicas(self, plugin_id: str) -> int:
+        """How many runners serve ``plugin_id`` (``plugin_replicas``; 1 without replicas)."""
+        if self.settings.runner_grouping == "single":
+            return 1
+        return self.settings.plugin_replicas.get(plugin_id, 1)
+
+    def pool_for(self, plugin_id: str) -> RunnerPool | None:
+        """The pool of ``plugin_id``'s replicas, when it has several runners."""
+        return self._pools.get(plugin_id)
+
+    async def add_replicas(self, source: PluginSource) -> None:
+        """Start the runners a plugin lacks for its ``plugin_replicas`` (a plugin added live)."""
+        plugin_id = source.plugin_id
+        wanted = self.replicas(plugin_id)
+        current = self.runners_for(plugin_id)
+        if wanted <= 1 or len(current) >= wanted:
+            return
+        pool = self._pools.ensure(plugin_id)
+        for runner in current:
+            pool.add(runner)
+        owner = self.components.owner(plugin_id)
+        if owner is not None and owner is not pool:  # the pool takes over the plugin's calls
+            self._runner_ready(current[0], current[0].report)
+        missing = wanted - len(current)
+        added = [self._launch(_runner_id(plugin_id), [source]) for _ in range(missing)]
+        for runner in added:
+            pool.add(runner)
+        timeout = self.settings.runner.ready_timeout + self.settings.runner.on_load_timeout
+        await asyncio.gather(*(r.wait_settled(timeout) for r in added))
+        for runner in added:
+            if runner.state is not RunnerState.STARTING and not runner.report.get("loaded"):
+                self._pools.leave(runner)
+                await self._retire(runner)
+
+    def runners_for(self, plugin_id: str) -> list[RunnerSupervisor]:
+        """Every runner serving ``plugin_id``: its replicas, or its one runner."""
+        pool = self._pools.get(plugin_id)
+        if pool is not None:
+            return list(pool)
+        runner = self.runner_for(plugin_id)
+        return [runner] if runner is not None else []
 
     def _never_ready(self, runner: RunnerSupervisor) -> None:
         """Report the plugins of a runner that died before it could say how loading went."""
@@ -231,6 +288,7 @@ class PluginHost:
 
     async def forget_runner(self, runner: RunnerSupervisor) -> None:
         """Drop a stopped runner from the host's books."""
+        self._pools.leave(runner)
         self._runners.pop(runner.runner_id, None)
         task = self._tasks.pop(runner.runner_id, None)
         if task is not None:
@@ -326,7 +384,8 @@ class PluginHost:
                 self.reloader.write_planned_config(runner, plugin_id, loaded["config_file"])
             components = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
             others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
-            self.components.replace_plugin(plugin_id, components, runner, others)
+            owner = self._pools.of(runner) or runner
+            self.components.replace_plugin(plugin_id, components, owner, others)
             self.problems.pop(plugin_id, None)
             names = ", ".join(c.name for c in components) or "no tools"
             self.events.emit(
@@ -357,9 +416,19 @@ class PluginHost:
             self.record_problem(problem, runner.runner_id)
 
     def _runner_lost(self, runner: RunnerSupervisor, reason: str) -> None:
+        pool = self._pools.of(runner)
+        if not self._pools.leave(runner):  # its fellow replicas keep serving the plugin
+            log.warning(
+                "runner %s of plugin %s left its pool: %s",
+                runner.runner_id,
+                ", ".join(runner.plugin_ids),
+                self.redactor.redact(reason),
+            )
+            return
         stage = "crashed" if runner.report.get("loaded") else "start"
         for plugin_id in runner.plugin_ids:
-            if self.components.owner(plugin_id) is runner:
+            owner = self.components.owner(plugin_id)
+            if owner is runner or (pool is not None and owner is pool):
                 self.components.remove_plugin(plugin_id)
             source = self.sources.get(plugin_id)
             path = source.path if source else Path()
@@ -412,10 +481,12 @@ class PluginHost:
         self.capabilities.register(name, handler)
 
     def runner_for(self, plugin_id: str) -> RunnerSupervisor | None:
-        """The runner currently serving ``plugin_id``."""
+        """The runner currently serving ``plugin_id`` (with replicas: a healthy one)."""
         owner = self.components.owner(plugin_id)
         if isinstance(owner, RunnerSupervisor):
             return owner
+        if isinstance(owner, RunnerPool) and owner.members:
+            return (owner.healthy() or owner.members)[0]
         return next((r for r in self._runners.values() if plugin_id in r.sources), None)
 
     @property
@@ -446,6 +517,7 @@ class PluginHost:
                 error=problem.describe() if problem else "",
                 sandbox=runner.protections if runner and loaded else (),
                 components=tuple(c.key for c in self.components.components_of(plugin_id)),
+                runners=tuple(r.runner_id for r in self.runners_for(plugin_id)),
             )
         for key, problem in self.problems.items():
             if key not in rows:

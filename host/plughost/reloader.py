@@ -9,7 +9,9 @@ edit never reaches the registry: the new runner is discarded, the error is
 reported with file, line and reason, and the old version keeps serving.
 
 A change to ``config.toml`` alone is delivered to the running instance
-(``on_config_update``), with no restart. Requests for a plugin that is
+(``on_config_update``), with no restart. A plugin with replicas is reloaded one
+member at a time: a new member joins the pool, then one old member leaves and
+drains, so the pool never has fewer members serving than before. Requests for a plugin that is
 already reloading are coalesced into one more reload after the current one.
 """
 
@@ -34,6 +36,7 @@ from plughost.plugins.source import (
 from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
 from plughost.redaction import SecretRedactor
 from plughost.runners.channel import RemoteError
+from plughost.runners.pool import RunnerPool
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost.settings import HostSettings
 from plughost_sdk.errors import ManifestError, RunnerCrashedError
@@ -66,6 +69,8 @@ class ReloadTarget(Protocol):
     def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None: ...
     def runner_for(self, plugin_id: str) -> RunnerSupervisor | None: ...
     def runners(self) -> list[RunnerSupervisor]: ...
+    def runners_for(self, plugin_id: str) -> list[RunnerSupervisor]: ...
+    async def add_replicas(self, source: PluginSource) -> None: ...
 
 
 class PluginReloader:
@@ -136,6 +141,8 @@ class PluginReloader:
         if old_id is not None and old_id != source.plugin_id:
             await self.unload(old_id)
         old_owner = self._host.components.owner(source.plugin_id)
+        if isinstance(old_owner, RunnerPool):
+            return await self._roll(old_owner, source, started)
         candidate = await self._host.start_candidate(source)
         failure = _candidate_failure(candidate, source)
         if failure is not None:
@@ -152,17 +159,47 @@ class PluginReloader:
                 and stale.state in _OVER
             ):
                 await self._retire(stale, source.plugin_id)
+        await self._host.add_replicas(source)
+        await self._succeeded(source, started, candidate.pid)
+        return True
+
+    async def _roll(self, pool: RunnerPool, source: PluginSource, started: float) -> bool:
+        """Replace a pool's members one at a time, each new one ready before an old one leaves."""
+        old_members = list(pool)
+        pid: int | None = None
+        for index, old in enumerate(old_members):
+            candidate = await self._host.start_candidate(source)
+            failure = _candidate_failure(candidate, source)
+            if failure is not None:
+                await candidate.stop(drain=0)
+                await self._host.forget_runner(candidate)
+                if index:
+                    log.warning(
+                        "plugin %s: %d of %d replicas run the new version, the others the "
+                        "previous one",
+                        source.plugin_id,
+                        index,
+                        len(old_members),
+                    )
+                return self._failed(failure, source.plugin_id)
+            pool.replace(old, candidate)  # new calls go to the new member from here on
+            self._host.adopt(candidate, source)
+            pid = candidate.pid
+            await self._retire(old, source.plugin_id)  # drains the old member's calls
+        await self._succeeded(source, started, pid)
+        return True
+
+    async def _succeeded(self, source: PluginSource, started: float, pid: int | None) -> None:
         elapsed = time.perf_counter() - started
         self._emit(
             EventKind.RELOAD_SUCCEEDED,
             f"plugin {source.plugin_id} {source.manifest.version} reloaded in "
-            f"{elapsed * 1000:.0f} ms (pid {candidate.pid})",
+            f"{elapsed * 1000:.0f} ms (pid {pid})",
             source.plugin_id,
-            pid=candidate.pid,
+            pid=pid,
             seconds=elapsed,
         )
         await self._reload_dependents(source.plugin_id)
-        return True
 
     async def _retire(self, old: RunnerSupervisor, plugin_id: str) -> None:
         """Let the old runner finish its calls, then stop it (or hand it its other plugins)."""
@@ -208,15 +245,16 @@ class PluginReloader:
     async def update_config(self, plugin_id: str) -> bool:
         """Deliver a changed ``config.toml`` to the running plugin; keep the old one on error."""
         source = self._host.sources[plugin_id]
-        runner = self._host.runner_for(plugin_id)
+        runners = self._host.runners_for(plugin_id)
         try:
             config, version = read_config(source.path)
             self._host.redactor.add_config(config)
-            if runner is None:
+            if not runners:
                 raise RunnerCrashedError("the plugin has no running runner")
             if version == source.config_version:
                 return True
-            await runner.update_config(plugin_id, config, version)
+            for runner in runners:  # every replica gets it
+                await runner.update_config(plugin_id, config, version)
         except (ManifestError, RemoteError, RunnerCrashedError, TimeoutError) as exc:
             self._emit(
                 EventKind.CONFIG_REJECTED,
@@ -228,13 +266,15 @@ class PluginReloader:
             return False
         updated = dataclasses.replace(source, config=config, config_version=version)
         self._host.sources[plugin_id] = updated
-        runner.sources[plugin_id] = updated
+        for runner in runners:
+            runner.sources[plugin_id] = updated
+        pids = ", ".join(str(runner.pid) for runner in runners)
         self._emit(
             EventKind.CONFIG_UPDATED,
-            f"config of plugin {plugin_id} updated (version {version}, pid {runner.pid})",
+            f"config of plugin {plugin_id} updated (version {version}, pid {pids})",
             plugin_id,
             version=version,
-            pid=runner.pid,
+            pid=runners[0].pid,
         )
         return True
 
@@ -266,11 +306,12 @@ class PluginReloader:
         """
         delivered: list[str] = []
         for plugin_id, source in sorted(self._host.sources.items()):
-            runner = self._host.runner_for(plugin_id)
-            if not source.manifest.targets_maibot or runner is None:
+            runners = self._host.runners_for(plugin_id)
+            if not source.manifest.targets_maibot or not runners:
                 continue
             try:
-                if await runner.update_config(plugin_id, config, version, scope):
+                ran = [await r.update_config(plugin_id, config, version, scope) for r in runners]
+                if any(ran):
                     delivered.append(plugin_id)
             except (RemoteError, RunnerCrashedError, TimeoutError) as exc:
                 log.warning(
@@ -280,11 +321,11 @@ class PluginReloader:
 
     async def unload(self, plugin_id: str) -> None:
         """Remove a plugin: tools gone from every registry, runner stopped."""
-        runner = self._host.runner_for(plugin_id)
+        runners = self._host.runners_for(plugin_id)
         self._host.components.remove_plugin(plugin_id)
         self._host.sources.pop(plugin_id, None)
         self._host.problems.pop(plugin_id, None)
-        if runner is not None:
+        for runner in runners:
             await self._retire(runner, plugin_id)
         self._emit(EventKind.PLUGIN_UNLOADED, f"plugin {plugin_id} unloaded", plugin_id)
 

@@ -9,7 +9,7 @@ plugin unless the operator allow-lists it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -175,6 +175,12 @@ class HostSettings(BaseModel):
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
     plugin_limits: dict[str, ResourceLimits] = Field(
         default_factory=dict, description="per-plugin overrides of runner.limits, by plugin id"
+    )
+    plugin_replicas: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(
+        default_factory=dict,
+        description="runners per plugin, by plugin id (default 1): calls go to the least-loaded "
+        "healthy one, a crash fails only that runner's calls, a reload replaces them one at a "
+        "time; only with runner_grouping = 'per_plugin'",
     )
     tool_grants: dict[str, list[str]] = Field(
         default_factory=dict,

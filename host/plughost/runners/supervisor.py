@@ -303,6 +303,7 @@ class RunnerSupervisor:
             waits: list[asyncio.Future[Any]] = [exited, watchdog, violation, tasks[0]]
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if exited in done:
+                self._ready.clear()  # from now on calls wait for the next process (or a peer)
                 # Children the plugin left behind may hold the output pipes open: end them
                 # first, or collecting the crash output waits for them.
                 _signal_group(process.pid, signal.SIGKILL)
@@ -536,6 +537,17 @@ class RunnerSupervisor:
         body = {"config": config, "version": version, "scope": scope, "timeout": 10.0}
         reply = await self._channel.request("config.update", body, plugin=plugin_id, timeout=12.0)
         return bool(reply.get("delivered", True)) if isinstance(reply, dict) else True
+
+    @property
+    def healthy(self) -> bool:
+        """Whether a call sent now reaches a live runner: ready and its process not exited."""
+        process = self._process
+        return (
+            self.state is RunnerState.READY
+            and self._ready.is_set()
+            and process is not None
+            and process.returncode is None
+        )
 
     @property
     def inflight(self) -> int:
