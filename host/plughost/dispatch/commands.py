@@ -11,10 +11,18 @@ should keep processing it: a command's ``intercept`` (its third return value)
 stops processing, and so does a command that failed (raised, timed out,
 crashed its runner), as in MaiBot, so a broken command is never followed by the
 bot answering the same message as if it were chat.
+
+Around the command, as MaiBot's bot does, run two named hooks when a plugin
+handles them: ``chat.command.before_execute`` (``message``, ``command_name``,
+``plugin_id``, ``matched_groups``; aborting it skips the command, which counts as
+handled and stops processing, and it may change ``matched_groups``) and
+``chat.command.after_execute`` (the same plus ``success``, ``response``,
+``intercept_message_level`` and ``continue_process``, which it may change).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -22,12 +30,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plughost.dispatch.calls import ComponentCaller, Deadline, PerVersion
+from plughost.dispatch.hooks import HookDispatcher, HookOutcome
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
-__all__ = ["CommandDispatcher", "CommandOutcome"]
+__all__ = ["AFTER", "BEFORE", "CommandDispatcher", "CommandOutcome"]
 
 log = logging.getLogger(__name__)
+
+BEFORE = "chat.command.before_execute"
+"""Run before a matched command, as MaiBot does: may abort it or change its matched groups."""
+AFTER = "chat.command.after_execute"
+"""Run after it: may change ``success``, ``response`` and ``continue_process``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +78,12 @@ class CommandDispatcher:
         registry: ComponentRegistry,
         caller: ComponentCaller,
         config_of: Callable[[str], Mapping[str, Any]],
+        hooks: HookDispatcher | None = None,
     ) -> None:
         self._registry = registry
         self._caller = caller
         self._config_of = config_of
+        self._hooks = hooks
         self._cache = PerVersion(registry)
 
     def _table(self) -> list[tuple[PluginComponent, re.Pattern[str] | None, tuple[str, ...]]]:
@@ -111,6 +127,32 @@ class CommandDispatcher:
         if found is None:
             return CommandOutcome(handled=False)
         command, groups = found
+        before = await self._around(BEFORE, command, message, groups, deadline)
+        if before is not None and before.aborted:
+            return CommandOutcome(
+                handled=True,
+                command=command.full_name,
+                continue_processing=False,
+                matched_groups=groups,
+                error=f"{BEFORE} was aborted by {before.stopped_by}",
+                error_code="aborted",
+            )
+        if before is not None:
+            message = before.kwargs.get("message", message)
+            changed = before.kwargs.get("matched_groups")
+            groups = dict(changed) if isinstance(changed, dict) else groups
+        outcome = await self._run(command, text, message, groups, context, deadline)
+        return await self._after(command, message, outcome, deadline)
+
+    async def _run(
+        self,
+        command: PluginComponent,
+        text: str,
+        message: Mapping[str, Any] | None,
+        groups: dict[str, Any],
+        context: Mapping[str, str],
+        deadline: Deadline,
+    ) -> CommandOutcome:
         args: dict[str, Any] = {
             "text": text,
             **{k: v for k, v in context.items() if k != "session_id"},
@@ -132,4 +174,54 @@ class CommandDispatcher:
             matched_groups=groups,
             error=str(reply.get("error") or ""),
             error_code=reply.get("error_code"),
+        )
+
+    async def _around(
+        self,
+        hook: str,
+        command: PluginComponent,
+        message: Mapping[str, Any] | None,
+        groups: dict[str, Any],
+        deadline: Deadline,
+        **extra: Any,
+    ) -> HookOutcome | None:
+        """Run MaiBot's command hook ``hook`` when some plugin handles it; None otherwise."""
+        if self._hooks is None or not self._hooks.handlers(hook):
+            return None
+        payload = {
+            "message": dict(message) if message is not None else None,
+            "command_name": command.name,
+            "plugin_id": command.plugin_id,
+            "matched_groups": dict(groups),
+            **extra,
+        }
+        return await self._hooks.run(hook, payload, deadline, deadline.seconds)
+
+    async def _after(
+        self,
+        command: PluginComponent,
+        message: Mapping[str, Any] | None,
+        outcome: CommandOutcome,
+        deadline: Deadline,
+    ) -> CommandOutcome:
+        after = await self._around(
+            AFTER,
+            command,
+            message,
+            outcome.matched_groups,
+            deadline,
+            success=outcome.success,
+            response=outcome.response,
+            intercept_message_level=0 if outcome.continue_processing else 1,
+            continue_process=outcome.continue_processing,
+        )
+        if after is None:
+            return outcome
+        result = after.kwargs
+        response = result.get("response", outcome.response)
+        return dataclasses.replace(
+            outcome,
+            success=bool(result.get("success", outcome.success)),
+            response=None if response is None else str(response),
+            continue_processing=bool(result.get("continue_process", outcome.continue_processing)),
         )

@@ -42,9 +42,9 @@ class ComponentDispatcher:
             lambda: settings().handler_failure_limit, lambda: settings().handler_cooldown
         )
         caller = ComponentCaller(registry, breaker)
-        self.commands = CommandDispatcher(registry, caller, config_of)
-        self.events = EventDispatcher(registry, caller, self.background)
         self.hooks = HookDispatcher(registry, caller, self.background)
+        self.commands = CommandDispatcher(registry, caller, config_of, self.hooks)
+        self.events = EventDispatcher(registry, caller, self.background)
         self.apis = ApiDirectory(registry, caller, settings)
 
     def _deadline(self, timeout: float | None) -> Deadline:

@@ -338,3 +338,63 @@ async def test_a_command_or_handler_switched_off_in_one_session_still_runs_in_ot
     assert [r.handler for r in event_off.results] == []
     assert [r.handler for r in event_on.results] == ["p.a.listen"]
     assert "session_id" not in owner.calls[0][1]
+
+
+def command_hooks_owner(before: dict[str, Any] | None, after: dict[str, Any] | None) -> FakeOwner:
+    def reply(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        if name == "before":
+            return {"success": True, **(before or {})}
+        if name == "after":
+            return {"success": True, **(after or {})}
+        groups = args["matched_groups"]
+        return {"success": True, "response": f"ran with {groups}", "intercept": True}
+
+    return FakeOwner(reply)
+
+
+def command_components(*hooks: str) -> list[PluginComponent]:
+    command = PluginComponent("p.a", "go", "COMMAND", {"command_pattern": r"^/go (?P<x>\w+)"})
+    found = [command]
+    for name in hooks:
+        hook_name = f"chat.command.{name}_execute"
+        found.append(PluginComponent("p.a", name, "HOOK_HANDLER", {"hook": hook_name}))
+    return found
+
+
+async def test_an_aborted_before_execute_hook_skips_the_command_and_stops_processing(
+    setup: Any,
+) -> None:
+    owner = command_hooks_owner({"action": "abort"}, None)
+    dispatcher = setup({"p.a": (owner, command_components("before"))})
+
+    outcome = await dispatcher.dispatch_command("/go now")
+
+    assert (outcome.handled, outcome.continue_processing) == (True, False)
+    assert outcome.error_code == "aborted"
+    assert "chat.command.before_execute was aborted by p.a.before" in outcome.error
+    assert [name for name, _, _ in owner.calls] == ["before"]
+
+
+async def test_the_command_hooks_may_change_its_groups_and_its_result(setup: Any) -> None:
+    before = {"modified_kwargs": {"matched_groups": {"x": "later"}}}
+    after = {"modified_kwargs": {"response": "rewritten", "continue_process": True}}
+    owner = command_hooks_owner(before, after)
+    dispatcher = setup({"p.a": (owner, command_components("before", "after"))})
+
+    outcome = await dispatcher.dispatch_command("/go now")
+
+    ran = {name: args for name, args, _ in owner.calls}
+    assert ran["go"]["matched_groups"] == {"x": "later"}
+    assert ran["after"]["response"] == "ran with {'x': 'later'}"
+    assert ran["after"]["continue_process"] is False
+    assert (outcome.response, outcome.continue_processing) == ("rewritten", True)
+
+
+async def test_without_command_hook_handlers_only_the_command_runs(setup: Any) -> None:
+    owner = command_hooks_owner(None, None)
+    dispatcher = setup({"p.a": (owner, command_components())})
+
+    outcome = await dispatcher.dispatch_command("/go now")
+
+    assert outcome.response == "ran with {'x': 'now'}"
+    assert [name for name, _, _ in owner.calls] == ["go"]
