@@ -12,8 +12,14 @@ is timed: while one runs, :attr:`Invoker.step` says which handler it is, since
 when and until which deadline, so the runner's pulse thread can keep the host
 informed (see :mod:`plughost_runner.pulse`); a step longer than
 :attr:`Invoker.slow_step` is logged when it ends, naming the handler, how long
-it blocked and what to write instead. ``step`` is only written and read under
-:attr:`Invoker.lock`, the lock that also guards the runner's socket.
+it blocked and what to write instead.
+
+The pulse thread sends on the runner's socket only while a step runs, under
+:attr:`Invoker.lock` and with :attr:`Invoker.pulsing` set; a step that ends sees
+the flag and waits for that send before the loop touches the socket again.
+Both sides write their flag before reading the other's (under the GIL these
+are ordered), so either the step sees the pulse or the pulse sees no step, and
+the common case takes no lock at all.
 """
 
 from __future__ import annotations
@@ -89,7 +95,9 @@ class Invoker:
         self._next = 0
         self.lock = lock if lock is not None else threading.RLock()
         self.step: Step | None = None
-        """The async handler step running now; read and written under :attr:`lock`."""
+        """The async handler step running now, or None."""
+        self.pulsing = False
+        """Set by the pulse thread, under :attr:`lock`, while it may send."""
         self.slow_step = 1.0
         """A step at least this long (seconds) is logged as blocking the event loop."""
 
@@ -210,15 +218,15 @@ class _TimedSteps:
 
     def _run(self, resume: Callable[..., Any], *args: Any) -> Any:
         invoker, step = self._invoker, self._step
-        started = time.monotonic()
-        with invoker.lock:
-            step.started = started
-            invoker.step = step
+        started = step.started = time.monotonic()
+        invoker.step = step
         try:
             return resume(*args)
         finally:
-            with invoker.lock:
-                invoker.step = None
+            invoker.step = None
+            if invoker.pulsing:  # the pulse thread may be sending: the socket is its own until
+                with invoker.lock:  # it is done, and the loop must not touch it before
+                    pass
             took = time.monotonic() - started
             if took >= invoker.slow_step:
                 _warn_blocked(step, took)

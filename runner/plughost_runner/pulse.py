@@ -37,7 +37,7 @@ class Pulse:
     """Sends heartbeats from a daemon thread while a handler step blocks the loop.
 
     Args:
-        transport: The socket to the host; its lock guards :attr:`Invoker.step` too.
+        transport: The socket to the host; its lock is the invoker's.
         invoker: Whose current step is watched.
         interval: Seconds between heartbeats.
         counters: The heartbeat's usual fields (``seq``, ``inflight``,
@@ -69,11 +69,19 @@ class Pulse:
             self._thread.join(timeout=self._interval + 1.0)
 
     def _run(self) -> None:
+        invoker = self._invoker
         while not self._stopping.wait(self._interval):
-            self._transport.send_from_thread(self._frame)
+            with self._transport.lock:
+                invoker.pulsing = True  # before reading the step: see plughost_runner.invoker
+                try:
+                    frame = self._frame()
+                    if frame is not None:
+                        self._transport.send_locked(frame)
+                finally:
+                    invoker.pulsing = False
 
     def _frame(self) -> bytes | None:
-        """The heartbeat to send now, or None while the loop is free (under the lock)."""
+        """The heartbeat to send now, or None while the loop is free."""
         step = self._invoker.step
         if step is None:
             return None

@@ -116,6 +116,7 @@ class RunnerService:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._plugins: dict[str, LoadedPlugin] = {}
         self._invoker = Invoker(lock=self._transport.lock)
+        self._transport.guarded = self._in_plugin_step
         self._pulse: Pulse | None = None
         self._beat_seq = 0
         self._next_id = 0
@@ -475,6 +476,9 @@ class RunnerService:
             body = self._beat_counters()
             await self._transport.send((wire.encode(wire.event("runner.heartbeat", body)),))
             await asyncio.sleep(self._heartbeat_interval)
+
+    def _in_plugin_step(self) -> bool:
+        return self._invoker.step is not None
 
     def _beat_counters(self) -> dict[str, Any]:
         """A heartbeat's fields; also called on the pulse thread, so it only reads."""

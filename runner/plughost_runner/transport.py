@@ -6,12 +6,14 @@ uses: one reader callback drains every waiting message, and a send waits only
 while the host's queue is full. A message is ``[envelope, *blobs]``.
 
 One other thread may send: the pulse thread, while a plugin blocks the event
-loop (:meth:`Transport.send_from_thread`). A ZeroMQ socket may be used by
-several threads only one at a time and behind a memory barrier, so every send
-made through this class holds :attr:`Transport.lock`. The pump's own callbacks
-(the reader, the end-of-iteration flush) run without it: they run on the loop
-only between plugin steps, and the pulse thread sends only during one, which it
-checks under the same lock.
+loop (:meth:`Transport.send_locked`). A ZeroMQ socket may be used by several
+threads only one at a time and behind a memory barrier. The pulse thread sends
+only while a plugin step runs on the loop (see
+:mod:`plughost_runner.invoker`), so a send made from the loop holds
+:attr:`Transport.lock` only when :attr:`Transport.guarded` says a step is
+running (plugin code sending, a capability call); the pump's own callbacks
+(the reader, the end-of-iteration flush) run only between steps and need no
+lock.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ class Transport:
         self._pump = SocketPump(self._sock, max_parts=1 + wire.MAX_BLOBS)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.lock = threading.RLock()
-        """Held for every send; the pulse thread's sends take it too."""
+        """Held by the pulse thread's sends, and by the loop's while :attr:`guarded`."""
+        self.guarded: Callable[[], bool] = _never
+        """Whether a send from the loop must take :attr:`lock` (a plugin step is running)."""
 
     async def serve(self, on_message: Callable[[memoryview, list[memoryview]], None]) -> None:
         """Hand every message from the host (envelope frame, blob frames) to ``on_message``.
@@ -70,30 +74,34 @@ class Transport:
         Raises:
             zmq.ZMQError: the socket failed.
         """
-        with self.lock:
-            if len(parts) == 1:
-                self._pump.post(parts)
-                return
-            await self._pump.send(parts)
+        if self.guarded():
+            with self.lock:
+                await self._send(parts)
+        else:
+            await self._send(parts)
 
-    def send_from_thread(self, make_frame: Callable[[], bytes | None]) -> bool:
-        """Send one frame from another thread, if ``make_frame`` (run under the lock) gives one.
+    async def _send(self, parts: Sequence[bytes | memoryview]) -> None:
+        if len(parts) == 1:
+            self._pump.post(parts)
+            return
+        await self._pump.send(parts)
+
+    def send_locked(self, frame: bytes) -> bool:
+        """Send one frame from the pulse thread, which holds :attr:`lock`.
 
         The frame goes out at once or not at all (the host's queue is full, the
         socket is closed): for heartbeats, which the next one replaces.
 
         Returns:
-            Whether a frame was sent.
+            Whether the frame was sent.
         """
-        with self.lock:
-            frame = make_frame()
-            if frame is None or self._sock.closed:
-                return False
-            try:
-                self._sock.send(frame, zmq.NOBLOCK)
-            except zmq.ZMQError:
-                return False
-            loop = self._loop
+        if self._sock.closed:
+            return False
+        try:
+            self._sock.send(frame, zmq.NOBLOCK)
+        except zmq.ZMQError:
+            return False
+        loop = self._loop
         if loop is not None and not loop.is_closed():
             # The send may have swallowed the descriptor's wakeup for a message from the host.
             loop.call_soon_threadsafe(self._pump.wake)
@@ -115,3 +123,7 @@ class Transport:
         with self.lock:
             self._sock.close()
         self._context.term()
+
+
+def _never() -> bool:
+    return False
