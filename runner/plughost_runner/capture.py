@@ -4,7 +4,8 @@
 protocol uses (the protocol runs over a ZeroMQ socket, so nothing a plugin
 prints can corrupt it). Records are tagged with the plugin that produced them:
 the plugin id comes from the ``plugin.<id>`` logger name, or from the call
-being served (a context variable) for prints.
+being served (a context variable) for prints; and with the id of the host
+request being served, if any (``call``).
 
 The queue is bounded: a plugin that floods its output loses lines, and the
 host is told how many, instead of the runner running out of memory.
@@ -27,7 +28,9 @@ current_plugin: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 current_call: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "plughost_current_call", default=None
 )
-"""The id of the ``tool.invoke`` request the current task serves (events name it)."""
+"""The id of the host request being served (``tool.invoke``, ``resource.read``,
+``prompt.get``); log records and capability calls carry it so the host can tie
+them to the call, and so to the MCP client that made it."""
 
 _MAX_LINE = 4000
 
@@ -63,6 +66,7 @@ class LogCollector(logging.Handler):
                 "message": message[:_MAX_LINE],
                 "plugin": plugin,
                 "time": time.time(),
+                "call": current_call.get(),
             }
         )
 

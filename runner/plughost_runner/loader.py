@@ -25,6 +25,7 @@ from plughost_runner.components import ComponentHandler, call_shape, component_h
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
 from plughost_sdk.plugin import Plugin
+from plughost_sdk.resources import PromptDeclaration, ResourceDeclaration
 
 if TYPE_CHECKING:  # the MaiBot layer is imported only when a MaiBot plugin loads
     from plughost_sdk.maibot.plugin import MaiBotPlugin
@@ -65,9 +66,9 @@ class PluginSpec:
 
 @dataclass(frozen=True, slots=True)
 class Handler:
-    """A tool's bound method and how to call it."""
+    """A tool's (or a resource's, or a prompt's) bound method and how to call it."""
 
-    declaration: ToolDeclaration
+    declaration: ToolDeclaration | ResourceDeclaration | PromptDeclaration
     function: Callable[..., Any]
     is_async: bool
     accepts_any: bool
@@ -87,6 +88,8 @@ class LoadedPlugin:
     components: dict[tuple[str, str], ComponentHandler] = field(default_factory=dict)
     config_file: str | None = None
     """A MaiBot plugin's config.toml text for the host to write, when it must change."""
+    resources: dict[str, Handler] = field(default_factory=dict)  # by URI (or URI template)
+    prompts: dict[str, Handler] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The wire form reported to the host."""
@@ -95,6 +98,8 @@ class LoadedPlugin:
             "path": str(self.spec.path),
             "tools": [h.declaration.to_wire() for h in self.handlers.values()],
             "components": [c.declaration.to_wire() for c in self.components.values()],
+            "resources": [h.declaration.to_wire() for h in self.resources.values()],
+            "prompts": [h.declaration.to_wire() for h in self.prompts.values()],
         }
         if self.config_file is not None:
             summary["config_file"] = self.config_file
@@ -161,6 +166,7 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
             validate_config(instance, spec.config)
             handlers = _handlers(spec, instance)
         components = bind_components(instance)
+        resources, prompts = _content_handlers(instance)
         await _on_load(spec, instance)
         components = bind_components(instance)  # with the APIs on_load published, if any
     except BaseException:
@@ -173,6 +179,8 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
         handlers=handlers,
         components=components,
         config_file=config_file,
+        resources=resources,
+        prompts=prompts,
     )
 
 
@@ -303,12 +311,24 @@ def _handlers(spec: PluginSpec, instance: Plugin) -> dict[str, Handler]:
 
 
 def _handler(
-    declaration: ToolDeclaration,
+    declaration: ToolDeclaration | ResourceDeclaration | PromptDeclaration,
     function: Callable[..., Any],
     adapt_result: Callable[[Any], Any] | None = None,
 ) -> Handler:
     is_async, accepts_any, accepted = call_shape(function)
     return Handler(declaration, function, is_async, accepts_any, accepted, adapt_result)
+
+
+def _content_handlers(instance: Plugin) -> tuple[dict[str, Handler], dict[str, Handler]]:
+    """The plugin's ``@Resource`` handlers by URI (or template) and ``@Prompt`` ones by name."""
+    kind = type(instance)
+    resources = {
+        d.uri: _handler(d, getattr(instance, d.handler_name)) for d in kind.resource_declarations()
+    }
+    prompts = {
+        d.name: _handler(d, getattr(instance, d.handler_name)) for d in kind.prompt_declarations()
+    }
+    return resources, prompts
 
 
 async def unload_plugin(plugin: LoadedPlugin, timeout: float) -> str | None:

@@ -24,6 +24,7 @@ from plughost_runner.credentials import Credentials
 from plughost_runner.invoker import Invoker, call_deadline
 from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
+    Handler,
     LoadedPlugin,
     LoadFailure,
     PluginSpec,
@@ -36,6 +37,7 @@ from plughost_runner.transport import Transport
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
 from plughost_sdk.errors import CapabilityError, ProtocolError
+from plughost_sdk.resources import match_template, prompt_messages, resource_contents
 
 if TYPE_CHECKING:
     from plughost_sdk.maibot.plugin import MaiBotPlugin
@@ -45,6 +47,7 @@ __all__ = ["RunnerService"]
 log = logging.getLogger("plughost_runner")
 
 _Handler = Callable[[wire.Envelope], Awaitable[Any]]
+_CALLS = frozenset({"tool.invoke", "component.invoke", "resource.read", "prompt.get"})
 
 
 class _RemoteError(Exception):
@@ -129,6 +132,8 @@ class RunnerService:
         self._handlers: dict[str, _Handler] = {
             "tool.invoke": self._on_invoke,
             "component.invoke": self._on_component,
+            "resource.read": self._on_read_resource,
+            "prompt.get": self._on_get_prompt,
             "plugins.load": self._on_load,
             "config.update": self._on_config_update,
             "runner.health": self._on_health,
@@ -282,11 +287,18 @@ class RunnerService:
             future.set_result(envelope["body"])
 
     async def _serve(self, envelope: wire.Envelope) -> None:
+        # Set in this task's own context: its log records and capability calls carry it.
+        current_call.set(envelope["id"])
         try:
             handler = self._handlers.get(envelope["method"])
             if handler is None:
                 raise _Reply("bad_payload", f"unknown method {envelope['method']!r}")
-            parts = self._encode_reply(envelope, await handler(envelope))
+            body = await handler(envelope)
+            if envelope["method"] in _CALLS:
+                # The call's log records reach the host before its reply, so an MCP
+                # client sees them as notifications before the result.
+                await self._send_logs()
+            parts = self._encode_reply(envelope, body)
         except _Reply as reply:
             parts = wire.encode_parts(wire.response(envelope, error=reply.error))
         except asyncio.CancelledError:
@@ -364,6 +376,55 @@ class RunnerService:
             raise _Reply("timeout", f"{kind} {name} did not finish within {timeout:g} s") from None
         finally:
             current_call.reset(call)
+
+    async def _on_read_resource(self, envelope: wire.Envelope) -> Any:
+        plugin = self._plugin(envelope)
+        body = envelope["body"] or {}
+        uri, key = str(body.get("uri", "")), str(body.get("resource", ""))
+        handler = plugin.resources.get(key)
+        variables = match_template(key, uri) if handler is not None else None
+        if handler is None or variables is None:
+            missing = f"plugin {plugin.spec.plugin_id} has no resource {uri!r}"
+            raise _Reply("tool_not_found", missing)
+        value = await self._run(plugin, handler, dict(variables), envelope, f"resource {uri}")
+        mime_type = getattr(handler.declaration, "mime_type", None)
+        try:
+            return {"contents": resource_contents(uri, mime_type, value)}
+        except ValueError as exc:
+            raise _Reply("bad_payload", f"resource {uri}: {exc}") from None
+
+    async def _on_get_prompt(self, envelope: wire.Envelope) -> Any:
+        plugin = self._plugin(envelope)
+        body = envelope["body"] or {}
+        name = str(body.get("prompt", ""))
+        handler = plugin.prompts.get(name)
+        if handler is None:
+            raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no prompt {name!r}")
+        arguments = {str(k): str(v) for k, v in dict(body.get("arguments") or {}).items()}
+        value = await self._run(plugin, handler, arguments, envelope, f"prompt {name}")
+        try:
+            return {"messages": prompt_messages(value)}
+        except ValueError as exc:
+            raise _Reply("bad_payload", f"prompt {name}: {exc}") from None
+
+    async def _run(
+        self,
+        plugin: LoadedPlugin,
+        handler: Handler,
+        arguments: dict[str, Any],
+        envelope: wire.Envelope,
+        what: str,
+    ) -> Any:
+        """Run a resource or prompt handler; its failure is a wire error naming it."""
+        timeout = (envelope["deadline_ms"] or 60_000) / 1000
+        try:
+            return await self._invoker.call(plugin.spec.plugin_id, handler, arguments, timeout)
+        except TimeoutError:
+            raise _Reply("timeout", f"{what} did not finish within {timeout:g} s") from None
+        except Exception as exc:
+            log.warning("plugin %s failed serving %s: %r", plugin.spec.plugin_id, what, exc)
+            failure = f"{what} failed: {type(exc).__name__}: {exc}"
+            raise _Reply("capability_failed", failure) from None
 
     def _plugin(self, envelope: wire.Envelope) -> LoadedPlugin:
         plugin = self._plugins.get(envelope["plugin"] or "")

@@ -1,6 +1,7 @@
 """plughost SDK: what a plugin author imports.
 
-Write a :class:`Plugin` subclass, mark methods with :func:`Tool`, and return
+Write a :class:`Plugin` subclass, mark methods with :func:`Tool` (content to
+read with :func:`Resource`, message templates with :func:`Prompt`), and return
 anything from them: a dict, a string, a ``(bool, str)`` tuple, or media in
 ``content_items``. Chat commands, event handlers, named hooks and APIs for
 other plugins are declared with :func:`Command`, :func:`EventHandler`,
@@ -47,6 +48,7 @@ from plughost_sdk.models import (
     ToolSpec,
 )
 from plughost_sdk.plugin import Plugin
+from plughost_sdk.resources import Prompt, PromptArgument, Resource
 from plughost_sdk.types import (
     ErrorPolicy,
     EventType,
@@ -83,8 +85,11 @@ __all__ = [
     "PluginError",
     "PluginLoadError",
     "PluginPaths",
+    "Prompt",
+    "PromptArgument",
     "ProtocolError",
     "ReplyExtension",
+    "Resource",
     "RunnerCrashedError",
     "RunnerError",
     "RunnerStartError",

@@ -5,7 +5,10 @@ is a call to the host through a :class:`CapabilityBridge` that the runner
 provides. The host routes it to a handler the embedding application registered,
 after checking the plugin's manifest lists it. ``ctx.call_tool`` is the
 capability ``tools.call``, which the host answers itself (under the operator's
-grants). ``ctx.config`` and ``ctx.paths`` are local: the runner keeps them current.
+grants). ``ctx.llm.generate`` (``llm.generate``), ``ctx.elicit`` (``user.elicit``)
+and ``ctx.resource_updated`` (``resources.updated``) are answered by the host's
+MCP server when the call came from an MCP client that can answer them.
+``ctx.config`` and ``ctx.paths`` are local: the runner keeps them current.
 ``ctx.report_progress`` is not a capability: it sends a ``progress`` event for
 the call being served, and needs no manifest entry.
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,8 +27,12 @@ from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionResult
 
 __all__ = [
+    "LLM_GENERATE",
+    "RESOURCES_UPDATED",
+    "USER_ELICIT",
     "CapabilityBridge",
     "CapabilityGroup",
+    "LLMCapability",
     "PluginConfig",
     "PluginContext",
     "PluginPaths",
@@ -33,6 +40,13 @@ __all__ = [
 ]
 
 _MISSING = object()
+
+LLM_GENERATE = "llm.generate"
+"""The capability behind ``ctx.llm.generate``."""
+USER_ELICIT = "user.elicit"
+"""The capability behind ``ctx.elicit``."""
+RESOURCES_UPDATED = "resources.updated"
+"""The capability behind ``ctx.resource_updated``."""
 
 
 class CapabilityBridge(Protocol):
@@ -169,6 +183,59 @@ class SendCapability(CapabilityGroup):
         )
 
 
+class LLMCapability(CapabilityGroup):
+    """``ctx.llm``: ask a language model for a completion."""
+
+    def __init__(self, ctx: PluginContext) -> None:
+        super().__init__(ctx, "llm")
+
+    async def generate(
+        self,
+        prompt: str | Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int = 1024,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_hint: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """Ask the host's model (under ``plughost serve``, the MCP client's) for a completion.
+
+        Args:
+            prompt: The user's text, or a conversation: ``{"role": "user" |
+                "assistant", "content": "..."}`` items, oldest first.
+            max_tokens: The most tokens to generate.
+            system_prompt: A system prompt the client may use.
+            temperature: Sampling temperature, when the model takes one.
+            stop_sequences: Where to stop generating.
+            model_hint: A model name the client may prefer.
+            timeout_ms: How long to wait (30 s by default).
+
+        Returns:
+            ``{"text": ..., "model": ..., "stop_reason": ...}``.
+
+        Raises:
+            CapabilityError: the manifest does not list ``llm.generate``, or no
+                model can answer (served over MCP, the client does not offer
+                sampling, and the host has no handler of its own).
+        """
+        if isinstance(prompt, str):
+            messages = [{"role": "user", "content": prompt}]
+        else:
+            messages = [dict(message) for message in prompt]
+        args: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens}
+        options = {
+            "system_prompt": system_prompt,
+            "temperature": temperature,
+            "stop_sequences": list(stop_sequences) if stop_sequences is not None else None,
+            "model_hint": model_hint,
+        }
+        args.update({key: value for key, value in options.items() if value is not None})
+        value = await self._ctx.call_capability(LLM_GENERATE, timeout_ms=timeout_ms, **args)
+        return dict(value) if isinstance(value, Mapping) else {"text": str(value)}
+
+
 class PluginContext:
     """The ``self.ctx`` of a loaded plugin.
 
@@ -178,6 +245,7 @@ class PluginContext:
         config: The plugin's configuration.
         paths: The plugin's data and temp directories.
         send: Message sending.
+        llm: Model completions (``ctx.llm.generate``).
     """
 
     def __init__(
@@ -193,6 +261,7 @@ class PluginContext:
         self.config = config or PluginConfig()
         self.paths = paths
         self.send = SendCapability(self)
+        self.llm = LLMCapability(self)
         self._bridge = bridge
 
     async def call_capability(
@@ -270,6 +339,37 @@ class PluginContext:
         text = None if message is None else str(message)
         total_value = None if total is None else float(total)
         self._bridge.report_progress(float(progress), total_value, text)
+
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], *, timeout_ms: int | None = 300_000
+    ) -> dict[str, Any]:
+        """Ask the user to fill in a form, through the MCP client (``elicitation/create``).
+
+        Args:
+            message: What to ask, shown to the user.
+            schema: A flat JSON Schema object: ``{"type": "object", "properties":
+                {...}, "required": [...]}`` with string, number, integer, boolean
+                and enum properties.
+            timeout_ms: How long to wait for the user (5 minutes by default).
+
+        Returns:
+            ``{"action": "accept" | "decline" | "cancel", "content": {...} | None}``.
+
+        Raises:
+            CapabilityError: the manifest does not list ``user.elicit``, or the call
+                did not come from an MCP client that offers elicitation.
+        """
+        args = {"message": message, "schema": dict(schema)}
+        value = await self.call_capability(USER_ELICIT, timeout_ms=timeout_ms, **args)
+        return dict(value) if isinstance(value, Mapping) else {"action": "cancel"}
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell MCP clients subscribed to ``uri`` (one of this plugin's resources) that it changed.
+
+        Raises:
+            CapabilityError: the manifest does not list ``resources.updated``.
+        """
+        await self.call_capability(RESOURCES_UPDATED, uri=uri)
 
     def capability(self, group: str) -> CapabilityGroup:
         """Return the capability group ``group`` (same as ``ctx.<group>``)."""

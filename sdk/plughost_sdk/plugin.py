@@ -1,9 +1,9 @@
 """The plugin base class every plugin subclasses.
 
 A plugin folder's ``plugin.py`` defines a :class:`Plugin` subclass with
-``@Tool`` methods (and ``@Command``, ``@EventHandler``, ``@HookHandler``,
-``@API`` ones) and a module-level ``create_plugin()`` that returns an
-instance. Declarations are collected and validated when the class is
+``@Tool`` methods (and ``@Resource``, ``@Prompt``, ``@Command``, ``@EventHandler``,
+``@HookHandler``, ``@API`` ones) and a module-level ``create_plugin()`` that
+returns an instance. Declarations are collected and validated when the class is
 defined, so a bad declaration fails at import with a message naming the
 plugin, the component and the parameter.
 """
@@ -17,6 +17,12 @@ from pydantic import BaseModel
 from plughost_sdk.components import ComponentDeclaration, collect_components
 from plughost_sdk.context import PluginConfig, PluginContext
 from plughost_sdk.declarations import ToolDeclaration, collect_declarations
+from plughost_sdk.resources import (
+    PromptDeclaration,
+    ResourceDeclaration,
+    collect_prompts,
+    collect_resources,
+)
 
 __all__ = ["Plugin"]
 
@@ -33,6 +39,8 @@ class Plugin:
     config_model: ClassVar[type[BaseModel] | None] = None
     __plughost_declarations__: ClassVar[list[ToolDeclaration]] = []
     __plughost_components__: ClassVar[list[ComponentDeclaration]] = []
+    __plughost_resources__: ClassVar[list[ResourceDeclaration]] = []
+    __plughost_prompts__: ClassVar[list[PromptDeclaration]] = []
 
     ctx: PluginContext
 
@@ -40,6 +48,8 @@ class Plugin:
         super().__init_subclass__(**kwargs)
         cls.__plughost_declarations__ = collect_declarations(cls)
         cls.__plughost_components__ = collect_components(cls)
+        cls.__plughost_resources__ = collect_resources(cls)
+        cls.__plughost_prompts__ = collect_prompts(cls)
 
     @classmethod
     def tool_declarations(cls) -> list[ToolDeclaration]:
@@ -59,6 +69,16 @@ class Plugin:
         with ``@Tool``.
         """
         return [declaration.to_wire() for declaration in self.component_declarations()]
+
+    @classmethod
+    def resource_declarations(cls) -> list[ResourceDeclaration]:
+        """The validated ``@Resource`` declarations (resources and templates), in order."""
+        return list(cls.__plughost_resources__)
+
+    @classmethod
+    def prompt_declarations(cls) -> list[PromptDeclaration]:
+        """The validated ``@Prompt`` declarations, in definition order."""
+        return list(cls.__plughost_prompts__)
 
     @property
     def config(self) -> PluginConfig:

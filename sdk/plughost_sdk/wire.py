@@ -33,6 +33,9 @@ Changelog:
        the runner, as does a second hello with the token); ``capability.call`` carries
        ``call``, the id of the request being served; frames decode within
        ``MAX_FRAME_ITEMS``.
+    6: ``resource.read`` and ``prompt.get``; ``plugins.load`` reports each plugin's
+       ``resources`` and ``prompts``; ``log.batch`` records carry ``call``, the id
+       of the host request being served.
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ Method = Literal[
     "plugins.load",
     "tool.invoke",
     "component.invoke",
+    "resource.read",
+    "prompt.get",
     "config.update",
     "runner.health",
     "runner.shutdown",

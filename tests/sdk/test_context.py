@@ -193,13 +193,13 @@ async def test_any_group_and_name_become_a_capability_call() -> None:
 
     rows = await ctx.db.query(table="notes", limit=5)
     await ctx.send.emoji(emotion="happy", stream_id="s")
-    await ctx.llm.generate(prompt="hi", timeout_ms=1500)
+    await ctx.translate.text(text="hi", timeout_ms=1500)
 
     assert rows == [{"id": 1}]
     assert bridge.calls == [
         ("p.q", "db.query", {"table": "notes", "limit": 5}, None),
         ("p.q", "send.emoji", {"emotion": "happy", "stream_id": "s"}, None),
-        ("p.q", "llm.generate", {"prompt": "hi"}, 1500),
+        ("p.q", "translate.text", {"text": "hi"}, 1500),
     ]
 
 
@@ -291,3 +291,40 @@ def test_context_has_a_plugin_logger_and_defaults() -> None:
     assert ctx.logger.name == "plugin.p.q"
     assert ctx.config.get_all() == {}
     assert ctx.paths is None
+
+
+async def test_llm_generate_sends_a_conversation_and_returns_the_answer() -> None:
+    answer = {"text": "4", "model": "m", "stop_reason": "endTurn"}
+    bridge = FakeBridge(answers={"llm.generate": answer})
+    ctx = PluginContext("p.q", bridge)
+
+    reply = await ctx.llm.generate("2+2?", max_tokens=5, system_prompt="Be brief")
+
+    assert reply == answer
+    assert bridge.calls == [
+        (
+            "p.q",
+            "llm.generate",
+            {
+                "messages": [{"role": "user", "content": "2+2?"}],
+                "max_tokens": 5,
+                "system_prompt": "Be brief",
+            },
+            None,
+        )
+    ]
+
+
+async def test_elicit_and_resource_updated_are_capability_calls() -> None:
+    bridge = FakeBridge(answers={"user.elicit": {"action": "decline", "content": None}})
+    ctx = PluginContext("p.q", bridge)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    reply = await ctx.elicit("Who are you?", schema, timeout_ms=2000)
+    await ctx.resource_updated("notes://today")
+
+    assert reply == {"action": "decline", "content": None}
+    assert bridge.calls == [
+        ("p.q", "user.elicit", {"message": "Who are you?", "schema": schema}, 2000),
+        ("p.q", "resources.updated", {"uri": "notes://today"}, None),
+    ]

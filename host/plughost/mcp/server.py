@@ -27,7 +27,7 @@ import ipaddress
 import logging
 import math
 import socket
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from importlib import metadata
 from typing import Any, Protocol
 
@@ -40,15 +40,26 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plughost.mcp.bearer import require_bearer
+from plughost.mcp.client_link import MCPClientLink, set_logging_level
 from plughost.mcp.content import result_to_mcp
+from plughost.mcp.event_store import MemoryEventStore
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE, page_of
+from plughost.mcp.server_content import ContentHandlers, ResourceSubscriptions
 from plughost.tools import progress
-from plughost.tools.provider import ChangeListener
+from plughost.tools.client_link import current_client
+from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost.tools.resources import ContentCatalog
 from plughost_sdk.models import (
     ToolExecutionContext,
     ToolExecutionResult,
@@ -75,6 +86,8 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 DEFAULT_MAX_SESSIONS = 500
 """HTTP sessions open at once, at most (each costs tens of kilobytes and a task)."""
 MCP_HTTP_PATH = "/mcp"
+SSE_RETRY_MS = 1000
+"""The reconnection delay suggested to clients in each SSE stream's priming event."""
 _SHUTDOWN_GRACE = 3.0
 _NOTIFY_TIMEOUT = 2.0
 _TRACKED = "plughost.tools_list_changed"
@@ -97,9 +110,16 @@ class ToolSource(Protocol):
 
     def remove_listener(self, listener: ChangeListener) -> None: ...
 
+    @property
+    def providers(self) -> tuple[ToolProvider, ...]: ...
+
+    def add_resource_listener(self, listener: Callable[[str], None]) -> None: ...
+
+    def remove_resource_listener(self, listener: Callable[[str], None]) -> None: ...
+
 
 class _Server(Server[Any]):
-    """The lowlevel server, advertising ``tools.listChanged`` on every transport."""
+    """The lowlevel server, advertising ``listChanged`` for tools, resources and prompts."""
 
     def create_initialization_options(
         self,
@@ -108,7 +128,10 @@ class _Server(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options
+            or NotificationOptions(
+                tools_changed=True, resources_changed=True, prompts_changed=True
+            ),
             experimental_capabilities,
             extensions,
         )
@@ -134,12 +157,27 @@ class RegistryMCPServer:
         self._connections: dict[int, Connection] = {}
         self._changes: MemoryObjectSendStream[None] | None = None
         self._change_pending = False
+        self.subscriptions = ResourceSubscriptions(self._bus)
+        content = ContentHandlers(ContentCatalog(registry), self.subscriptions)
         self.server = _Server(
             name,
             version=_version(),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
+            on_list_resources=content.list_resources,
+            on_list_resource_templates=content.list_templates,
+            on_read_resource=content.read_resource,
+            on_subscribe_resource=content.subscribe,
+            on_unsubscribe_resource=content.unsubscribe,
+            on_list_prompts=content.list_prompts,
+            on_get_prompt=content.get_prompt,
+            on_completion=content.complete,
+        )
+        # Registered after construction: the constructor argument warns that logging is
+        # deprecated in the 2026 protocol, which handshake-era clients still use.
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, set_logging_level
         )
         self.server.middleware.append(self._track_connection)
 
@@ -149,14 +187,16 @@ class RegistryMCPServer:
         send, receive = anyio.create_memory_object_stream[None](math.inf)
         self._changes = send
         self.registry.add_listener(self._registry_changed)
+        self.registry.add_resource_listener(self.subscriptions.updated)
         try:
-            async with anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as tg, self.subscriptions.delivering():
                 tg.start_soon(self._forward_changes, receive)
                 try:
                     yield
                 finally:
                     tg.cancel_scope.cancel()
         finally:
+            self.registry.remove_resource_listener(self.subscriptions.updated)
             self.registry.remove_listener(self._registry_changed)
             self._changes = None
             send.close()
@@ -183,15 +223,20 @@ class RegistryMCPServer:
             arguments=dict(params.arguments or {}),
             call_id="" if ctx.request_id is None else str(ctx.request_id),
         )
+        link = MCPClientLink(ctx)
+        token = current_client.set(link)  # seen by the plugin's logs, sampling, elicitation
         try:
-            if _progress_token(ctx) is None:
-                result = await self._invoke(invocation)
-            else:
-                result = await self._invoke_with_progress(ctx, invocation)
+            async with link.serving():
+                if _progress_token(ctx) is None:
+                    result = await self._invoke(invocation)
+                else:
+                    result = await self._invoke_with_progress(ctx, invocation)
         except Exception as exc:  # a tool fault is never a protocol error
             log.exception("mcp tool call failed in the registry tool=%s", name)
             message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
             result = ToolExecutionResult.failure(name, message, "registry_error")
+        finally:
+            current_client.reset(token)
         return result_to_mcp(result)
 
     async def _invoke(self, invocation: ToolInvocation) -> ToolExecutionResult:
@@ -250,12 +295,16 @@ class RegistryMCPServer:
             async for _ in changes:
                 self._change_pending = False
                 log.debug("mcp tools changed, notifying clients legacy=%d", len(self._connections))
-                await self._bus.publish(ToolsListChanged())
+                # A provider change may change tools, resources and prompts alike.
+                for event in (ToolsListChanged(), ResourcesListChanged(), PromptsListChanged()):
+                    await self._bus.publish(event)
                 for connection in list(self._connections.values()):
                     # Best effort and never raises; bounded so a client that stopped
                     # reading cannot hold up the others.
                     with anyio.move_on_after(_NOTIFY_TIMEOUT):
                         await connection.send_tool_list_changed()
+                        await connection.send_resource_list_changed()
+                        await connection.send_prompt_list_changed()
 
 
 def _progress_token(ctx: ServerRequestContext[Any, Any]) -> Any:
@@ -364,11 +413,15 @@ async def serve_http(
     bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
     # On 127.0.0.1, localhost and ::1 the SDK refuses foreign Host/Origin headers
     # (DNS rebinding protection).
+    # The event store makes every SSE stream open with a priming event and a retry
+    # hint, and lets a client that lost a stream resume it with Last-Event-ID.
     app: ASGIApp = bridge.server.streamable_http_app(
         streamable_http_path=MCP_HTTP_PATH,
         host=host,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
+        event_store=MemoryEventStore(),
+        retry_interval=SSE_RETRY_MS,
     )
     if bearer_token is not None:
         app = require_bearer(app, bearer_token)

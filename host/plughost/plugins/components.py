@@ -90,6 +90,7 @@ class ComponentRegistry:
         self._others: dict[str, tuple[PluginComponent, ...]] = {}
         self._by_full_name: dict[str, ToolComponent] = {}
         self._owners: dict[str, ToolInvoker] = {}
+        self._content: dict[str, dict[str, Any]] = {}
         self._disabled: set[str] = set()
         self._disabled_plugins: set[str] = set()
         self._session_disabled: dict[str, set[str]] = {}
@@ -102,8 +103,12 @@ class ComponentRegistry:
         components: Iterable[ToolComponent],
         owner: ToolInvoker,
         others: Iterable[PluginComponent] = (),
+        content: dict[str, Any] | None = None,
     ) -> None:
         """Register ``plugin_id``'s tools, other components and owner, replacing all at once.
+
+        ``content`` is the plugin's load report, whose ``resources`` and ``prompts``
+        are swapped in the same step (see :mod:`plughost.plugins.content`).
 
         Raises:
             ValueError: two components of one kind share a name, or one belongs to
@@ -130,6 +135,7 @@ class ComponentRegistry:
         self._by_plugin, self._by_full_name = by_plugin, by_full_name
         self._others = others_by_plugin
         self._owners[plugin_id] = owner
+        self._content[plugin_id] = dict(content or {})
         self._prune_state()
         self._changed()
 
@@ -143,6 +149,7 @@ class ComponentRegistry:
         }
         self._others = {k: v for k, v in self._others.items() if k != plugin_id}
         self._owners.pop(plugin_id, None)
+        self._content.pop(plugin_id, None)
         self._prune_state()
         self._changed()
         return True
@@ -251,6 +258,10 @@ class ComponentRegistry:
     def owner(self, plugin_id: str) -> ToolInvoker | None:
         """What executes ``plugin_id``'s tools."""
         return self._owners.get(plugin_id)
+
+    def content(self, plugin_id: str) -> dict[str, Any]:
+        """The load report of ``plugin_id`` (its ``resources`` and ``prompts``), or ``{}``."""
+        return self._content.get(plugin_id, {})
 
     def set_enabled(self, full_name: str, enabled: bool) -> None:
         """Enable or disable one tool everywhere.

@@ -2,17 +2,22 @@
 
 It holds no plugin objects: it reads the current components through the
 :class:`~plughost.plugins.query.ComponentQueryService` and sends calls to the runner
-that owns the plugin right now (which a reload may have just swapped).
+that owns the plugin right now (which a reload may have just swapped). It is also
+a :class:`~plughost.tools.resources.ContentProvider` for the plugins' resources and
+prompts (:mod:`plughost.plugins.content`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from plughost.plugins.components import ComponentRegistry, ToolComponent, ToolInvoker
+from plughost.plugins.content import PluginContent
 from plughost.plugins.query import PLUGIN_PROVIDER_NAME, ComponentQueryService
 from plughost.tools.provider import ChangeListener
 from plughost.tools.registry import ToolRegistry
+from plughost.tools.resources import PromptInfo, PromptResult, ResourceContent, ResourceInfo
 from plughost.tracing import start_span
 from plughost_sdk.models import (
     ToolAvailabilityContext,
@@ -42,6 +47,7 @@ class PluginToolProvider:
         self._query = query
         self._default_timeout = default_timeout
         self._listeners: list[ChangeListener] = []
+        self.content = PluginContent(components, timeout=default_timeout)
         components.add_listener(self._changed)
 
     def bind_registry(self, registry: ToolRegistry) -> None:
@@ -90,6 +96,33 @@ class PluginToolProvider:
         if result.tool_name != name:  # a pydantic attribute write costs more than the check
             result.tool_name = name
         return result
+
+    async def list_resources(self) -> list[ResourceInfo]:
+        """Every plugin resource and resource template."""
+        return self.content.list_resources()
+
+    async def read_resource(self, uri: str) -> list[ResourceContent]:
+        """Read a plugin resource (raises ``ContentError``)."""
+        return await self.content.read_resource(uri)
+
+    async def list_prompts(self) -> list[PromptInfo]:
+        """Every plugin prompt."""
+        return self.content.list_prompts()
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> PromptResult:
+        """Fill in a plugin prompt (raises ``ContentError``)."""
+        return await self.content.get_prompt(name, arguments)
+
+    async def complete(
+        self,
+        kind: Literal["prompt", "resource"],
+        name: str,
+        argument: str,
+        value: str,
+        context: Mapping[str, str],
+    ) -> list[str]:
+        """The values the plugin declared for ``argument`` that start with ``value``."""
+        return self.content.complete(kind, name, argument, value)
 
     async def close(self) -> None:
         """Nothing to release: the host owns the runners."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plughost.runners.channel import RemoteError
+from plughost.tools.client_link import ClientLink
 from plughost_sdk import wire
 from plughost_sdk.manifest import Manifest
 
@@ -33,6 +34,7 @@ class CapabilityCall:
     serving: bool = True
     """Whether the plugin made the call while serving a tool call that is still in flight
     (False for a background task whose call already returned, or one started by on_load)."""
+    client: ClientLink | None = None  # the client of the call the plugin is serving, if any
 
 
 CapabilityHandler = Callable[[CapabilityCall], Awaitable[Any]]
@@ -72,9 +74,18 @@ class CapabilityRouter:
         return sorted(self._handlers)
 
     async def dispatch(
-        self, manifest: Manifest, capability: str, args: dict[str, Any], *, serving: bool = True
+        self,
+        manifest: Manifest,
+        capability: str,
+        args: dict[str, Any],
+        *,
+        serving: bool = True,
+        client: ClientLink | None = None,
     ) -> Any:
         """Check and run one call; return the wire body ``{"value": ...}``.
+
+        ``client`` is the client behind the call the plugin is serving, when it
+        can be asked anything (see :mod:`plughost.tools.client_link`).
 
         A handler may raise :class:`RemoteError` to answer with a code of its
         own; any other exception it raises becomes ``capability_failed``.
@@ -103,7 +114,7 @@ class CapabilityRouter:
                 )
             )
         try:
-            value = await handler(CapabilityCall(plugin_id, capability, args, serving))
+            value = await handler(CapabilityCall(plugin_id, capability, args, serving, client))
         except RemoteError:
             raise  # a handler refusing with its own code (a built-in such as tools.call)
         except Exception as exc:

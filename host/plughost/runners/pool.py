@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
+from plughost_sdk import wire
+from plughost_sdk.errors import RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
 
 __all__ = ["RunnerPool"]
@@ -128,6 +130,19 @@ class RunnerPool:
             if reply.get("error_code") != "shutting_down":
                 return reply
             tried.append(member)
+
+    async def request_content(
+        self, method: wire.Method, plugin_id: str, body: dict[str, Any], timeout: float
+    ) -> Any:
+        """Send a ``resource.read`` or ``prompt.get`` to one member (see the supervisor's).
+
+        Raises:
+            RunnerCrashedError: no member is left to serve the plugin.
+        """
+        member = self.pick()
+        if member is None:
+            raise RunnerCrashedError(f"plugin {plugin_id} has no runner left to serve it")
+        return await member.request_content(method, plugin_id, body, timeout)
 
     def _pick_untried(self, tried: list[RunnerSupervisor]) -> RunnerSupervisor | None:
         member = self.pick()

@@ -35,7 +35,7 @@ from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer
 from plughost.runners.memory import MemoryMeter, open_meter
-from plughost.runners.output import RunnerOutput
+from plughost.runners.output import MAX_LINE, RunnerOutput
 from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
 from plughost.runners.sandbox import SandboxReport, runner_policy
@@ -50,6 +50,7 @@ from plughost.runners.spawn import (
 from plughost.runners.watchdog import Watchdog
 from plughost.settings import ResourceLimits, RunnerSettings
 from plughost.tools import progress
+from plughost.tools.client_link import ClientLink, current_client
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
@@ -371,11 +372,14 @@ class RunnerSupervisor:
             and isinstance(call, int)
             and channel.serving(call, source.plugin_id)
         )
+        # Only a call this plugin is serving may reach that call's client.
+        client = self._client_of(call) if serving else None
         return await self._capabilities.dispatch(
             source.manifest,
             str(body.get("capability", "")),
             dict(body.get("args") or {}),
             serving=serving,
+            client=client,
         )
 
     def protocol_violation(self, reason: str) -> None:
@@ -419,11 +423,43 @@ class RunnerSupervisor:
             self._watchdog.heartbeat(body)
         elif method == "log.batch":
             self._output.forward_records(body.get("records"))
+            self._relay_logs(body.get("records"))
         elif method == "progress":
             channel = self._channel
             context = channel.context_of(envelope["id"]) if channel is not None else None
             if context is not None:  # None: the call is over, or nobody sent it from here
                 context.run(_report_progress, body)
+
+    def _relay_logs(self, records: Any) -> None:
+        """Pass the log records of a call to the client that made it (tools.client_link)."""
+        for record in records if isinstance(records, list) else ():
+            plugin = record.get("plugin") if isinstance(record, dict) else None
+            if plugin not in self.sources:
+                continue
+            client = self._client_of(record.get("call"))
+            level = record.get("level")
+            if client is not None and type(level) is int:
+                message = self._redact(str(record.get("message", ""))[:MAX_LINE])
+                client.log(level, f"plugin.{plugin}", message)
+
+    def _client_of(self, call: Any) -> ClientLink | None:
+        """The client behind host request ``call`` (tools.client_link), if it is pending."""
+        if type(call) is not int or self._channel is None:
+            return None
+        context = self._channel.context_of(call)
+        return context.get(current_client) if context is not None else None
+
+    async def request_content(
+        self, method: wire.Method, plugin_id: str, body: dict[str, Any], timeout: float
+    ) -> Any:
+        """Send a ``resource.read`` or ``prompt.get`` to the runner; return the reply body.
+
+        Raises:
+            RemoteError: the plugin failed or has no such resource or prompt.
+            RunnerCrashedError: the runner went away.
+            TimeoutError: no answer in time.
+        """
+        return await self._request(method, body, plugin_id, timeout)
 
     async def invoke(
         self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float

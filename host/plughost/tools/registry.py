@@ -123,6 +123,7 @@ class ToolRegistry:
         self._gates: list[CallGate] = []
         self._providers: list[ToolProvider] = []
         self._listeners: list[ChangeListener] = []
+        self._resource_listeners: list[Callable[[str], None]] = []
         self._views: OrderedDict[tuple[int, ToolAvailabilityContext | None], _View] = OrderedDict()
         self._warned: set[tuple[str, str, str]] = set()
         self._observers: list[CallObserver] = []
@@ -236,6 +237,23 @@ class ToolRegistry:
         """Stop calling ``listener``; removing an unknown listener does nothing."""
         if listener in self._listeners:
             self._listeners.remove(listener)
+
+    def add_resource_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(uri)`` whenever a provider says resource ``uri`` changed."""
+        self._resource_listeners.append(listener)
+
+    def remove_resource_listener(self, listener: Callable[[str], None]) -> None:
+        """Stop calling ``listener``; removing an unknown listener does nothing."""
+        if listener in self._resource_listeners:
+            self._resource_listeners.remove(listener)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Record that the content of resource ``uri`` changed (MCP subscribers hear it)."""
+        for listener in list(self._resource_listeners):
+            try:
+                listener(uri)
+            except Exception:
+                log.exception("resource listener failed uri=%s", uri)
 
     def notify_changed(self, provider_name: str) -> None:
         """Record that ``provider_name``'s tools changed; providers call this themselves."""

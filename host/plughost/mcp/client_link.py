@@ -1,0 +1,209 @@
+"""The MCP client behind a call: its log level, sampling and elicitation, for the plugin.
+
+:class:`MCPClientLink` is the :class:`~plughost.tools.client_link.ClientLink` the
+server sets around each ``tools/call`` (and resource read, prompt): a plugin's
+log records during the call become ``notifications/message`` on the request's
+stream, ``ctx.llm.generate`` becomes ``sampling/createMessage`` and ``ctx.elicit``
+becomes ``elicitation/create``, each tied to the request (``related_request_id``).
+
+Log level. A handshake-era client chooses it with ``logging/setLevel`` (kept per
+connection; nothing is sent before the client sets one); a 2026-07-28 client
+opts in per request with the ``io.modelcontextprotocol/logLevel`` ``_meta`` key.
+Records are queued as they arrive and sent in order by one task; the queue is
+drained before the call's result goes out, so a client sees a call's logs first.
+
+Sampling and elicitation need a client that declared the capability and a
+channel that can carry a request from the server in the middle of a call (the
+handshake-era protocol has one; a 2026-07-28 connection does not): otherwise
+:class:`~plughost.tools.client_link.ClientRequestError` says which is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.connection import allowed_log_levels
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from plughost.tools.client_link import ClientRequestError
+
+__all__ = ["LOG_LEVELS", "MCPClientLink", "set_logging_level"]
+
+log = logging.getLogger(__name__)
+
+LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+_LEVEL_KEY = "plughost.log_level"
+_DRAIN_TIMEOUT = 2.0
+
+
+def _mcp_level(levelno: int) -> types.LoggingLevel:
+    if levelno >= logging.CRITICAL:
+        return "critical"
+    if levelno >= logging.ERROR:
+        return "error"
+    if levelno >= logging.WARNING:
+        return "warning"
+    if levelno >= logging.INFO:
+        return "info"
+    return "debug"
+
+
+async def set_logging_level(
+    ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """``logging/setLevel``: remember the level for the client's connection."""
+    connection = getattr(ctx.session, "_connection", None)  # private in SDK 2.3
+    if params.level not in LOG_LEVELS:
+        raise MCPError(INVALID_PARAMS, f"unknown log level {params.level!r}")
+    if connection is not None:
+        connection.state[_LEVEL_KEY] = params.level
+    return types.EmptyResult()
+
+
+class MCPClientLink:
+    """What a plugin call may ask of the MCP client that made it (see the module doc)."""
+
+    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+        self._ctx = ctx
+        self._levels = _allowed_levels(ctx)
+        self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """Send queued log records while inside; on the way out, send what is left first."""
+        if not self._levels:
+            yield
+            return
+        send, receive = anyio.create_memory_object_stream[types.LoggingMessageNotification](
+            math.inf
+        )
+        self._queue = send
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._send_logs, receive)
+            try:
+                yield
+            finally:
+                self._queue = None
+                send.close()  # the sender drains what is queued, then ends the group
+                tg.cancel_scope.deadline = anyio.current_time() + _DRAIN_TIMEOUT
+
+    def log(self, level: int, logger: str, message: str) -> None:
+        """Queue a record as ``notifications/message`` if the client wants its level."""
+        mcp_level = _mcp_level(level)
+        if self._queue is None or mcp_level not in self._levels:
+            return
+        params = types.LoggingMessageNotificationParams(
+            level=mcp_level, logger=logger, data=message
+        )
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._queue.send_nowait(types.LoggingMessageNotification(params=params))
+
+    async def _send_logs(
+        self, notifications: MemoryObjectReceiveStream[types.LoggingMessageNotification]
+    ) -> None:
+        async with notifications:
+            async for notification in notifications:
+                try:
+                    await self._ctx.session.send_notification(
+                        notification, related_request_id=self._ctx.request_id
+                    )
+                except Exception as exc:  # the client left: the call goes on without logs
+                    log.debug("mcp log notification not sent reason=%r", exc)
+                    return
+
+    async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client's model through ``sampling/createMessage``."""
+        self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
+        params = _sampling_params(request)
+        message = types.CreateMessageRequest(params=params)
+        result = await self._send(message, types.CreateMessageResult, "sampling/createMessage")
+        content = result.content
+        text = content.text if isinstance(content, types.TextContent) else ""
+        return {
+            "text": text,
+            "model": result.model,
+            "stop_reason": result.stop_reason,
+            "role": result.role,
+        }
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client's user through ``elicitation/create`` (form mode)."""
+        capability = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+        self._require(capability, "elicitation")
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        )
+        result = await self._send(request, types.ElicitResult, "elicitation/create")
+        return {"action": result.action, "content": result.content}
+
+    def _require(self, capability: types.ClientCapabilities, name: str) -> None:
+        session = self._ctx.session
+        if not session.check_client_capability(capability):
+            raise ClientRequestError(
+                f"the MCP client did not offer {name} (it declares no '{name}' capability)"
+            )
+        if not session.can_send_request:
+            raise ClientRequestError(
+                f"the MCP client offers {name}, but its connection (protocol "
+                f"{session.protocol_version}) cannot carry a request from the server in the "
+                "middle of a call; connect with a handshake-era protocol (2025-11-25)"
+            )
+
+    async def _send(self, request: Any, result_type: Any, method: str) -> Any:
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        try:
+            return await self._ctx.session.send_request(request, result_type, metadata=metadata)
+        except MCPError as exc:
+            raise ClientRequestError(
+                f"the MCP client refused {method}: {exc.error.message}"
+            ) from None
+
+
+def _sampling_params(request: dict[str, Any]) -> types.CreateMessageRequestParams:
+    messages = [
+        types.SamplingMessage(
+            role="assistant" if m.get("role") == "assistant" else "user",
+            content=types.TextContent(text=str(m.get("content", ""))),
+        )
+        for m in request.get("messages", [])
+    ]
+    hint = request.get("model_hint")
+    preferences = types.ModelPreferences(hints=[types.ModelHint(name=str(hint))]) if hint else None
+    return types.CreateMessageRequestParams(
+        messages=messages,
+        max_tokens=int(request.get("max_tokens", 1024)),
+        system_prompt=request.get("system_prompt"),
+        temperature=request.get("temperature"),
+        stop_sequences=request.get("stop_sequences"),
+        model_preferences=preferences,
+    )
+
+
+def _allowed_levels(ctx: ServerRequestContext[Any]) -> frozenset[str]:
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return frozenset(allowed_log_levels(ctx.protocol_version, ctx.meta))
+    connection = getattr(ctx.session, "_connection", None)
+    level = connection.state.get(_LEVEL_KEY) if connection is not None else None
+    if level not in LOG_LEVELS:
+        return frozenset()
+    return frozenset(LOG_LEVELS[LOG_LEVELS.index(level) :])

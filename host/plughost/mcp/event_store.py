@@ -1,0 +1,71 @@
+"""A bounded in-memory event store: SSE priming events and resumable streams over HTTP.
+
+With an event store, the SDK's streamable HTTP transport opens every SSE stream
+with a *priming event* (an event id and empty data, plus the ``retry`` field that
+tells the client how long to wait before reconnecting), stores each event it
+sends, and replays the events after ``Last-Event-ID`` when a client reconnects
+to a stream that broke. That is what the specification (SEP-1699) asks of a
+server whose streams may close before the response.
+
+Memory is bounded: each stream keeps its last :data:`EVENTS_PER_STREAM` events
+and the store keeps its last :data:`MAX_STREAMS` streams; a reconnect after
+older events were dropped replays nothing (the client re-sends its request).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, deque
+from typing import Final
+
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp_types import JSONRPCMessage
+
+__all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore"]
+
+EVENTS_PER_STREAM: Final = 256
+MAX_STREAMS: Final = 1024
+
+
+class MemoryEventStore(EventStore):
+    """Keeps recent events per SSE stream for replay after a reconnect."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._streams: OrderedDict[StreamId, deque[tuple[int, JSONRPCMessage | None]]] = (
+            OrderedDict()
+        )
+        self._stream_of: dict[int, StreamId] = {}
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        """Store one event (``None``: a priming event) and return its id."""
+        number = next(self._ids)
+        events = self._streams.get(stream_id)
+        if events is None:
+            events = self._streams[stream_id] = deque()
+            while len(self._streams) > MAX_STREAMS:
+                _, dropped = self._streams.popitem(last=False)
+                for old, _ in dropped:
+                    self._stream_of.pop(old, None)
+        if len(events) == EVENTS_PER_STREAM:
+            old, _ = events.popleft()
+            self._stream_of.pop(old, None)
+        events.append((number, message))
+        self._stream_of[number] = stream_id
+        return str(number)
+
+    async def replay_events_after(
+        self, last_event_id: EventId, send_callback: EventCallback
+    ) -> StreamId | None:
+        """Send the stream's events after ``last_event_id``; return its stream id, or None."""
+        try:
+            after = int(last_event_id)
+        except ValueError:
+            return None
+        stream_id = self._stream_of.get(after)
+        if stream_id is None:
+            return None
+        for number, message in list(self._streams.get(stream_id, ())):
+            if number > after and message is not None:
+                await send_callback(EventMessage(message, str(number)))
+        return stream_id
