@@ -33,7 +33,9 @@ Changelog:
        the runner, as does a second hello with the token); ``capability.call`` carries
        ``call``, the id of the request being served; frames decode within
        ``MAX_FRAME_ITEMS``.
-    6: ``resource.read`` and ``prompt.get``; ``plugins.load`` reports each plugin's
+    6: ``blocked`` in ``runner.heartbeat``, sent by the runner's pulse thread while an
+       async handler blocks the event loop.
+    7: ``resource.read`` and ``prompt.get``; ``plugins.load`` reports each plugin's
        ``resources`` and ``prompts``; ``log.batch`` records carry ``call``, the id
        of the host request being served.
 """
@@ -75,7 +77,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 6
+PROTOCOL_VERSION: Final = 7
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.mcp_servers.harness import free_port, wait_for_port
+from tests.mcp_servers.harness import plughost_serve_http
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_MODULES = ROOT / ".venv-mcp-servers" / "node" / "node_modules"
@@ -89,17 +88,8 @@ def _results(output: Path) -> dict[str, list[dict[str, object]]]:
 
 def test_plughost_serve_passes_the_official_mcp_conformance_suite(tmp_path: Path) -> None:
     _suite_available()
-    port = free_port()
-    serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--log-format", "json"]
-    process = subprocess.Popen(
-        [*serve, "--plugins", str(PLUGIN), "--mcp-http", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     output = tmp_path / "results"
-    try:
-        wait_for_port(port, timeout=60, process=process)
-        url = f"http://127.0.0.1:{port}/mcp"
+    with plughost_serve_http("--plugins", str(PLUGIN)) as url:
         run = subprocess.run(
             [str(NODE), str(SUITE), "server", "--url", url, "--suite", "all", "-o", str(output)],
             capture_output=True,
@@ -107,9 +97,6 @@ def test_plughost_serve_passes_the_official_mcp_conformance_suite(tmp_path: Path
             timeout=120,
             check=False,
         )
-    finally:
-        process.terminate()
-        process.wait(30)
 
     results = _results(output)
     failed = {

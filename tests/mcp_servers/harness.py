@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,24 @@ def port_is_open(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def plughost_serve_http(*args: str) -> Iterator[str]:
+    """Run ``plughost serve ARGS --mcp-http`` on a free port; yield its MCP URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--log-format", "json"]
+    process = subprocess.Popen(
+        [*command, *args, "--mcp-http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, timeout=60, process=process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(30)
 
 
 def wait_for_port(port: int, *, timeout: float = 15.0, process: subprocess.Popen[Any]) -> None:

@@ -47,7 +47,7 @@ import enum
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -143,10 +143,12 @@ class MCPConnection:
         config: MCPServerConfig,
         *,
         on_change: Callable[[str], None] | None = None,
+        callbacks: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self._on_change = on_change
+        self._callbacks = dict(callbacks or {})  # sampling, elicitation, roots (mcp.Client)
         self._lock = anyio.Lock()
         self._state = ServerState.IDLE
         self._reason = ""
@@ -416,7 +418,9 @@ class MCPConnection:
         connected, failure = False, ""
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             try:
-                async with open_client(self.config, self._on_message, self._on_exit) as client:
+                async with open_client(
+                    self.config, self._on_message, self._on_exit, callbacks=self._callbacks
+                ) as client:
                     try:
                         catalog = await fetch_catalog(client, self.config)
                         scope.deadline = math.inf

@@ -87,10 +87,22 @@ class MCPClientLink:
         self._ctx = ctx
         self._levels = _allowed_levels(ctx)
         self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
+        self._finished = False
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
-        """Send queued log records while inside; on the way out, send what is left first."""
+        """Send queued log records while inside; on the way out, send what is left first.
+
+        After it, the call is over: a late request through the link is refused.
+        """
+        try:
+            async with self._logs():
+                yield
+        finally:
+            self._finished = True
+
+    @contextlib.asynccontextmanager
+    async def _logs(self) -> AsyncIterator[None]:
         if not self._levels:
             yield
             return
@@ -157,6 +169,8 @@ class MCPClientLink:
         return {"action": result.action, "content": result.content}
 
     def _require(self, capability: types.ClientCapabilities, name: str) -> None:
+        if self._finished:
+            raise ClientRequestError(f"the MCP call this {name} request belongs to has finished")
         session = self._ctx.session
         if not session.check_client_capability(capability):
             raise ClientRequestError(

@@ -136,6 +136,7 @@ class MCPConfig(BaseModel):
         servers: Server name -> its configuration. Names become part of tool
             names (``mcp_{server}_{tool}``) and ids (``mcp:{server}:{tool}``).
         provider_name: The provider's name in the tool registry.
+        roots: The ``file://`` URIs plughost answers to a server's ``roots/list``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -145,6 +146,7 @@ class MCPConfig(BaseModel):
         validation_alias=AliasChoices("servers", "mcpServers", "mcp_servers"),
     )
     provider_name: str = "mcp"
+    roots: list[str] = Field(default_factory=list)
 
     @field_validator("servers")
     @classmethod

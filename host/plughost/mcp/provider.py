@@ -51,10 +51,13 @@ from plughost.mcp.client import (
 )
 from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
+from plughost.mcp.provider_content import UpstreamContent
 from plughost.mcp.session import Catalog, describe_error
+from plughost.mcp.upstream_requests import UpstreamRequests
 from plughost.tools import progress
 from plughost.tools.naming import qualified_name
 from plughost.tools.progress import Progress
+from plughost.tools.resources import PromptInfo, PromptResult, ResourceContent, ResourceInfo
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -110,11 +113,18 @@ class MCPToolProvider:
         if not isinstance(config, MCPConfig):
             config = MCPConfig(servers=dict(config))
         self.provider_name: str = provider_name or config.provider_name
+        self._requests = UpstreamRequests(config.roots)
         self._connections = {
-            name: MCPConnection(name, server, on_change=self._server_changed)
+            name: MCPConnection(
+                name,
+                server,
+                on_change=self._server_changed,
+                callbacks=self._requests.callbacks(name),
+            )
             for name, server in config.servers.items()
             if server.enabled
         }
+        self._content = UpstreamContent(self._connections, self.provider_name)
         self._views: dict[str, _ServerView] = {}
         self._quiet: Counter[str] = Counter()
         self._registry: ToolRegistry | None = None
@@ -151,9 +161,42 @@ class MCPToolProvider:
             return self._not_routed(name)
         connection = self._connections[route.server]
         timeout = connection.config.tool_timeout
-        result = await self._call(connection, route, invocation, timeout)
+        with self._requests.calling(route.server):  # the server may ask our caller mid-call
+            result = await self._call(connection, route, invocation, timeout)
         metadata = {"server": route.server, "original_name": route.target, **result.metadata}
         return result.model_copy(update={"tool_name": name, "metadata": metadata})
+
+    # --- resources and prompts, re-served (plughost.mcp.provider_content) ------------------
+
+    async def list_resources(self) -> list[ResourceInfo]:
+        """Every connected server's resources and templates."""
+        await self._connect_pending(quiet=True)
+        return self._content.list_resources()
+
+    async def read_resource(self, uri: str) -> list[ResourceContent]:
+        """Read a resource from its server (raises ``ContentError``)."""
+        with self._requests.calling(self._content.server_of_uri(uri) or ""):
+            return await self._content.read_resource(uri)
+
+    async def list_prompts(self) -> list[PromptInfo]:
+        """Every connected server's prompts, namespaced."""
+        await self._connect_pending(quiet=True)
+        return self._content.list_prompts()
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> PromptResult:
+        """Fill in a prompt on its server (raises ``ContentError``)."""
+        return await self._content.get_prompt(name, arguments)
+
+    async def complete(
+        self,
+        kind: Literal["prompt", "resource"],
+        name: str,
+        argument: str,
+        value: str,
+        context: Mapping[str, str],
+    ) -> list[str]:
+        """Completions from the server of the prompt or template."""
+        return await self._content.complete(kind, name, argument, value, context)
 
     async def close(self) -> None:
         """Close every server connection (each in its own owner task)."""

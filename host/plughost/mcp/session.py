@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -54,6 +54,8 @@ class Catalog:
     tools: tuple[types.Tool, ...] = ()
     resources: tuple[types.Resource, ...] = ()
     prompts: tuple[types.Prompt, ...] = ()
+    templates: tuple[types.ResourceTemplate, ...] = ()
+    completions: bool = False  # the server answers completion/complete
 
     @property
     def size(self) -> int:
@@ -66,6 +68,8 @@ async def open_client(
     config: MCPServerConfig,
     message_handler: MessageHandlerFnT,
     on_exit: Callable[[str], None],
+    *,
+    callbacks: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Client]:
     """Enter a client session with the server; to be entered and exited by one task.
 
@@ -73,6 +77,8 @@ async def open_client(
         config: How to reach the server.
         message_handler: Receives the server's notifications and transport errors.
         on_exit: Called with the reason when a stdio server's process ends by itself.
+        callbacks: ``mcp.Client``'s ``sampling_callback``, ``elicitation_callback`` and
+            ``list_roots_callback``; each one given is advertised as a capability.
     """
     async with contextlib.AsyncExitStack() as stack:
         server: Any
@@ -105,6 +111,7 @@ async def open_client(
             message_handler=message_handler,
             client_info=types.Implementation(name="plughost", version=_version()),
             cache=None,
+            **dict(callbacks or {}),
         )
         yield await stack.enter_async_context(client)
 
@@ -133,11 +140,13 @@ async def fetch_catalog(client: Client, config: MCPServerConfig) -> Catalog:
     if not config.exposes_everything:
         return Catalog(tools=tuple(tools))
     resources: tuple[types.Resource, ...] = ()
+    templates: tuple[types.ResourceTemplate, ...] = ()
     prompts: tuple[types.Prompt, ...] = ()
     # Resources and prompts are extras: a server that lists them badly still serves its tools.
     if capabilities.resources is not None:
         try:
             resources = tuple((await client.list_resources()).resources)
+            templates = tuple((await client.list_resource_templates()).resource_templates)
         except MCPError as exc:
             log.debug("mcp resources not listed reason=%s", exc.message)
     if capabilities.prompts is not None:
@@ -145,7 +154,13 @@ async def fetch_catalog(client: Client, config: MCPServerConfig) -> Catalog:
             prompts = tuple((await client.list_prompts()).prompts)
         except MCPError as exc:
             log.debug("mcp prompts not listed reason=%s", exc.message)
-    return Catalog(tools=tuple(tools), resources=resources, prompts=prompts)
+    return Catalog(
+        tools=tuple(tools),
+        resources=resources,
+        prompts=prompts,
+        templates=templates,
+        completions=capabilities.completions is not None,
+    )
 
 
 def is_connection_lost(exc: BaseException) -> bool:

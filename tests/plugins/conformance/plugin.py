@@ -1,5 +1,9 @@
 """The tools, resources and prompts the official MCP conformance suite expects of a server.
 
+Also ``touch_watched_resource``, which announces a change of ``test://watched-resource``
+to subscribers (the suite only subscribes; tests/integration/test_mcp_server_features.py
+checks the notification).
+
 ``plughost serve --plugins tests/plugins/conformance --mcp-http ...`` serves them;
 tests/integration/test_mcp_conformance.py runs the suite against it. Names, URIs
 and texts are the suite's own (@modelcontextprotocol/conformance, server scenarios).
@@ -163,6 +167,11 @@ class ConformancePlugin(Plugin):
     )
     async def json_schema_tool(self, **kwargs: Any) -> str:
         return json.dumps(kwargs.get("name"))
+
+    @Tool("touch_watched_resource", brief_description="Announce that the watched resource changed")
+    async def touch_watched_resource(self, **kwargs: Any) -> str:
+        await self.ctx.resource_updated("test://watched-resource")
+        return "touched"
 
     # --- resources ----------------------------------------------------------------------------
 

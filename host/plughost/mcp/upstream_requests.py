@@ -1,0 +1,132 @@
+"""What plughost answers when an upstream MCP server asks its client something.
+
+As a client, plughost advertises ``sampling``, ``elicitation`` and ``roots``, so
+servers whose tools need them list those tools. An upstream's
+``sampling/createMessage`` and ``elicitation/create`` are passed on to the client
+of the call that reached the server (an MCP client of ``plughost serve``, through
+its :class:`~plughost.tools.client_link.ClientLink`): plughost is a gateway, and
+the model and the user are on the other side. ``roots/list`` answers the
+``[mcp] roots`` of the configuration.
+
+Which call a request belongs to: while a call to a server runs, its caller's
+link is recorded for that server; a request from the server goes to the link
+of the latest call in progress (a server asks mid-call). With no call in
+progress, or a caller that is not an MCP client, the server gets an error that
+says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientRequestContext
+from mcp_types.jsonrpc import INVALID_REQUEST
+
+from plughost.tools.client_link import ClientLink, ClientRequestError, current_client
+
+__all__ = ["UpstreamRequests"]
+
+
+class UpstreamRequests:
+    """The sampling, elicitation and roots callbacks of one provider's connections."""
+
+    def __init__(self, roots: Sequence[str] = ()) -> None:
+        self._roots = list(roots)
+        self._callers: dict[str, list[ClientLink]] = {}
+
+    @contextlib.contextmanager
+    def calling(self, server: str) -> Iterator[None]:
+        """Record the current caller's link for ``server`` while a call to it runs."""
+        link = current_client.get()
+        if link is None:
+            yield
+            return
+        callers = self._callers.setdefault(server, [])
+        callers.append(link)
+        try:
+            yield
+        finally:
+            callers.remove(link)
+
+    def callbacks(self, server: str) -> dict[str, Any]:
+        """The ``mcp.Client`` callbacks for ``server``."""
+
+        async def sampling(
+            context: ClientRequestContext, params: types.CreateMessageRequestParams
+        ) -> types.CreateMessageResult | types.ErrorData:
+            link = self._link(server)
+            if link is None:
+                return _no_caller("sampling")
+            try:
+                answer = await link.generate(_generate_args(params))
+            except ClientRequestError as exc:
+                return types.ErrorData(code=INVALID_REQUEST, message=str(exc))
+            return types.CreateMessageResult(
+                role="assistant",
+                content=types.TextContent(text=str(answer.get("text", ""))),
+                model=str(answer.get("model") or "unknown"),
+                stop_reason=answer.get("stop_reason"),
+            )
+
+        async def elicitation(
+            context: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult | types.ErrorData:
+            link = self._link(server)
+            if link is None:
+                return _no_caller("elicitation")
+            if not isinstance(params, types.ElicitRequestFormParams):
+                return types.ErrorData(
+                    code=INVALID_REQUEST, message="plughost passes on form elicitation only"
+                )
+            try:
+                reply = await link.elicit(params.message, dict(params.requested_schema))
+            except ClientRequestError as exc:
+                return types.ErrorData(code=INVALID_REQUEST, message=str(exc))
+            return types.ElicitResult(action=reply["action"], content=reply.get("content"))
+
+        async def roots(context: ClientRequestContext) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in self._roots])
+
+        return {
+            "sampling_callback": sampling,
+            "elicitation_callback": elicitation,
+            "list_roots_callback": roots,
+        }
+
+    def _link(self, server: str) -> ClientLink | None:
+        # Not current_client: the callbacks run in the connection's own task, which may
+        # have inherited the link of whichever call happened to start it.
+        callers = self._callers.get(server)
+        return callers[-1] if callers else None
+
+
+def _generate_args(params: types.CreateMessageRequestParams) -> dict[str, Any]:
+    messages = [
+        {
+            "role": m.role,
+            "content": m.content.text if isinstance(m.content, types.TextContent) else "",
+        }
+        for m in params.messages
+    ]
+    args: dict[str, Any] = {"messages": messages, "max_tokens": params.max_tokens}
+    options = {
+        "system_prompt": params.system_prompt,
+        "temperature": params.temperature,
+        "stop_sequences": params.stop_sequences,
+    }
+    args.update({key: value for key, value in options.items() if value is not None})
+    hints = params.model_preferences.hints if params.model_preferences else None
+    if hints and hints[0].name:
+        args["model_hint"] = hints[0].name
+    return args
+
+
+def _no_caller(what: str) -> types.ErrorData:
+    return types.ErrorData(
+        code=INVALID_REQUEST,
+        message=f"plughost has nobody to ask for {what}: the call in progress did not come "
+        "from an MCP client (plughost passes sampling and elicitation on to its own client)",
+    )

@@ -1,0 +1,247 @@
+"""The official MCP client drives every server feature of a real ``plughost serve``.
+
+Over stdio and streamable HTTP, against tests/plugins/conformance (resources,
+templates, prompts, completions, subscriptions, logging, sampling, elicitation)
+and server-everything (npm) configured upstream, whose resources and prompts
+plughost re-serves and whose sampling tool appears only because plughost, as
+a client, offers sampling, which it passes on to its own client.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from tests.mcp_servers.harness import plughost_serve_http
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "tests" / "plugins" / "conformance"
+EVERYTHING = ROOT / ".venv-mcp-servers" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not EVERYTHING.exists() or shutil.which("node") is None:
+        pytest.fail(
+            "server-everything and node are needed: run scripts/install_test_mcp_servers.sh"
+        )
+    path = tmp_path_factory.mktemp("serve") / "plughost.toml"
+    path.write_text(
+        f"[host]\nplugin_dirs = [{json.dumps(str(PLUGIN))}]\n\n"
+        f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def http_url(config: Path) -> Iterator[str]:
+    """One plughost serve over HTTP for the module: each test opens its own session."""
+    with plughost_serve_http("--config", str(config)) as url:
+        yield url
+
+
+class Peer:
+    """The client side's model and user, and what the server sent it."""
+
+    def __init__(self) -> None:
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.updated: list[str] = []
+        self.sampled: list[str] = []
+        self.asked: list[str] = []
+
+    async def sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        content = params.messages[0].content
+        self.sampled.append(content.text if isinstance(content, types.TextContent) else "")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="four"), model="test-model"
+        )
+
+    async def elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        self.asked.append(params.message)
+        return types.ElicitResult(
+            action="accept", content={"username": "ada", "email": "ada@example.com"}
+        )
+
+    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    async def messages(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.updated.append(message.params.uri)
+
+
+@asynccontextmanager
+async def connect(
+    transport: str, config: Path, request: pytest.FixtureRequest, peer: Peer | None
+) -> AsyncIterator[Client]:
+    target: Any
+    if transport == "stdio":
+        args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config), "--mcp-stdio"]
+        target = StdioServerParameters(command=sys.executable, args=args)
+    else:
+        target = request.getfixturevalue("http_url")
+    callbacks: dict[str, Any] = {}
+    if peer is not None:
+        callbacks = {
+            "sampling_callback": peer.sampling,
+            "elicitation_callback": peer.elicitation,
+            "logging_callback": peer.logging,
+            "message_handler": peer.messages,
+        }
+    # The handshake-era protocol: sampling and elicitation need a server-to-client channel.
+    async with Client(target, mode="legacy", cache=None, **callbacks) as client:
+        yield client
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
+    transport: str, config: Path, request: pytest.FixtureRequest
+) -> None:
+    peer = Peer()
+    async with connect(transport, config, request, peer) as client:
+        resources = {r.uri: r for r in (await client.list_resources()).resources}
+        templates = {
+            t.uri_template: t for t in (await client.list_resource_templates()).resource_templates
+        }
+        text = (await client.read_resource("test://static-text")).contents[0]
+        blob = (await client.read_resource("test://static-binary")).contents[0]
+        templated = (await client.read_resource("test://template/7/data")).contents[0]
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        filled = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+        image = await client.get_prompt("test_prompt_with_image")
+        completion = await client.complete(
+            types.PromptReference(name="test_prompt_with_arguments"),
+            {"name": "arg1", "value": "par"},
+        )
+        upstream = next(uri for uri, r in resources.items() if r.name.startswith("mcp_everything_"))
+        upstream_read = await client.read_resource(upstream)
+        upstream_prompt = next(name for name in prompts if name.startswith("mcp_everything_"))
+        with pytest.raises(Exception, match="Resource not found"):
+            await client.read_resource("test://nothing-here")
+        with pytest.warns(MCPDeprecationWarning):  # deprecated in 2026-07-28, current before
+            await client.set_logging_level("info")
+        await client.call_tool("test_tool_with_logging", {})
+        logs = [str(p.data) for p in peer.logs]  # sent before the result, so all here now
+        sampled = await client.call_tool("test_sampling", {"prompt": "2+2?"})
+        elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+        with pytest.warns(MCPDeprecationWarning):  # 2026-07-28 clients listen() instead
+            await client.subscribe_resource("test://watched-resource")
+        await client.call_tool("touch_watched_resource", {})
+        await wait_until(lambda: bool(peer.updated), timeout=10, what="resources/updated")
+        with pytest.warns(MCPDeprecationWarning):
+            await client.unsubscribe_resource("test://watched-resource")
+        await client.call_tool("touch_watched_resource", {})  # unsubscribed: not announced
+        with pytest.warns(MCPDeprecationWarning):
+            await client.subscribe_resource("test://watched-resource")
+        await client.call_tool("touch_watched_resource", {})  # after the unheard one, in order
+        await wait_until(lambda: len(peer.updated) >= 2, timeout=10, what="second update")
+        tools = {t.name for t in (await client.list_tools()).tools}
+        gateway = await client.call_tool(
+            "mcp_everything_trigger-sampling-request",
+            {"prompt": "upstream question", "maxTokens": 5},
+        )
+
+    assert resources["test://static-text"].mime_type == "text/plain"
+    assert "test://template/{id}/data" in templates
+    assert any(name.startswith("mcp_everything_") for name in (t.name for t in templates.values()))
+    assert isinstance(text, types.TextResourceContents)
+    assert text.text == "This is the content of the static text resource."
+    assert isinstance(blob, types.BlobResourceContents)
+    assert base64.b64decode(blob.blob).startswith(b"\x89PNG")
+    assert isinstance(templated, types.TextResourceContents)
+    assert json.loads(templated.text)["data"] == "Data for ID: 7"
+    assert [a.name for a in prompts["test_prompt_with_arguments"].arguments or []] == [
+        "arg1",
+        "arg2",
+    ]
+    assert isinstance(filled.messages[0].content, types.TextContent)
+    assert filled.messages[0].content.text == "Prompt with arguments: arg1='a', arg2='b'"
+    assert [m.content.type for m in image.messages] == ["image", "text"]
+    assert completion.completion.values == ["paris", "park", "party"]
+    assert upstream_read.contents and upstream_read.contents[0].uri == upstream
+    assert upstream_prompt.startswith("mcp_everything_")
+    assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+    assert {p.level for p in peer.logs} == {"info"}
+    assert peer.logs[0].logger == "plugin.tests.conformance"
+    assert text_of(sampled) == "LLM response: four"
+    assert peer.sampled[0] == "2+2?"
+    assert text_of(elicited).startswith("User response: action=accept")
+    assert peer.asked == ["Who are you?"]
+    assert peer.updated == ["test://watched-resource"] * 2
+    # plughost offers sampling upstream, so server-everything lists its sampling tool,
+    # and the upstream's request reaches this client through plughost.
+    assert "mcp_everything_trigger-sampling-request" in tools
+    assert not gateway.is_error, text_of(gateway)
+    assert "upstream question" in peer.sampled[-1]
+    assert "four" in text_of(gateway)
+
+
+async def test_sampling_fails_with_the_reason_when_the_client_does_not_offer_it(
+    config: Path, request: pytest.FixtureRequest
+) -> None:
+    async with connect("http", config, request, None) as client:
+        result = await client.call_tool("test_sampling", {"prompt": "2+2?"})
+        logged = await client.call_tool("test_tool_with_logging", {})
+
+    assert result.is_error
+    assert "did not offer sampling" in text_of(result)
+    assert not logged.is_error  # no logging/setLevel: the call runs, no log messages are sent
+
+
+async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(http_url: str) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx2.AsyncClient(timeout=10) as http:
+        response = await http.post(http_url, json=initialize, headers=headers)
+        session = response.headers["mcp-session-id"]
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        await http.post(
+            http_url,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+        )
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "test_simple_text"},
+        }
+        response = await http.post(http_url, json=call, headers=headers)
+
+    stream = response.text.replace("\r\n", "\n").strip()
+    events = [block.split("\n") for block in stream.split("\n\n")]
+    first = {k: v.strip() for k, v in (line.split(":", 1) for line in events[0] if ":" in line)}
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert first["id"] and first["data"] == ""
+    assert first["retry"] == "1000"
+    assert "This is a simple text response" in response.text
