@@ -59,10 +59,8 @@ SCENARIOS = {
     "prompts-get-with-image",
     "dns-rebinding-protection",
 }
-# Scenarios plughost does not pass yet, each with the reason (docs/mcp.md says the same).
-EXPECTED_FAILURES: dict[str, str] = {
-    "tools-call-with-progress": "plugins cannot report progress yet",
-}
+# Scenarios plughost does not pass, each with the reason (docs/mcp.md says the same).
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 def _suite_available() -> None:

@@ -41,6 +41,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("serve") / "plughost.toml"
     path.write_text(
         f"[host]\nplugin_dirs = [{json.dumps(str(PLUGIN))}]\n\n"
+        '[mcp]\nroots = ["file:///srv/plughost-test"]\n\n'
         f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
     )
     return path
@@ -161,6 +162,7 @@ async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
             "mcp_everything_trigger-sampling-request",
             {"prompt": "upstream question", "maxTokens": 5},
         )
+        roots = await client.call_tool("mcp_everything_get-roots-list", {})
 
     assert resources["test://static-text"].mime_type == "text/plain"
     assert "test://template/{id}/data" in templates
@@ -191,10 +193,15 @@ async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
     assert peer.updated == ["test://watched-resource"] * 2
     # plughost offers sampling upstream, so server-everything lists its sampling tool,
     # and the upstream's request reaches this client through plughost.
-    assert "mcp_everything_trigger-sampling-request" in tools
+    assert {
+        "mcp_everything_trigger-sampling-request",
+        "mcp_everything_trigger-elicitation-request",
+        "mcp_everything_get-roots-list",
+    } <= tools
     assert not gateway.is_error, text_of(gateway)
     assert "upstream question" in peer.sampled[-1]
     assert "four" in text_of(gateway)
+    assert "file:///srv/plughost-test" in text_of(roots)
 
 
 async def test_sampling_fails_with_the_reason_when_the_client_does_not_offer_it(

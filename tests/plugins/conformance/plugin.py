@@ -87,6 +87,14 @@ class ConformancePlugin(Plugin):
         self.ctx.logger.info("Tool execution completed")
         return "Logging tool completed"
 
+    @Tool("test_tool_with_progress", brief_description="Report progress 0, 50 and 100 of 100")
+    async def tool_with_progress(self, **kwargs: Any) -> str:
+        for done in (0, 50, 100):
+            self.ctx.report_progress(done, 100)
+            if done < 100:
+                await asyncio.sleep(0.05)
+        return "Progress tool completed"
+
     @Tool("test_error_handling", brief_description="Always fail")
     async def error_handling(self, **kwargs: Any) -> str:
         raise ToolError("This tool intentionally returns an error for testing")

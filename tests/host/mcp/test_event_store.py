@@ -1,0 +1,47 @@
+"""MemoryEventStore: replay after Last-Event-ID, priming events skipped, memory bounded."""
+
+from __future__ import annotations
+
+import mcp_types as types
+from mcp.server.streamable_http import EventMessage
+
+from plughost.mcp import event_store
+from plughost.mcp.event_store import MemoryEventStore
+
+
+def message(n: int) -> types.JSONRPCMessage:
+    return types.JSONRPCNotification(jsonrpc="2.0", method=f"notifications/n{n}")
+
+
+async def test_a_reconnect_replays_the_events_of_its_stream_after_the_last_id() -> None:
+    store = MemoryEventStore()
+    priming = await store.store_event("a", None)
+    first = await store.store_event("a", message(1))
+    await store.store_event("b", message(9))
+    await store.store_event("a", message(2))
+    sent: list[EventMessage] = []
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event)
+
+    assert await store.replay_events_after(priming, send) == "a"
+    assert [e.message.method for e in sent] == ["notifications/n1", "notifications/n2"]
+    sent.clear()
+    assert await store.replay_events_after(first, send) == "a"
+    assert [e.message.method for e in sent] == ["notifications/n2"]
+    assert await store.replay_events_after("unknown", send) is None
+
+
+async def test_old_events_are_dropped_so_memory_stays_bounded() -> None:
+    store = MemoryEventStore()
+    ids = [
+        await store.store_event("a", message(n)) for n in range(event_store.EVENTS_PER_STREAM + 1)
+    ]
+    sent: list[EventMessage] = []
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event)
+
+    assert await store.replay_events_after(ids[0], send) is None  # dropped: nothing to resume
+    assert await store.replay_events_after(ids[1], send) == "a"
+    assert len(sent) == event_store.EVENTS_PER_STREAM - 1
