@@ -46,3 +46,12 @@ async def test_a_dynamic_api_cannot_replace_a_declared_one(make_host: HostFactor
     assert answer["success"] is False
     assert "would replace a declared @API" in answer["error"]
     assert fixed.result == "declared"
+
+
+async def test_a_maibot_plugin_publishes_an_api_with_sync_dynamic_apis(
+    make_host: HostFactory,
+) -> None:
+    async with make_host([TEST_PLUGINS / "maibot" / "dynamic_shouter"]) as host:
+        called = await host.call_api("community.dynamic-shouter.shout", text="hi")
+
+    assert (called.success, called.result) == (True, "HI!")
