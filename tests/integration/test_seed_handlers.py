@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from plughost.host import PluginHost
+from plughost.search.service import ToolSearchService
 from plughost.settings import HostSettings
+from plughost.tools.builtin import BuiltinToolProvider
 from plughost_sdk.models import ToolExecutionContext, ToolInvocation
 from tests.conftest import TEST_PLUGINS, HostFactory
 from tests.waiting import wait_until
@@ -93,6 +95,27 @@ async def test_a_hidden_tool_is_refused_to_the_model_and_runs_for_a_trusted_call
     assert "hidden" in refused.error_message
     direct = await host.tools.invoke(ToolInvocation(tool_name="admin_reset"), trusted=True)
     assert direct.success and direct.content == "reset"
+
+
+async def test_a_deferred_plugin_tool_runs_only_once_its_conversation_has_found_it(
+    host: PluginHost,
+) -> None:
+    search = ToolSearchService(host.tools, threshold=0)
+    host.tools.register_provider(BuiltinToolProvider([search.tool()]))
+    try:
+        chat = ToolExecutionContext(session_id="s1")
+        refused = await host.invoke("search_web", {"query": "x"}, chat)
+        assert refused.error_code == "tool_not_discovered"
+        assert "call tool_search first" in refused.error_message
+        found = await host.invoke("tool_search", {"query": "select:search_web"}, chat)
+        assert found.success, found.error_message
+        assert (await host.invoke("search_web", {"query": "x"}, chat)).success
+        other = ToolExecutionContext(session_id="s2")
+        assert (await host.invoke("search_web", {"query": "x"}, other)).error_code == (
+            "tool_not_discovered"
+        )
+    finally:
+        search.close()
 
 
 async def test_time_sleep_in_an_async_handler_finishes_and_the_runner_survives(

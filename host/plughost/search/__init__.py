@@ -2,8 +2,9 @@
 
 Lives here: tokenization (``text``), the incremental BM25 index (``index``), the
 immutable core/deferred catalog (``catalog``), per-conversation discovery state
-(``discovery``), the provider-specific strategies (``strategies``) and the
-``ToolSearchService`` that ties them to a registry (``service``).
+(``discovery``), the provider-specific strategies (``strategies``), the
+``tool_hint`` reminder (``hints``) and the ``ToolSearchService`` that ties them to
+a registry (``service``).
 
 May import: ``plughost.tools`` and the leaf modules. Never plugins, runners or MCP.
 """

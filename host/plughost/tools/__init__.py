@@ -1,9 +1,11 @@
 """The tool layer: one registry that routes every call, whatever its source.
 
 Lives here: the ``ToolProvider`` protocol, ``ToolRegistry``, argument casting and
-JSON Schema validation, provider-specific definitions (OpenAI, Anthropic), batching
-by concurrency class, built-in tools, tool naming and the history helpers that turn
-results into model messages.
+JSON Schema validation, declared defaults, provider-specific definitions (OpenAI,
+Anthropic), batching by concurrency class, built-in tools, tool naming, model
+responses' tool calls to invocations and back (``model_calls``), and the history
+helpers that turn results into model messages (``history``, tagged messages in
+``messages``, compaction of old results in ``compaction``).
 
 May import: ``plughost_sdk`` and the leaf modules ``plughost.settings``,
 ``plughost.events`` and ``plughost.redaction``. Nothing here knows about plugins,
