@@ -51,7 +51,7 @@ async def test_a_dynamic_api_cannot_replace_a_declared_one(make_host: HostFactor
 async def test_a_maibot_plugin_publishes_an_api_with_sync_dynamic_apis(
     make_host: HostFactory,
 ) -> None:
-    async with make_host([TEST_PLUGINS / "maibot" / "dynamic_shouter"]) as host:
+    async with make_host([TEST_PLUGINS / "maibot_dynamic_api"]) as host:
         called = await host.call_api("community.dynamic-shouter.shout", text="hi")
 
     assert (called.success, called.result) == (True, "HI!")
