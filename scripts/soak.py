@@ -465,6 +465,11 @@ class _Counting(logging.Handler):
             self.failures.append(record.getMessage()[:200])
 
 
+def sandbox_line(soak: Soak) -> str:
+    """What the runners were confined by, as the host reported it."""
+    return soak.host.sandbox.describe() if soak.host.sandbox else "sandbox: unknown"
+
+
 @dataclass
 class Report:
     args: argparse.Namespace
@@ -484,11 +489,14 @@ async def soak_run(args: argparse.Namespace) -> Report:
     logging.getLogger().addHandler(counting)
     real = plughost.runners.supervisor.runner_command
     plughost.runners.supervisor.runner_command = fake_runner.replacing(real, WRONG_IDS)
+    (root / "pids").mkdir()
+    # Runners are sandboxed (the default): spawn_children may write only where it is granted.
+    sandbox = SETTINGS.sandbox.model_copy(update={"write_paths": [root / "pids"]})
     settings = HostSettings(
         data_dir=root / "data",
         temp_dir=root / "temp",
         call_timeout=10.0,
-        runner=SETTINGS,
+        runner=SETTINGS.model_copy(update={"sandbox": sandbox}),
         plugin_limits={HOG: ResourceLimits(memory_mb=HOG_LIMIT_MB)},
     )
     host = PluginHost(plugin_dirs(root), settings=settings)
@@ -647,6 +655,7 @@ def render(report: Report) -> tuple[str, dict[str, float]]:
         f"{len(report.lanes)} lanes (one per misbehaving runner, one at a time, plus "
         f"{FAST_WORKERS} workers for the cheap faults). "
         f"{report.runners_spawned} runner processes were started in all. Memory growth: {limited}. "
+        f"Runners ran in the default sandbox ({sandbox_line(soak)}). "
         f"Runner settings: heartbeat every {SETTINGS.heartbeat_interval:g} s, hung after "
         f"{SETTINGS.heartbeat_misses} missed beats, a sync call may overrun by "
         f"{SETTINGS.stuck_grace:g} s, on_load may take {SETTINGS.on_load_timeout:g} s; restarts "

@@ -140,3 +140,20 @@ def _runtime_files(host: PluginHost) -> list[str]:
     runtime = host.runtime_dir
     assert runtime is not None
     return [str(p) for p in runtime.iterdir()]
+
+
+async def test_a_runner_started_as_a_new_interpreter_is_confined_the_same_way(
+    tmp_path: Path,
+) -> None:
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path, fork_server=False)
+    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
+        require(host, "landlock")
+        attack = Attack(host, plugins, settings.data_dir)
+
+        config = await attack.attempt("intrude_read", path=str(attack.neighbour / "config.toml"))
+        environ = await attack.attempt("intrude_read", path=f"/proc/{os.getpid()}/environ")
+
+        assert not config["allowed"] and not environ["allowed"]
+        [status] = host.status()
+        assert "landlock" in status.sandbox
