@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         from plughost_runner.sandbox import SandboxError, SandboxPolicy, apply
 
         try:
-            if apply(SandboxPolicy.from_json(args.sandbox)):
+            socket = args.endpoint[len("ipc://") :] if args.endpoint.startswith("ipc://") else ""
+            if apply(SandboxPolicy.from_json(args.sandbox), socket):
                 args.parent_pid = os.getppid()  # 0: the parent is outside the pid namespace
         except (SandboxError, ValueError, TypeError) as exc:
             print(f"plughost runner: {exc}", file=sys.stderr)

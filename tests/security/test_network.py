@@ -120,3 +120,36 @@ async def test_without_a_network_namespace_landlock_still_refuses_tcp(
         assert not verdict["allowed"]
         [status] = host.status()
         assert "network_namespace" not in status.sandbox
+
+
+@shared
+async def test_a_plugin_cannot_reach_another_programs_unix_socket(
+    attack: Attack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A socket like Docker's or D-Bus's: Landlock does not govern them, the mounts hide them."""
+    require(attack.host, "user_namespace")
+    path = tmp_path_factory.mktemp("run") / "docker.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen()
+
+        verdict = await attack.attempt("intrude_unix", path=str(path))
+
+    assert not verdict["allowed"]
+
+
+async def test_a_plugin_cannot_reach_a_neighbour_runners_socket(tmp_path: Path) -> None:
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path)
+    async with PluginHost(
+        [plugins / "hostile_intruder", plugins / "echo"], settings=settings
+    ) as host:
+        require(host, "user_namespace")
+        runtime = host.runtime_dir
+        assert runtime is not None
+        [neighbour] = [p for p in runtime.glob("runner-tests-echo*.sock")]
+        attack = Attack(host, plugins, settings.data_dir)
+
+        verdict = await attack.attempt("intrude_unix", path=str(neighbour))
+
+        assert not verdict["allowed"], "reached a neighbour runner's socket on the host"

@@ -174,17 +174,7 @@ def runner_policy(
             folder = (root / source.plugin_id).resolve()
             folder.mkdir(parents=True, exist_ok=True)
             writable.append(str(folder))
-    tmpdir = writable[len(sources)]  # the first plugin's temp directory
-    connect, bind = _ports(sources)
-    granted = any(source.manifest.network is not None for source in sources)
-    if endpoint.startswith("tcp://"):  # the runner reaches the host over loopback TCP
-        granted = True
-        if connect is not None:
-            connect.append(int(endpoint.rsplit(":", 1)[1]))
-    if granted:
-        active.discard("network_namespace")
-    if "landlock_network" not in active:
-        connect = bind = None
+    connect, bind = _network(sources, endpoint, active)
     policy = {
         "user_namespace": "user_namespace" in active,
         "network_namespace": "network_namespace" in active and "user_namespace" in active,
@@ -197,8 +187,34 @@ def runner_policy(
         "connect_ports": connect,
         "bind_ports": bind,
     }
+    if not policy["landlock"]:
+        active -= {"landlock_network", "landlock_scopes"}
     names = tuple(p for p in PROTECTIONS if p in active and policy.get(p, True))
+    tmpdir = writable[len(sources)]  # the first plugin's temp directory
     return RunnerSandbox(json.dumps(policy, separators=(",", ":")), names, tmpdir)
+
+
+def _network(
+    sources: Sequence[PluginSource], endpoint: str, active: set[str]
+) -> tuple[list[int] | None, list[int] | None]:
+    """The TCP ports Landlock allows (None: any); drops what ``active`` cannot keep.
+
+    A runner whose manifests ask for no network gets a network namespace of its
+    own; one that asks for ports, or reaches the host over TCP, shares the host's.
+    """
+    connect, bind = _ports(sources)
+    granted = any(source.manifest.network is not None for source in sources)
+    if endpoint.startswith("tcp://"):  # the runner reaches the host over loopback TCP
+        granted = True
+        if connect is not None:
+            connect.append(int(endpoint.rsplit(":", 1)[1]))
+    if granted:
+        active.discard("network_namespace")
+    if connect is None and bind is None:
+        active.discard("landlock_network")  # "any" port for both: nothing left to filter
+    if "landlock_network" not in active:
+        return None, None
+    return connect, bind
 
 
 def _ports(sources: Sequence[PluginSource]) -> tuple[list[int] | None, list[int] | None]:

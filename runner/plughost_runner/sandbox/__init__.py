@@ -93,12 +93,13 @@ class SandboxPolicy:
         return json.dumps(asdict(self), separators=(",", ":"))
 
 
-def apply(policy: SandboxPolicy) -> bool:
+def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
     """Apply ``policy`` to this process; the caller must still have a single thread.
 
     With a pid namespace this forks: the process that returns is the new
     namespace's first process, and the original one stays outside as a waiter
-    that never returns (it exits as the runner does).
+    that never returns (it exits as the runner does). ``socket_path`` is the
+    runner's own ``ipc://`` socket, kept reachable when ``/tmp`` is covered.
 
     Returns:
         Whether this process now runs in a new pid namespace (its parent is then
@@ -108,6 +109,8 @@ def apply(policy: SandboxPolicy) -> bool:
         SandboxError: a protection could not be applied.
     """
     inside = False
+    read = [*SYSTEM_READ, *interpreter_paths(policy), *policy.read]
+    write = [*DEVICES, *policy.write]
     try:
         if policy.user_namespace:
             namespaces.enter(network=policy.network_namespace, pid=policy.pid_namespace)
@@ -117,15 +120,13 @@ def apply(policy: SandboxPolicy) -> bool:
                     os._exit(namespaces.wait_as_parent(child))
                 inside = True
                 namespaces.mount_proc()
+            namespaces.hide_shared_directories([*read, *write, *filter(None, [socket_path])])
         if policy.no_new_privs:
             namespaces.drop_capabilities()
             set_no_new_privs()
         if policy.landlock:
             landlock.restrict(
-                [*SYSTEM_READ, *interpreter_paths(policy), *policy.read],
-                [*DEVICES, *policy.write],
-                connect_ports=policy.connect_ports,
-                bind_ports=policy.bind_ports,
+                read, write, connect_ports=policy.connect_ports, bind_ports=policy.bind_ports
             )
         if policy.seccomp:
             seccomp.install()
@@ -133,7 +134,7 @@ def apply(policy: SandboxPolicy) -> bool:
         raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
-        tempfile.tempdir = None  # type: ignore[attr-defined]  # read TMPDIR again: it now names the plugin's temp directory
+        tempfile.tempdir = None  # type: ignore[attr-defined]  # TMPDIR: the plugin's temp dir
     return inside
 
 

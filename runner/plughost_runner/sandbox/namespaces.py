@@ -15,12 +15,24 @@ import contextlib
 import ctypes
 import os
 import signal
+import stat
+from collections.abc import Iterable
 
-__all__ = ["NamespaceError", "drop_capabilities", "enter", "mount_proc", "wait_as_parent"]
+__all__ = [
+    "SHARED_DIRECTORIES",
+    "NamespaceError",
+    "drop_capabilities",
+    "enter",
+    "hide_shared_directories",
+    "mount_proc",
+    "wait_as_parent",
+]
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
+SHARED_DIRECTORIES = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
+_PRIVATE_TMPFS_SIZE = "64m"
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
 _PR_SET_PDEATHSIG = 1
 _CAPABILITY_VERSION_3 = 0x20080522
@@ -58,6 +70,47 @@ def enter(*, network: bool, pid: bool) -> None:
     finally:
         _libc.prctl(_PR_SET_DUMPABLE, max(0, dumpable), 0, 0, 0)
     _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+
+
+def hide_shared_directories(keep: Iterable[str]) -> list[str]:
+    """Cover ``/tmp``, ``/run``, ``/var/tmp``, ``/dev/shm`` with empty private tmpfs mounts.
+
+    Those are where other programs leave their Unix sockets (Docker's, D-Bus,
+    systemd's, X11's, the host's own runtime directory with every runner's
+    socket) and shared memory; Landlock does not govern connecting to a socket
+    by path, so the runner must not see them at all. Each path in ``keep`` that
+    lies below a covered directory (a plugin folder in ``/tmp``, this runner's
+    own socket, ``/etc/resolv.conf``'s target in ``/run``) is bound back in at
+    the same place. Must run in a mount namespace of this process's own.
+
+    Returns:
+        The directories now private to this runner.
+    """
+    kept = []
+    for path in sorted({os.path.realpath(p) for p in keep}, key=len):
+        if any(path == d or path.startswith(d + "/") for d in SHARED_DIRECTORIES):
+            with contextlib.suppress(OSError):  # a path that is not there is not kept
+                kept.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+    covered = []
+    for directory in SHARED_DIRECTORIES:
+        if os.path.isdir(directory) and not os.path.islink(directory):
+            options = f"mode=1777,size={_PRIVATE_TMPFS_SIZE}".encode()
+            flags = _MS_NOSUID | _MS_NODEV
+            _check(_libc.mount(b"tmpfs", directory.encode(), b"tmpfs", flags, options), "tmpfs")
+            covered.append(directory)
+    try:
+        for path, fd in kept:
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            source = f"/proc/self/fd/{fd}".encode()
+            _check(_libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None), "bind")
+    finally:
+        for _, fd in kept:
+            os.close(fd)
+    return covered
 
 
 def mount_proc() -> None:

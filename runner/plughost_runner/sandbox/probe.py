@@ -26,7 +26,7 @@ def probe() -> dict[str, object]:
     reasons: dict[str, str] = {}
     abi = landlock.abi_version()
     trials: list[tuple[str, Callable[[], object]]] = [
-        ("user_namespace", lambda: namespaces.enter(network=False, pid=False)),
+        ("user_namespace", _user_namespace),
         ("network_namespace", lambda: namespaces.enter(network=True, pid=False)),
         ("pid_namespace", _pid_namespace),
         ("no_new_privs", set_no_new_privs),
@@ -46,6 +46,11 @@ def probe() -> dict[str, object]:
             else:
                 reasons[name] = f"needs Landlock ABI {needed}, this kernel has {abi}"
     return {"offered": offered, "reasons": reasons, "landlock_abi": abi}
+
+
+def _user_namespace() -> None:
+    namespaces.enter(network=False, pid=False)
+    namespaces.hide_shared_directories([])
 
 
 def _confined(trial: Callable[[], object]) -> None:

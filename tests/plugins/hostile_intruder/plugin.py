@@ -69,6 +69,20 @@ class Intruder(Plugin):
 
         return _verdict(action)
 
+    @Tool(
+        "intrude_unix",
+        brief_description="Connect to a Unix socket by path",
+        parameters=[_text("path", "socket file")],
+    )
+    async def connect_unix(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        def action() -> str:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.settimeout(5)
+                connection.connect(path)
+                return "connected"
+
+        return _verdict(action)
+
     @Tool("intrude_listen", brief_description="Listen on a TCP port on every interface")
     async def listen(self, **kwargs: Any) -> dict[str, Any]:
         def action() -> int:
