@@ -181,3 +181,12 @@ def test_plughost_tools_shows_both_tools_that_want_one_name() -> None:
     assert done.returncode == 0, done.stderr
     tools = {tool["name"]: tool["source"] for tool in json.loads(done.stdout)["tools"]}
     assert tools == {"lookup": "tests.alpha", "beta_lookup": "tests.beta"}
+
+
+def test_plughost_call_is_the_operator_and_reaches_a_hidden_tool() -> None:
+    command = [sys.executable, "-m", "plughost", "call", "admin_reset", "--json"]
+    done = subprocess.run(
+        [*command, "--plugins", str(SEEDS)], capture_output=True, text=True, timeout=90, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["content"] == "reset"

@@ -310,3 +310,18 @@ async def test_the_router_passes_a_refusal_through_with_its_code(rig: Rig) -> No
 
     assert raised.value.code == "capability_denied"
     assert "[host.tool_grants]" in str(raised.value)
+
+
+async def test_a_granted_call_reaches_a_hidden_tool_that_a_model_cannot_call() -> None:
+    made = Rig()
+    admin = BuiltinTool(
+        spec=ToolSpec(name="admin"), handler=_builtin("admin").handler, visibility="hidden"
+    )
+    made.registry.register_provider(BuiltinToolProvider([admin], provider_name="admin_tools"))
+    made.settings.tool_grants = {"tests.a": ["admin"]}
+
+    granted = await made.call("tests.a", "admin")
+    by_model = await made.registry.invoke(ToolInvocation(tool_name="admin"))
+
+    assert granted.success and granted.content == "admin ran"
+    assert by_model.error_code == "tool_not_visible"
