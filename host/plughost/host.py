@@ -139,6 +139,7 @@ class PluginHost:
         self._fork_server: ForkServer | None = None
         self.sandbox: SandboxReport | None = None  # known once started
         self._started = False
+        self._drained = False
         self.reloader = PluginReloader(self)
         self.watcher: PluginWatcher | None = None
 
@@ -642,8 +643,35 @@ class PluginHost:
         source = self.sources.get(plugin_id)
         return dict(source.config) if source is not None else {}
 
+    async def drain(self, timeout: float | None = None) -> None:
+        """Stop taking calls, let the calls in flight finish, then stop the runners.
+
+        From now on a new call is answered at once with ``shutting_down``. Calls in
+        flight get up to ``timeout`` seconds (``runner.shutdown_drain`` by default);
+        one still running then is answered with ``shutting_down`` as its runner
+        stops. Every caller gets exactly one result either way. :meth:`aclose`
+        drains first; calling this before it lets a server keep answering its
+        clients while the calls finish.
+        """
+        if self._drained:
+            return
+        self._drained = True
+        timeout = self.settings.runner.shutdown_drain if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self.tools.begin_shutdown()
+        finished = await self.tools.wait_idle(timeout)
+        if not finished:
+            log.warning("%d calls still running after the drain", self.tools.inflight)
+        remaining = max(0.0, deadline - loop.time())
+        runners = list(self._runners.values())
+        await asyncio.gather(*(r.stop(drain=remaining) for r in runners), return_exceptions=True)
+        # The callers of calls cut short now hold their shutting_down results.
+        await self.tools.wait_idle(self.settings.runner.term_timeout)
+
     async def aclose(self) -> None:
-        """Stop every runner (drain, then the signal ladder) and release sockets."""
+        """Drain (see :meth:`drain`), stop every runner and release sockets."""
+        await self.drain()
         await self.dispatcher.aclose()
         runners = list(self._runners.values())
         await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)

@@ -85,11 +85,19 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
         async with contextlib.AsyncExitStack() as console:
             if config.host.web.address and not await _start_console(console, host, config):
                 return EXIT_FAILED
-            return await _serve_started(host, config, stop, printer, strict, token)
+            code = await _serve_started(host, config, stop, printer, strict, token)
     finally:
         with contextlib.suppress(Exception):
             stderr.print("[dim]stopping runners...[/dim]")
         await host.aclose()
+    if config.serve.mcp == "stdio" and stop.is_set():
+        # Every answer is written and the host is closed. The MCP SDK reads stdin in a
+        # worker thread that only end-of-file stops, and the interpreter's exit would
+        # wait for it: a client may keep stdin open after sending SIGTERM.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 async def _serve_started(
@@ -116,11 +124,40 @@ async def _serve_started(
             always_loaded=config.search.always_loaded,
         )
         host.tools.register_provider(BuiltinToolProvider([search.tool()], provider_name="builtin"))
+    stopping, written = asyncio.Event(), asyncio.Event()
+    stdio = None
+    if config.serve.mcp == "stdio":
+        # Not in the task group: once it has written its last answer it is left to the
+        # process's exit (see serve()), since its stdin reader cannot be cancelled.
+        stdio = asyncio.ensure_future(
+            serve_stdio(
+                host.tools,
+                page_size=config.serve.mcp_page_size,
+                stopping=stopping,
+                written=written,
+            )
+        )
     async with asyncio.TaskGroup() as group:
-        workers = _start_workers(group, host, config, token)
-        await stop.wait()
-        for worker in workers:
+        workers, servers = _start_workers(group, host, config, token, stopping)
+        stop_wait = asyncio.ensure_future(stop.wait())
+        # The end of stdin (the client left) ends serving too.
+        firsts = [stop_wait, *([stdio] if stdio is not None else [])]
+        await asyncio.wait(firsts, return_when=asyncio.FIRST_COMPLETED)
+        stop_wait.cancel()
+        # Drain while the MCP servers still answer: calls in flight finish (or get
+        # shutting_down at the drain deadline), new ones get shutting_down; then the
+        # servers write out their last answers and end.
+        await host.drain()
+        stopping.set()
+        grace = host.settings.runner.term_timeout + 3.0
+        writing = stdio is not None and not stdio.done()
+        waits = [*servers, *([asyncio.ensure_future(written.wait())] if writing else [])]
+        if waits:
+            await asyncio.wait(waits, timeout=grace)
+        for worker in [*workers, *waits]:
             worker.cancel()
+    if stdio is not None and stdio.done() and not stdio.cancelled():
+        stdio.result()  # the client closed stdin: raise what the server raised, if anything
     return EXIT_OK
 
 
@@ -148,8 +185,13 @@ async def _start_console(
 
 
 def _start_workers(
-    group: asyncio.TaskGroup, host: PluginHost, config: ServeConfig, token: str | None
-) -> list[asyncio.Task[None]]:
+    group: asyncio.TaskGroup,
+    host: PluginHost,
+    config: ServeConfig,
+    token: str | None,
+    stopping: asyncio.Event,
+) -> tuple[list[asyncio.Task[None]], list[asyncio.Task[None]]]:
+    """Start hot reload and the MCP HTTP server; return (every worker, the MCP servers)."""
     workers = []
     if config.watch.enabled:
         workers.append(
@@ -157,11 +199,7 @@ def _start_workers(
                 host.watch(force_polling=config.watch.poll, step_ms=config.watch.step_ms)
             )
         )
-    if config.serve.mcp == "stdio":
-        workers.append(
-            group.create_task(serve_stdio(host.tools, page_size=config.serve.mcp_page_size))
-        )
-    elif config.serve.mcp == "http":
+    if config.serve.mcp == "http":
         address, _, port = config.serve.mcp_http.rpartition(":")
         workers.append(
             group.create_task(
@@ -174,11 +212,13 @@ def _start_workers(
                     session_idle_timeout=config.serve.mcp_session_idle_timeout,
                     max_sessions=config.serve.mcp_max_sessions,
                     page_size=config.serve.mcp_page_size,
+                    stopping=stopping,
                 )
             )
         )
         stderr.print(f"MCP over streamable HTTP on http://{config.serve.mcp_http}/mcp")
-    return workers
+    servers = workers[1:] if config.watch.enabled else workers
+    return workers, servers
 
 
 def _bearer_token(config: ServeConfig) -> str:

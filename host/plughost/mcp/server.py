@@ -32,6 +32,7 @@ from importlib import metadata
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 import uvicorn
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -157,6 +158,9 @@ class RegistryMCPServer:
         self._connections: dict[int, Connection] = {}
         self._changes: MemoryObjectSendStream[None] | None = None
         self._change_pending = False
+        self._calls = 0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
         self.subscriptions = ResourceSubscriptions(self._bus)
         content = ContentHandlers(ContentCatalog(registry), self.subscriptions)
         self.server = _Server(
@@ -214,7 +218,24 @@ class RegistryMCPServer:
             tools=[_tool_of(spec) for spec in page], next_cursor=next_cursor
         )
 
+    async def quiet(self) -> None:
+        """Wait until no ``tools/call`` is being answered."""
+        while self._calls:
+            self._quiet.clear()
+            await self._quiet.wait()
+
     async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        self._calls += 1
+        try:
+            return await self._answer_call(ctx, params)
+        finally:
+            self._calls -= 1
+            if not self._calls:
+                self._quiet.set()
+
+    async def _answer_call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name = params.name
@@ -352,19 +373,45 @@ def _tool_of(spec: ToolSpec) -> types.Tool:
 
 
 async def serve_stdio(
-    registry: ToolSource, *, name: str = "plughost", page_size: int = DEFAULT_PAGE_SIZE
+    registry: ToolSource,
+    *,
+    name: str = "plughost",
+    page_size: int = DEFAULT_PAGE_SIZE,
+    stopping: asyncio.Event | None = None,
+    written: asyncio.Event | None = None,
 ) -> None:
     """Serve ``registry`` over this process's stdin and stdout until stdin closes.
 
     While serving, stray writes to stdout are diverted to stderr by the SDK so
-    they cannot corrupt the protocol stream.
+    they cannot corrupt the protocol stream. Once ``stopping`` is set (the host
+    has drained its calls), the server waits until every call it was answering
+    has been answered and written out, then returns: no client loses a result
+    to a shutdown. ``written`` is set at that moment: leaving the SDK's stdio
+    context then still waits for stdin to close (its reader is a thread that
+    cannot be cancelled), so a program that exits need not wait for this to return.
     """
     bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
     log.info("mcp server serving on stdio name=%s", name)
-    async with bridge.running(), stdio_server() as (read_stream, write_stream):
-        await bridge.server.run(
-            read_stream, write_stream, bridge.server.create_initialization_options()
-        )
+    async with (
+        bridge.running(),
+        stdio_server() as (read_stream, write_stream),
+        anyio.create_task_group() as tg,
+    ):
+
+        async def run() -> None:
+            await bridge.server.run(
+                read_stream, write_stream, bridge.server.create_initialization_options()
+            )
+            tg.cancel_scope.cancel()  # stdin closed
+
+        tg.start_soon(run)
+        if stopping is not None:
+            await stopping.wait()
+            await bridge.quiet()
+            await _written(write_stream)
+            if written is not None:
+                written.set()
+            tg.cancel_scope.cancel()
 
 
 async def serve_http(
@@ -379,8 +426,13 @@ async def serve_http(
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     page_size: int = DEFAULT_PAGE_SIZE,
+    stopping: asyncio.Event | None = None,
 ) -> None:
     """Serve ``registry`` over streamable HTTP at ``http://{host}:{port}/mcp`` until cancelled.
+
+    Once ``stopping`` is set (the host has drained its calls), the server waits
+    until every call it was answering has been answered, then shuts down, so
+    that no client loses a result to a shutdown.
 
     Each client holds a session; one that sends nothing for ``session_idle_timeout``
     seconds is closed (its client gets HTTP 404 and starts a new one), and while
@@ -448,11 +500,35 @@ async def serve_http(
                     log.info("mcp server serving on %s", url)
                     if ready is not None:
                         ready.set()
+                if stopping is not None and await _stop_requested(stopped, stopping):
+                    await bridge.quiet()  # every call answered; uvicorn sends the rest
+                    server.should_exit = True
                 await stopped.wait()
             finally:
                 server.should_exit = True
     finally:
         sock.close()
+
+
+async def _written(stream: Any, patience: float = 2.0) -> None:
+    """Wait until the stdio writer has written every message handed to it (bounded).
+
+    The SDK's write stream holds no buffer: a message is handed straight to the
+    writer task, which writes and flushes it before it waits for the next one. So
+    once no sender waits and the writer waits to receive, everything is out.
+    """
+    inner = getattr(stream, "_inner", stream)
+    statistics = getattr(inner, "statistics", None)
+    with anyio.move_on_after(patience):
+        while True:
+            for _ in range(8):  # let answers just returned by handlers reach the stream
+                await anyio.lowlevel.checkpoint()
+            if statistics is None:
+                return
+            state = statistics()
+            if state.tasks_waiting_send == 0 and state.tasks_waiting_receive > 0:
+                return
+            await anyio.sleep(0.01)  # the writer is writing: look again shortly
 
 
 def _signal_startup(app: ASGIApp, started: anyio.Event) -> ASGIApp:
@@ -471,6 +547,26 @@ def _signal_startup(app: ASGIApp, started: anyio.Event) -> ASGIApp:
         await app(scope, receive, watch)
 
     return wrapped
+
+
+async def _stop_requested(stopped: anyio.Event, stopping: asyncio.Event) -> bool:
+    """Wait until uvicorn stops by itself (False) or ``stopping`` is set (True)."""
+    requested = False
+    async with anyio.create_task_group() as tg:
+
+        async def wait_stopping() -> None:
+            nonlocal requested
+            await stopping.wait()
+            requested = True
+            tg.cancel_scope.cancel()
+
+        async def wait_stopped() -> None:
+            await stopped.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(wait_stopping)
+        tg.start_soon(wait_stopped)
+    return requested
 
 
 async def _first_of(*events: anyio.Event) -> None:

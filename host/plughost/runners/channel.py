@@ -313,11 +313,14 @@ class RunnerChannel:
         log.warning("cannot reach the runner on %s: %s", self.endpoint, exc)
         self.fail_all(f"cannot reach the runner: {exc}")
 
-    def fail_all(self, reason: str) -> None:
-        """Fail every request still waiting: the runner is gone."""
+    def fail_all(self, reason: str, *, shutting_down: bool = False) -> None:
+        """Fail every request still waiting: the runner is gone (or was stopped on purpose)."""
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(RunnerCrashedError(reason))
+                error: Exception = RunnerCrashedError(reason)
+                if shutting_down:
+                    error = RemoteError(wire.error_body("shutting_down", reason))
+                future.set_exception(error)
         self._pending.clear()
 
     def serving(self, request_id: int, plugin_id: str) -> bool:

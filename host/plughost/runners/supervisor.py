@@ -234,7 +234,10 @@ class RunnerSupervisor:
             self._channel = None
             if self.state is RunnerState.READY:
                 self.state = RunnerState.RESTARTING
-            channel.fail_all(self.last_error or "the runner stopped")
+            if self._stopping.is_set():  # stopped on purpose: its callers get shutting_down
+                channel.fail_all(_STOPPED_MID_CALL, shutting_down=True)
+            else:
+                channel.fail_all(self.last_error or "the runner stopped")
             channel.close()
             if process.returncode is None and not self._stopping.is_set():
                 _signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
@@ -634,6 +637,12 @@ class RunnerSupervisor:
                 kind, message, plugin_id=plugin, runner_id=self.runner_id, details=details
             )
         )
+
+
+_STOPPED_MID_CALL = (
+    "the runner was stopped (host shutdown or reload) before this call finished within its "
+    "drain time (runner.shutdown_drain); the call may be retried"
+)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

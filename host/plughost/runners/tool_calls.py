@@ -154,7 +154,7 @@ class ToolCallCapability:
             async with asyncio.timeout_at(nested.deadline):
                 # A granted call is the operator's decision, not a model's: hidden
                 # and undiscovered tools run too.
-                return await self._registry.invoke(invocation, trusted=True)
+                return await self._registry.invoke(invocation, trusted=True, nested=True)
         except TimeoutError:
             message = f"tool {request.name} did not finish within {max(budget, 0):.3g} s"
             return ToolExecutionResult.failure(request.name, message, "timeout")

@@ -32,6 +32,10 @@ Rules:
   for an unknown tool (``tool_not_found``, with suggestions that are never
   executed), for bad arguments (``invalid_arguments``) and for any exception
   in a provider (``provider_error``). Only cancellation propagates.
+- **Shutdown.** After :meth:`ToolRegistry.begin_shutdown` a new call is
+  answered at once with ``shutting_down`` (calls a tool in flight makes on its
+  own behalf, ``nested=True``, still run); :meth:`ToolRegistry.wait_idle`
+  waits for the calls in flight to finish.
 - **Observed and traced.** Call observers (:meth:`ToolRegistry.add_call_observer`)
   hear every call with its duration: the operator's console and its metrics
   count from there. When the program traces with OpenTelemetry, each call is a
@@ -55,6 +59,7 @@ definition shapes (:mod:`plughost.tools.definitions`), concurrency between calls
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import logging
 import time
@@ -128,6 +133,9 @@ class ToolRegistry:
         self._warned: set[tuple[str, str, str]] = set()
         self._observers: list[CallObserver] = []
         self._version = 0
+        self._inflight = 0
+        self._shutting_down = False
+        self._idle: asyncio.Event | None = None
 
     @property
     def version(self) -> int:
@@ -377,6 +385,7 @@ class ToolRegistry:
         *,
         trusted: bool = False,
         listed_all: bool = False,
+        nested: bool = False,
     ) -> ToolExecutionResult:
         """Run one tool call; failures come back as failed results, never as exceptions.
 
@@ -388,10 +397,31 @@ class ToolRegistry:
             listed_all: The caller was shown every listed tool, deferred ones
                 included (an MCP client of ``plughost serve``): call gates are
                 skipped, hidden tools are still refused.
+            nested: A call made by a tool in flight (``ctx.call_tool``): it runs
+                even while the registry shuts down, so that call can finish.
 
         Returns:
             The result, with ``tool_name`` set to the invoked name.
         """
+        name = invocation.tool_name
+        if self._shutting_down and not nested:
+            message = f"the host is shutting down; tool {name} was not run, retry elsewhere"
+            return ToolExecutionResult.failure(name, message, "shutting_down")
+        self._inflight += 1
+        try:
+            return await self._invoke(invocation, context, trusted, listed_all)
+        finally:
+            self._inflight -= 1
+            if self._inflight == 0 and self._idle is not None:
+                self._idle.set()
+
+    async def _invoke(
+        self,
+        invocation: ToolInvocation,
+        context: ToolExecutionContext | None,
+        trusted: bool,
+        listed_all: bool,
+    ) -> ToolExecutionResult:
         name = invocation.tool_name
         started = time.perf_counter()
         routed: list[ToolSpec] = []
@@ -409,6 +439,28 @@ class ToolRegistry:
         if self._observers:
             self._observe(routed[0] if routed else None, result, time.perf_counter() - started)
         return result
+
+    def begin_shutdown(self) -> None:
+        """Answer every new call with ``shutting_down`` from now on (nested calls excepted)."""
+        self._shutting_down = True
+
+    @property
+    def inflight(self) -> int:
+        """Calls being run now."""
+        return self._inflight
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the calls in flight to finish; True if they did."""
+        if self._inflight == 0:
+            return True
+        self._idle = self._idle or asyncio.Event()
+        self._idle.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._inflight:
+                    await self._idle.wait()
+                    self._idle.clear()
+        return self._inflight == 0
 
     def add_call_observer(self, observer: CallObserver) -> None:
         """Call ``observer(spec, result, seconds)`` after every :meth:`invoke`.
