@@ -3,7 +3,7 @@
 Lives here: server configuration (``config``), one upstream session with its
 restart policy (``session``, ``client``), the ``MCPToolProvider`` (``provider``),
 content conversion between MCP and plughost results (``content``) and the
-stdio/HTTP server (``server``).
+stdio/HTTP server (``server``) with its orderly end (``shutdown``).
 
 May import: ``plughost.tools`` and the leaf modules. This is the only package that
 imports the ``mcp`` SDK, and nothing below the CLI imports this package eagerly, so

@@ -32,7 +32,6 @@ from importlib import metadata
 from typing import Any, Protocol
 
 import anyio
-import anyio.lowlevel
 import mcp_types as types
 import uvicorn
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -57,6 +56,8 @@ from plughost.mcp.content import result_to_mcp
 from plughost.mcp.event_store import MemoryEventStore
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE, page_of
 from plughost.mcp.server_content import ContentHandlers, ResourceSubscriptions
+from plughost.mcp.shutdown import CallCounter, stop_requested
+from plughost.mcp.shutdown import written as written_out
 from plughost.tools import progress
 from plughost.tools.client_link import current_client
 from plughost.tools.provider import ChangeListener, ToolProvider
@@ -158,9 +159,7 @@ class RegistryMCPServer:
         self._connections: dict[int, Connection] = {}
         self._changes: MemoryObjectSendStream[None] | None = None
         self._change_pending = False
-        self._calls = 0
-        self._quiet = asyncio.Event()
-        self._quiet.set()
+        self.calls = CallCounter()
         self.subscriptions = ResourceSubscriptions(self._bus)
         content = ContentHandlers(ContentCatalog(registry), self.subscriptions)
         self.server = _Server(
@@ -218,22 +217,11 @@ class RegistryMCPServer:
             tools=[_tool_of(spec) for spec in page], next_cursor=next_cursor
         )
 
-    async def quiet(self) -> None:
-        """Wait until no ``tools/call`` is being answered."""
-        while self._calls:
-            self._quiet.clear()
-            await self._quiet.wait()
-
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        self._calls += 1
-        try:
+        with self.calls:
             return await self._answer_call(ctx, params)
-        finally:
-            self._calls -= 1
-            if not self._calls:
-                self._quiet.set()
 
     async def _answer_call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -407,8 +395,8 @@ async def serve_stdio(
         tg.start_soon(run)
         if stopping is not None:
             await stopping.wait()
-            await bridge.quiet()
-            await _written(write_stream)
+            await bridge.calls.quiet()
+            await written_out(write_stream)
             if written is not None:
                 written.set()
             tg.cancel_scope.cancel()
@@ -500,35 +488,14 @@ async def serve_http(
                     log.info("mcp server serving on %s", url)
                     if ready is not None:
                         ready.set()
-                if stopping is not None and await _stop_requested(stopped, stopping):
-                    await bridge.quiet()  # every call answered; uvicorn sends the rest
+                if stopping is not None and await stop_requested(stopped, stopping):
+                    await bridge.calls.quiet()  # every call answered; uvicorn sends the rest
                     server.should_exit = True
                 await stopped.wait()
             finally:
                 server.should_exit = True
     finally:
         sock.close()
-
-
-async def _written(stream: Any, patience: float = 2.0) -> None:
-    """Wait until the stdio writer has written every message handed to it (bounded).
-
-    The SDK's write stream holds no buffer: a message is handed straight to the
-    writer task, which writes and flushes it before it waits for the next one. So
-    once no sender waits and the writer waits to receive, everything is out.
-    """
-    inner = getattr(stream, "_inner", stream)
-    statistics = getattr(inner, "statistics", None)
-    with anyio.move_on_after(patience):
-        while True:
-            for _ in range(8):  # let answers just returned by handlers reach the stream
-                await anyio.lowlevel.checkpoint()
-            if statistics is None:
-                return
-            state = statistics()
-            if state.tasks_waiting_send == 0 and state.tasks_waiting_receive > 0:
-                return
-            await anyio.sleep(0.01)  # the writer is writing: look again shortly
 
 
 def _signal_startup(app: ASGIApp, started: anyio.Event) -> ASGIApp:
@@ -547,26 +514,6 @@ def _signal_startup(app: ASGIApp, started: anyio.Event) -> ASGIApp:
         await app(scope, receive, watch)
 
     return wrapped
-
-
-async def _stop_requested(stopped: anyio.Event, stopping: asyncio.Event) -> bool:
-    """Wait until uvicorn stops by itself (False) or ``stopping`` is set (True)."""
-    requested = False
-    async with anyio.create_task_group() as tg:
-
-        async def wait_stopping() -> None:
-            nonlocal requested
-            await stopping.wait()
-            requested = True
-            tg.cancel_scope.cancel()
-
-        async def wait_stopped() -> None:
-            await stopped.wait()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(wait_stopping)
-        tg.start_soon(wait_stopped)
-    return requested
 
 
 async def _first_of(*events: anyio.Event) -> None:
