@@ -17,10 +17,11 @@ import collections
 import contextvars
 import io
 import logging
+import threading
 import time
 from typing import Any
 
-__all__ = ["LogCollector", "StreamProxy", "current_call", "current_plugin"]
+__all__ = ["LogCollector", "StreamProxy", "current_call", "current_cancel", "current_plugin"]
 
 current_plugin: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "plughost_current_plugin", default=None
@@ -31,6 +32,10 @@ current_call: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 """The id of the host request being served (``tool.invoke``, ``resource.read``,
 ``prompt.get``); log records and capability calls carry it so the host can tie
 them to the call, and so to the MCP client that made it."""
+current_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "plughost_current_cancel", default=None
+)
+"""Set once the current tool call is cancelled or past its deadline (``ctx.cancelled``)."""
 
 _MAX_LINE = 4000
 

@@ -13,12 +13,13 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from plughost_runner import maibot_imports
-from plughost_runner.capture import LogCollector, current_call
+from plughost_runner.capture import LogCollector, current_call, current_cancel
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.credentials import Credentials
 from plughost_runner.invoker import Invoker, call_deadline
@@ -92,6 +93,10 @@ class _Bridge:
                 "timeout", f"capability {capability} did not answer within {timeout:.3g} s"
             ) from None
         return reply.get("value") if isinstance(reply, dict) else reply
+
+    def is_cancelled(self) -> bool:
+        flag = current_cancel.get()
+        return flag is not None and flag.is_set()
 
     def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
         call = current_call.get()
@@ -340,15 +345,20 @@ class RunnerService:
         if handler is None:
             raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no tool {tool!r}")
         timeout = (envelope["deadline_ms"] or 60_000) / 1000
-        call = current_call.set(envelope["id"])
+        cancelled = threading.Event()  # what ctx.cancelled reads, from the handler's thread too
+        cancel = current_cancel.set(cancelled)
         try:
             result = await self._invoker.invoke(
                 plugin.spec.plugin_id, handler, dict(body.get("arguments") or {}), timeout
             )
         except TimeoutError:
+            cancelled.set()
             raise _Reply("timeout", f"tool {tool} did not finish within {timeout:g} s") from None
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         finally:
-            current_call.reset(call)
+            current_cancel.reset(cancel)
         return {"result": wire.result_to_wire(result)}
 
     async def _on_component(self, envelope: wire.Envelope) -> Any:

@@ -66,6 +66,10 @@ class CapabilityBridge(Protocol):
         """Send a progress report for the tool call the current task serves; never blocks."""
         ...
 
+    def is_cancelled(self) -> bool:
+        """Whether the tool call the current task or thread serves was cancelled."""
+        ...
+
 
 class PluginConfig:
     """A read-only view of the plugin's ``config.toml``, kept current by the runner."""
@@ -370,6 +374,17 @@ class PluginContext:
             CapabilityError: the manifest does not list ``resources.updated``.
         """
         await self.call_capability(RESOURCES_UPDATED, uri=uri)
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the tool call being served was cancelled or ran past its deadline.
+
+        An ``async def`` handler is told by ``asyncio.CancelledError`` and needs
+        no flag; a plain ``def`` handler runs in a thread that cannot be
+        interrupted, so a long one checks this now and then and stops early.
+        Outside a tool call it is False.
+        """
+        return self._bridge.is_cancelled()
 
     def capability(self, group: str) -> CapabilityGroup:
         """Return the capability group ``group`` (same as ``ctx.<group>``)."""

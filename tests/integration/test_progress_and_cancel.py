@@ -49,3 +49,20 @@ async def test_cancelling_the_caller_cancels_the_plugins_handler(
         after = await host.invoke("count", {"steps": 1})
 
     assert after.success
+
+
+async def test_a_sync_handler_sees_ctx_cancelled_when_its_caller_gives_up(
+    make_host: HostFactory, tmp_path: Path
+) -> None:
+    marker = tmp_path / "data" / "tests.progress" / "linger_sync.txt"
+    async with make_host([PROGRESS]) as host:
+        call = asyncio.create_task(host.invoke("linger_sync"))
+        await wait_until(marker.exists, timeout=20, what="the handler started")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await wait_until(
+            lambda: "cancelled" in marker.read_text(encoding="utf-8"),
+            timeout=10,
+            what="the sync handler saw ctx.cancelled",
+        )

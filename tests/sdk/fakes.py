@@ -31,3 +31,6 @@ class FakeBridge:
 
     def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.progress.append((progress, total, message))
+
+    def is_cancelled(self) -> bool:
+        return False

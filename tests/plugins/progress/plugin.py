@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from plughost_sdk import Plugin, Tool
@@ -35,6 +36,16 @@ class ProgressPlugin(Plugin):
                 note.write("cancelled\n")
             raise
         return "never"
+
+    @Tool("linger_sync", brief_description="A sync handler that stops when ctx.cancelled")
+    def linger_sync(self, **kwargs: Any) -> str:
+        path = self.ctx.paths.data("linger_sync.txt")
+        path.write_text("started\n", encoding="utf-8")
+        while not self.ctx.cancelled:
+            time.sleep(0.01)
+        with path.open("a", encoding="utf-8") as note:
+            note.write("cancelled\n")
+        return "stopped"
 
 
 def create_plugin() -> ProgressPlugin:
