@@ -102,6 +102,9 @@ async def probe_support(
     A probe that cannot run (no runner installed for ``python``, a timeout)
     means nothing is offered, with that reason.
     """
+    if not sys.platform.startswith("linux"):  # the probe's system calls are Linux's
+        reason = f"the sandbox needs Linux; this is {sys.platform}"
+        return SandboxSupport(frozenset(), {p: reason for p in PROTECTIONS})
     command = [python or sys.executable, "-m", "plughost_runner.sandbox"]
     try:
         done = await asyncio.to_thread(

@@ -24,6 +24,8 @@ def probe() -> dict[str, object]:
     """Try every protection; return what is offered and why the rest is not."""
     offered: list[str] = []
     reasons: dict[str, str] = {}
+    if not sys.platform.startswith("linux"):  # the numbers below are Linux system calls
+        return {"offered": offered, "reasons": {"landlock": "Linux only"}, "landlock_abi": 0}
     abi = landlock.abi_version()
     trials: list[tuple[str, Callable[[], object]]] = [
         ("user_namespace", _user_namespace),
