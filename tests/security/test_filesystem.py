@@ -99,6 +99,19 @@ async def test_a_plugin_cannot_change_a_neighbours_code(attack: Attack) -> None:
 
 
 @shared
+async def test_a_plugin_cannot_look_into_a_neighbour_runner_even_as_root(attack: Attack) -> None:
+    """Non-dumpable runners stop a same-user neighbour, not root's CAP_SYS_PTRACE; Landlock does."""
+    require(attack.host, "landlock")
+    neighbour = attack.host.runner_for(NEIGHBOUR_ID)
+    assert neighbour is not None and neighbour.pid is not None
+
+    environ = await attack.attempt("intrude_read", path=f"/proc/{neighbour.pid}/environ")
+    maps = await attack.attempt("intrude_read", path=f"/proc/{neighbour.pid}/maps")
+
+    assert not environ["allowed"] and not maps["allowed"]
+
+
+@shared
 async def test_a_plugin_cannot_signal_the_host(attack: Attack) -> None:
     require(attack.host, "landlock_scopes")
 

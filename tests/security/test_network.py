@@ -41,7 +41,8 @@ async def attack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Atta
     root = tmp_path_factory.mktemp("network")
     plugins = plant_plugins(root)
     settings = fast_settings(root)
-    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
+    folders = [plugins / "hostile_intruder", plugins / "echo"]
+    async with PluginHost(folders, settings=settings) as host:
         yield Attack(host, plugins, settings.data_dir)
 
 
@@ -69,7 +70,7 @@ async def test_a_plugin_without_network_cannot_listen_for_connections(attack: At
 async def test_the_runners_status_names_its_network_namespace(attack: Attack) -> None:
     require(attack.host, "network_namespace")
 
-    [status] = attack.host.status()
+    status = {s.plugin_id: s for s in attack.host.status()}["tests.hostile-intruder"]
 
     assert "network_namespace" in status.sandbox and "landlock" in status.sandbox
 
@@ -138,18 +139,13 @@ async def test_a_plugin_cannot_reach_another_programs_unix_socket(
     assert not verdict["allowed"]
 
 
-async def test_a_plugin_cannot_reach_a_neighbour_runners_socket(tmp_path: Path) -> None:
-    plugins = plant_plugins(tmp_path)
-    settings = fast_settings(tmp_path)
-    async with PluginHost(
-        [plugins / "hostile_intruder", plugins / "echo"], settings=settings
-    ) as host:
-        require(host, "user_namespace")
-        runtime = host.runtime_dir
-        assert runtime is not None
-        [neighbour] = [p for p in runtime.glob("runner-tests-echo*.sock")]
-        attack = Attack(host, plugins, settings.data_dir)
+@shared
+async def test_a_plugin_cannot_reach_a_neighbour_runners_socket(attack: Attack) -> None:
+    require(attack.host, "user_namespace")
+    runtime = attack.host.runtime_dir
+    assert runtime is not None
+    [neighbour] = list(runtime.glob("runner-tests-echo*.sock"))
 
-        verdict = await attack.attempt("intrude_unix", path=str(neighbour))
+    verdict = await attack.attempt("intrude_unix", path=str(neighbour))
 
-        assert not verdict["allowed"], "reached a neighbour runner's socket on the host"
+    assert not verdict["allowed"], "reached a neighbour runner's socket on the host"
