@@ -43,6 +43,12 @@ class ResourceLimits(BaseModel):
     call_seconds: float | None = Field(
         None, gt=0, description="wall-clock deadline of any one call, seconds (caps timeout_ms)"
     )
+    processes: int | None = Field(
+        None,
+        gt=4,
+        description="processes and threads of a runner and all it starts (a fork bomb's "
+        "ceiling); needs the sandbox's user namespace, or a root host (cgroup v1 pids)",
+    )
 
     def merged(self, override: ResourceLimits | None) -> ResourceLimits:
         """These limits with every field ``override`` sets taking precedence."""

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 from plughost.host import PluginHost
+from plughost.settings import ResourceLimits
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.fault_injection import processes_mentioning
 from tests.security.sandboxed import Attack, plant_plugins, require
@@ -51,3 +52,19 @@ async def test_in_a_pid_namespace_a_detached_grandchild_dies_with_its_runner(
         await wait_until(
             lambda: not processes_mentioning(marker), timeout=10, what="every child gone"
         )
+
+
+async def test_a_fork_bomb_stops_at_the_runners_process_limit(tmp_path: Path) -> None:
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path)
+    settings.plugin_limits = {"tests.hostile-intruder": ResourceLimits(processes=12)}
+    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
+        require(host, "user_namespace")
+        attack = Attack(host, plugins, settings.data_dir)
+
+        bomb = await attack.attempt("intrude_spawn", count=40)
+        after = await attack.attempt("intrude_spawn", count=2)  # the children are gone again
+
+        assert not bomb["allowed"] and bomb["detail"] < 12
+        assert "Resource temporarily unavailable" in bomb["refused"]
+        assert after["allowed"] and after["detail"] == 2

@@ -27,11 +27,12 @@ import os
 from pathlib import Path
 from typing import Protocol
 
+from plughost.runners.cgroups import own_cgroup
+
 __all__ = ["CgroupMeter", "MemoryMeter", "ProcMeter", "open_meter"]
 
 log = logging.getLogger(__name__)
 
-_CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 _PROC = Path("/proc")
 
 
@@ -119,18 +120,7 @@ class CgroupMeter:
 
 def _own_memory_cgroup() -> Path | None:
     """This process's cgroup v1 memory directory, when it exists and is writable."""
-    if os.geteuid() != 0 or not _CGROUP_ROOT.is_dir():
-        return None
-    try:
-        lines = (_PROC / "self" / "cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            own = _CGROUP_ROOT / path.lstrip("/")
-            return own if os.access(own, os.W_OK) else None
-    return None
+    return own_cgroup("memory")
 
 
 def _stat(pid: int) -> tuple[int, int] | None:

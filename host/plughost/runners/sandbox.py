@@ -162,11 +162,16 @@ def runner_policy(
     data_root: Path,
     temp_root: Path,
     endpoint: str,
+    *,
+    processes: int | None = None,
+    cgroup: str | None = None,
 ) -> RunnerSandbox | None:
     """The policy for a runner serving ``sources``; None when the sandbox is off.
 
     Creates the plugins' data and temp directories: a confined runner could not
-    create them itself, since their parents are not its own.
+    create them itself, since their parents are not its own. ``processes`` is
+    ``limits.processes``; ``cgroup`` a ``cgroup.procs`` the runner joins first
+    (a root host's way to enforce it, see :mod:`plughost.runners.processes`).
     """
     if not sandbox.enabled or not sandbox.active:
         return None
@@ -189,6 +194,8 @@ def runner_policy(
         "write": writable + [str(p.resolve()) for p in settings.write_paths],
         "connect_ports": connect,
         "bind_ports": bind,
+        "processes": processes,
+        "cgroups": [cgroup] if cgroup else [],
     }
     if not policy["landlock"]:
         active -= {"landlock_network", "landlock_scopes"}

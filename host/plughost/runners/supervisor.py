@@ -36,6 +36,7 @@ from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer
 from plughost.runners.memory import MemoryMeter, open_meter
 from plughost.runners.output import MAX_LINE, RunnerOutput
+from plughost.runners.processes import ProcessCgroup
 from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
 from plughost.runners.sandbox import SandboxReport, runner_policy
@@ -118,6 +119,7 @@ class RunnerSupervisor:
         self._fork_server = fork_server
         self._sandbox = sandbox
         self.protections: tuple[str, ...] = ()  # what the current runner process is confined by
+        self._pids: ProcessCgroup | None = None  # limits.processes on a root host
         self._policy = RestartPolicy(settings)
         self._channel: RunnerChannel | None = None
         self._ready = asyncio.Event()
@@ -244,6 +246,9 @@ class RunnerSupervisor:
             await self._reap(process)
             process.close()
             self._close_meter()
+            if self._pids is not None:
+                self._pids.close()
+                self._pids = None
             if curve is not None and keys is not None:
                 curve.revoke(keys)
 
@@ -264,6 +269,9 @@ class RunnerSupervisor:
         confined = None
         if self._sandbox is not None:
             data_root, temp_root = self._roots
+            cap = self.limits.processes
+            if cap is not None:
+                self._pids = ProcessCgroup.create(f"{self.runner_id}-{self.generation}", cap)
             confined = runner_policy(
                 self._sandbox,
                 self._settings.sandbox,
@@ -271,6 +279,8 @@ class RunnerSupervisor:
                 data_root,
                 temp_root,
                 endpoint,
+                processes=cap,
+                cgroup=self._pids.procs if self._pids is not None else None,
             )
         if confined is not None:
             env["TMPDIR"] = confined.tmpdir

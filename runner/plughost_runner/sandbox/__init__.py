@@ -28,6 +28,7 @@ import ctypes
 import functools
 import json
 import os
+import resource
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -75,6 +76,8 @@ class SandboxPolicy:
     write: list[str] = field(default_factory=list)
     connect_ports: list[int] | None = None  # None: TCP unrestricted; []: none
     bind_ports: list[int] | None = None
+    processes: int | None = None  # RLIMIT_NPROC inside the user namespace (not for root)
+    cgroups: list[str] = field(default_factory=list)  # cgroup.procs files to join first
 
     @classmethod
     def from_json(cls, text: str) -> SandboxPolicy:
@@ -112,8 +115,13 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
     read = [*SYSTEM_READ, *interpreter_paths(policy), *policy.read]
     write = [*DEVICES, *policy.write]
     try:
+        for procs in policy.cgroups:  # before anything forks: every child is born inside
+            with open(procs, "w", encoding="utf-8") as handle:
+                handle.write("0")
         if policy.user_namespace:
             namespaces.enter(network=policy.network_namespace, pid=policy.pid_namespace)
+            if policy.processes and os.geteuid() != 0:  # counted per user namespace
+                _limit_processes(policy.processes)
             if policy.pid_namespace:
                 child = os.fork()
                 if child:
@@ -175,6 +183,13 @@ def interpreter_candidates() -> tuple[str, ...]:
     cwd = os.path.realpath(os.getcwd())
     resolved = {os.path.realpath(c) for c in candidates} - {cwd, "/"}
     return tuple(sorted(p for p in resolved if os.path.isdir(p) or os.path.isfile(p)))
+
+
+def _limit_processes(count: int) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        count = min(count, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
 
 
 def set_no_new_privs() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 from typing import Any
 
 from plughost_sdk import Plugin, Tool
@@ -94,6 +95,30 @@ class Intruder(Plugin):
     @Tool("intrude_signal", brief_description="Signal a process", parameters=[_number("pid", "")])
     async def send_signal(self, pid: int, **kwargs: Any) -> dict[str, Any]:
         return _verdict(lambda: os.kill(pid, signal.SIGCONT))
+
+    @Tool(
+        "intrude_spawn",
+        brief_description="Start sleeping children until the kernel refuses (a fork bomb)",
+        parameters=[_number("count", "children to try")],
+    )
+    def spawn(self, count: int, **kwargs: Any) -> dict[str, Any]:
+        children: list[subprocess.Popen[bytes]] = []
+        refused = ""
+        try:
+            for _ in range(count):
+                children.append(subprocess.Popen(["sleep", "60"]))
+        except OSError as exc:
+            refused = f"{type(exc).__name__}: {exc}"
+        finally:
+            for child in children:
+                child.kill()
+                child.wait()
+        return {
+            "content": "spawned",
+            "allowed": not refused,
+            "detail": len(children),
+            "refused": refused,
+        }
 
     @Tool("intrude_environ", brief_description="Read the own environment's variable names")
     async def environ(self, **kwargs: Any) -> dict[str, Any]:
