@@ -4,9 +4,12 @@ The host decides what to apply (it has probed the kernel, see ``probe``) and
 hands the runner a :class:`SandboxPolicy` as ``--sandbox '<json>'``; this
 package only carries it out, in this order:
 
+0. the cgroups the host made for it (``limits.processes`` on a root host);
 1. user, mount and IPC namespaces, plus a network namespace (no network at all,
    not even the host's loopback) unless a plugin's manifest asks for the
-   network, plus a pid namespace when the operator asks for one;
+   network, plus a pid namespace when the operator asks for one; inside them
+   ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` covered by empty private
+   mounts (no other program's Unix socket in reach), and ``RLIMIT_NPROC``;
 2. every capability dropped, ``no_new_privs`` set;
 3. Landlock: the plugin folders read-only, the plugins' data and temp
    directories writable, the interpreter and system libraries read-only,
