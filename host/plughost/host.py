@@ -210,7 +210,9 @@ class PluginHost:
         if self.settings.runner_grouping == "single" and sources:
             if any(n > 1 for n in self.settings.plugin_replicas.values()):
                 log.warning("plugin_replicas is ignored with runner_grouping = 'single'")
-            groups = [("runner-all", sources)]
+            grouped, alone = self._groupable(sources)
+            groups = [("runner-all", grouped)] if grouped else []
+            groups += [(_runner_id(s.plugin_id), [s]) for s in alone]
         else:
             groups = [
                 (_runner_id(s.plugin_id), [s])
@@ -231,6 +233,29 @@ class PluginHost:
                     self._never_ready(runner)
                 await self._retire(runner)
         return runners
+
+    def _groupable(
+        self, sources: list[PluginSource]
+    ) -> tuple[list[PluginSource], list[PluginSource]]:
+        """Split ``sources`` into those that share the single runner and those kept apart.
+
+        Plugins in one process can act as each other (call the host in another's
+        name, read its memory), so one that declares capabilities gets a runner of its
+        own unless the operator lets it share (``group_capability_plugins``).
+        """
+        if self.settings.group_capability_plugins:
+            return sources, []
+        grouped = [s for s in sources if not s.manifest.capabilities]
+        alone = [s for s in sources if s.manifest.capabilities]
+        for source in alone:
+            log.warning(
+                "plugin %s declares capabilities (%s): it runs in a runner of its own, not in "
+                "the shared one, since plugins sharing a runner can act as each other; set "
+                "group_capability_plugins = true under [host] to group it anyway",
+                source.plugin_id,
+                ", ".join(source.manifest.capabilities),
+            )
+        return grouped, alone
 
     def replicas(self, plugin_id: str) -> int:
         """How many runners serve ``plugin_id`` (``plugin_replicas``; 1 without replicas)."""

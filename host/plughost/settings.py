@@ -178,6 +178,12 @@ class HostSettings(BaseModel):
     temp_dir: Path = Field(Path("temp/plugins"), description="per-plugin temp directories")
     call_timeout: float = Field(60.0, gt=0, description="default deadline of a tool call (s)")
     runner_grouping: Literal["per_plugin", "single"] = "per_plugin"
+    group_capability_plugins: bool = Field(
+        False,
+        description="with runner_grouping = 'single', also put plugins that declare "
+        "capabilities in the shared runner (they can then act as each other); by default "
+        "each of them gets a runner of its own",
+    )
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
     plugin_limits: dict[str, ResourceLimits] = Field(
         default_factory=dict, description="per-plugin overrides of runner.limits, by plugin id"
