@@ -56,6 +56,8 @@ _Kind = Literal["core", "deferred", "hidden", "reserved"]
 # Tokenizing is pure CPU work; a batch this large goes to a worker thread so the
 # event loop keeps serving other chats (the first batch also loads jieba).
 _THREAD_BATCH = 32
+_THREAD_TEXT = 64 * 1024
+"""Characters of descriptions past which tokenizing goes to a thread, however few tools."""
 
 
 class CatalogSource(Protocol):
@@ -389,7 +391,10 @@ def _document_key(spec: ToolSpec) -> str:
 
 
 async def _tokenize_all(specs: Sequence[ToolSpec]) -> list[list[str]]:
-    if len(specs) < _THREAD_BATCH:
+    # Tokenizing (jieba) costs about a second per megabyte: a few long descriptions
+    # (an MCP server's, say) go to a thread too, not only many tools.
+    text = sum(len(spec.description) for spec in specs)
+    if len(specs) < _THREAD_BATCH and text < _THREAD_TEXT:
         return [tool_tokens(spec) for spec in specs]
     return await asyncio.to_thread(lambda: [tool_tokens(spec) for spec in specs])
 

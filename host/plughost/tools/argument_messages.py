@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from plughost.tools.casting import schema_types
+from plughost.tools.patterns import safe_search
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, ValidationError
@@ -99,7 +100,7 @@ def _extras(schema: Mapping[str, Any], instance: dict[str, Any]) -> list[str]:
     return [
         key
         for key in instance
-        if key not in properties and not any(re.search(p, str(key)) for p in patterns)
+        if key not in properties and not any(safe_search(p, str(key)) for p in patterns)
     ]
 
 

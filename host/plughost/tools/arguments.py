@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from plughost.tools.argument_messages import describe_value, expected_summary, find_problems
 from plughost.tools.casting import DecodeProblem, cast_value, decode_json
+from plughost.tools.patterns import PatternError, check_patterns, safe_validator_class
 from plughost_sdk.models import ToolExecutionResult
 
 if TYPE_CHECKING:
@@ -167,9 +168,13 @@ def _compile(schema: Any) -> _Compiled:
     except Exception as exc:  # a schema the checker itself chokes on is just as broken
         fault = f"the tool's parameter schema cannot be read ({type(exc).__name__}: {exc})"
         return _Compiled(schema, None, frozenset(), "", fault)
+    try:
+        check_patterns(schema)
+    except PatternError as exc:
+        return _Compiled(schema, None, frozenset(), "", f"the tool's parameter schema: {exc}")
     properties = schema.get("properties")
     names = frozenset(properties) if isinstance(properties, Mapping) else frozenset()
-    validator = jsonschema.Draft202012Validator(_closed(schema))
+    validator = safe_validator_class()(_closed(schema))
     flat = _FlatCheck.compile(schema)
     return _Compiled(schema, validator, names, expected_summary(schema), flat=flat)
 

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from plughost.tools.patterns import safe_search
+
 __all__ = ["DecodeProblem", "cast_value", "decode_json", "schema_types"]
 
 _TRUE_WORDS = frozenset({"true", "yes", "1"})
@@ -188,7 +190,7 @@ def _field_schema(schema: Mapping[str, Any], key: Any) -> Any:
     patterns = schema.get("patternProperties")
     if isinstance(patterns, Mapping) and isinstance(key, str):
         for pattern, fragment in patterns.items():
-            if re.search(pattern, key):
+            if safe_search(pattern, key):
                 return fragment
     return schema.get("additionalProperties")
 
