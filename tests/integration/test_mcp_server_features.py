@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.mcp_servers.harness import plughost_serve_http
+from tests.mcp_servers.harness import DEMO_SERVER, plughost_serve_http
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,9 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path.write_text(
         f"[host]\nplugin_dirs = [{json.dumps(str(PLUGIN))}]\n\n"
         '[mcp]\nroots = ["file:///srv/plughost-test"]\n\n'
-        f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
+        f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n\n'
+        f"[mcp.servers.demo]\ncommand = {json.dumps(sys.executable)}\n"
+        f'args = [{json.dumps(str(DEMO_SERVER))}, "stdio"]\n'
     )
     return path
 
@@ -170,6 +172,9 @@ async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
             {"prompt": "upstream question", "maxTokens": 5},
         )
         roots = await client.call_tool("mcp_everything_get-roots-list", {})
+        before = len(peer.logs)
+        await client.call_tool("mcp_demo_log_then_answer", {"text": "hi"})
+        upstream_logs = [(p.logger, str(p.data)) for p in peer.logs[before:]]
 
     assert resources["test://static-text"].mime_type == "text/plain"
     assert "test://template/{id}/data" in templates
@@ -209,6 +214,8 @@ async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
     assert "upstream question" in peer.sampled[-1]
     assert "four" in text_of(gateway)
     assert "file:///srv/plughost-test" in text_of(roots)
+    # An upstream server's log during a call reaches the call's client, like a plugin's.
+    assert upstream_logs == [("mcp.demo", "upstream log: hi")]
 
 
 async def test_sampling_fails_with_the_reason_when_the_client_does_not_offer_it(

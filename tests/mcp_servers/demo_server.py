@@ -6,7 +6,7 @@ HTTP at ``/mcp``) or ``python demo_server.py sse PORT`` (SSE at ``/sse``).
 Tools: ``echo``, ``add`` (read-only), ``pixel`` (an image), ``fail`` (an is_error
 result), ``sleep``, ``whoami`` (the server's pid), two awkwardly named ones (too long,
 and ``ns.lookup``) and ``add_tool`` (adds a tool and announces the change on both
-protocol eras). One resource, one prompt.
+protocol eras), ``log_then_answer`` (logs to the client). One resource, one prompt.
 """
 
 from __future__ import annotations
@@ -97,6 +97,13 @@ async def add_tool(name: str, ctx: Context) -> str:
     await ctx.notify_tools_changed()  # 2026-era clients, on their listen stream
     await ctx.request_context.session.send_tool_list_changed()  # handshake-era clients
     return f"added {name}"
+
+
+@server.tool()
+async def log_then_answer(text: str, ctx: Context) -> str:
+    """Log the text at info level, then answer."""
+    await ctx.info(f"upstream log: {text}")
+    return "logged"
 
 
 @server.resource("demo://greeting", name="greeting", description="A friendly greeting.")

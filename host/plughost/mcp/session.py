@@ -111,6 +111,9 @@ async def open_client(
             message_handler=message_handler,
             client_info=types.Implementation(name="plughost", version=_version()),
             cache=None,
+            # 2026-07-28 servers log only for requests that opt in; plughost passes a
+            # call's logs on to its own client (plughost.mcp.upstream_requests).
+            log_level="info",
             **dict(callbacks or {}),
         )
         yield await stack.enter_async_context(client)

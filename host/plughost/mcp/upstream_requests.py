@@ -6,7 +6,9 @@ servers whose tools need them list those tools. An upstream's
 of the call that reached the server (an MCP client of ``plughost serve``, through
 its :class:`~plughost.tools.client_link.ClientLink`): plughost is a gateway, and
 the model and the user are on the other side. ``roots/list`` answers the
-``[mcp] roots`` of the configuration.
+``[mcp] roots`` of the configuration. The ``notifications/message`` a server logs
+during a call go to that call's client too (logger ``mcp.<server>``), at the level
+the client asked plughost for.
 
 Which call a request belongs to: while a call to a server runs, its caller's
 link is recorded for that server; a request from the server goes to the link
@@ -18,6 +20,8 @@ says so.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -28,6 +32,17 @@ from mcp_types.jsonrpc import INVALID_REQUEST
 from plughost.tools.client_link import ClientLink, ClientRequestError, current_client
 
 __all__ = ["UpstreamRequests"]
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
 
 
 class UpstreamRequests:
@@ -90,10 +105,18 @@ class UpstreamRequests:
         async def roots(context: ClientRequestContext) -> types.ListRootsResult:
             return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in self._roots])
 
+        async def logs(params: types.LoggingMessageNotificationParams) -> None:
+            link = self._link(server)
+            if link is not None:
+                data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+                logger = f"mcp.{server}.{params.logger}" if params.logger else f"mcp.{server}"
+                link.log(_LEVELS.get(params.level, logging.INFO), logger, data)
+
         return {
             "sampling_callback": sampling,
             "elicitation_callback": elicitation,
             "list_roots_callback": roots,
+            "logging_callback": logs,
         }
 
     def _link(self, server: str) -> ClientLink | None:
