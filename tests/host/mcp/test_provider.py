@@ -294,7 +294,10 @@ async def test_resources_and_prompts_are_not_exposed_when_tools_are_filtered() -
 
 async def test_a_broken_or_silent_server_neither_blocks_nor_hides_the_others() -> None:
     silent = MCPServerConfig(
-        command=sys.executable, args=["-c", "import sys; sys.stdin.read()"], connect_timeout=1.0
+        command=sys.executable,
+        args=["-c", "import sys; sys.stdin.read()"],
+        connect_timeout=1.0,
+        retry_delay=30,  # no background retry may turn it back to "connecting" before the check
     )
     missing = MCPServerConfig(command="/nonexistent/mcp-server", retry_delay=30)
     refused = MCPServerConfig(url=f"http://127.0.0.1:{free_port()}/mcp")
