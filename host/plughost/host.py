@@ -41,6 +41,7 @@ from plughost.plugins.query import ComponentQueryService
 from plughost.plugins.source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.redaction import SecretRedactor
 from plughost.reloader import PluginReloader
+from plughost.remote_runners import RemoteRunners
 from plughost.runners import client_requests
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
@@ -81,6 +82,7 @@ class PluginStatus:
     sandbox: tuple[str, ...] = ()  # the protections its runner process is confined by
     components: tuple[str, ...] = ()  # commands, handlers, APIs, cards: KIND:plugin_id.name
     runners: tuple[str, ...] = ()  # every runner serving it (several with replicas)
+    where: tuple[str, ...] = ()  # where each of those runners is: "local pid N", or an address
 
 
 class PluginHost:
@@ -138,6 +140,7 @@ class PluginHost:
         self._curve: CurveAuthority | None = None
         self._fork_server: ForkServer | None = None
         self.sandbox: SandboxReport | None = None  # known once started
+        self.remote: RemoteRunners | None = None  # with [host.remote] listen, once started
         self._started = False
         self._drained = False
         self.reloader = PluginReloader(self)
@@ -171,6 +174,15 @@ class PluginHost:
         for problem in problems:
             self.record_problem(problem)
         await self.start_runners(sources)
+        if self.settings.remote.listen:
+            self.remote = RemoteRunners(
+                self.settings,
+                self.components,
+                self.events,
+                self.redactor,
+                is_local=lambda plugin_id: plugin_id in self.sources,
+            )
+            await self.remote.start()
 
     async def _plan_sandbox(self) -> None:
         """Find out which protections runners get; refuse to start without required ones.
@@ -263,7 +275,7 @@ class PluginHost:
             return 1
         return self.settings.plugin_replicas.get(plugin_id, 1)
 
-    def pool_for(self, plugin_id: str) -> RunnerPool | None:
+    def pool_for(self, plugin_id: str) -> RunnerPool[RunnerSupervisor] | None:
         """The pool of ``plugin_id``'s replicas, when it has several runners."""
         return self._pools.get(plugin_id)
 
@@ -523,8 +535,9 @@ class PluginHost:
         owner = self.components.owner(plugin_id)
         if isinstance(owner, RunnerSupervisor):
             return owner
-        if isinstance(owner, RunnerPool) and owner.members:
-            return (owner.healthy() or owner.members)[0]
+        pool = self._pools.get(plugin_id)
+        if pool is not None and owner is pool and pool.members:
+            return (pool.healthy() or pool.members)[0]
         return next((r for r in self._runners.values() if plugin_id in r.sources), None)
 
     @property
@@ -556,6 +569,23 @@ class PluginHost:
                 sandbox=runner.protections if runner and loaded else (),
                 components=tuple(c.key for c in self.components.components_of(plugin_id)),
                 runners=tuple(r.runner_id for r in self.runners_for(plugin_id)),
+                where=tuple(f"local pid {r.pid}" for r in self.runners_for(plugin_id)),
+            )
+        for plugin_id, pool in (self.remote.pools if self.remote else {}).items():
+            tools = tuple(self.query.model_name(c) for c in self.components.by_plugin(plugin_id))
+            rows.setdefault(
+                plugin_id,
+                PluginStatus(
+                    plugin_id=plugin_id,
+                    version=self.remote.versions.get(plugin_id, "") if self.remote else "",
+                    path="",
+                    state="loaded" if pool.healthy() else "lost",
+                    runner_id=pool.runner_id or None,
+                    pid=None,
+                    tools=tools,
+                    runners=tuple(m.runner_id for m in pool.members),
+                    where=tuple(m.where for m in pool.members),
+                ),
             )
         for key, problem in self.problems.items():
             if key not in rows:
@@ -698,6 +728,8 @@ class PluginHost:
         """Drain (see :meth:`drain`), stop every runner and release sockets."""
         await self.drain()
         await self.dispatcher.aclose()
+        if self.remote is not None:
+            await self.remote.aclose()
         runners = list(self._runners.values())
         await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)
         for task in self._tasks.values():

@@ -71,6 +71,7 @@ class ReloadTarget(Protocol):
     def runners(self) -> list[RunnerSupervisor]: ...
     def runners_for(self, plugin_id: str) -> list[RunnerSupervisor]: ...
     async def add_replicas(self, source: PluginSource) -> None: ...
+    def pool_for(self, plugin_id: str) -> RunnerPool[RunnerSupervisor] | None: ...
 
 
 class PluginReloader:
@@ -141,8 +142,9 @@ class PluginReloader:
         if old_id is not None and old_id != source.plugin_id:
             await self.unload(old_id)
         old_owner = self._host.components.owner(source.plugin_id)
-        if isinstance(old_owner, RunnerPool):
-            return await self._roll(old_owner, source, started)
+        pool = self._host.pool_for(source.plugin_id)
+        if pool is not None and old_owner is pool:
+            return await self._roll(pool, source, started)
         candidate = await self._host.start_candidate(source)
         failure = _candidate_failure(candidate, source)
         if failure is not None:
@@ -163,7 +165,9 @@ class PluginReloader:
         await self._succeeded(source, started, candidate.pid)
         return True
 
-    async def _roll(self, pool: RunnerPool, source: PluginSource, started: float) -> bool:
+    async def _roll(
+        self, pool: RunnerPool[RunnerSupervisor], source: PluginSource, started: float
+    ) -> bool:
         """Replace a pool's members one at a time, each new one ready before an old one leaves."""
         old_members = list(pool)
         pid: int | None = None

@@ -18,6 +18,7 @@ from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 __all__ = [
     "HostSettings",
     "Protection",
+    "RemoteSettings",
     "ResourceLimits",
     "RunnerSettings",
     "SandboxSettings",
@@ -168,6 +169,30 @@ class WebSettings(BaseModel):
     )
 
 
+class RemoteSettings(BaseModel):
+    """Runners on other machines (docs/operators.md, "Remote runners").
+
+    With ``listen`` set, the host accepts runners that connect over CurveZMQ
+    with a credential from ``plughost runner-credentials new``; ``keys_dir``
+    holds the host's key pair and every credential's public key and allow-list.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    listen: str | None = Field(
+        None, description="tcp://ADDR:PORT to accept remote runners on; None accepts none"
+    )
+    keys_dir: Path = Field(
+        Path("data/remote-keys"), description="the host's key pair and the issued credentials"
+    )
+    grace: float = Field(
+        10.0,
+        ge=0,
+        description="seconds a silent remote runner's tools stay listed (its calls fail at "
+        "once) before they are removed; they come back when it reconnects",
+    )
+
+
 class HostSettings(BaseModel):
     """Everything ``PluginHost`` and ``plughost serve`` can be told."""
 
@@ -232,3 +257,4 @@ class HostSettings(BaseModel):
         "missing or lacks fields, as MaiBot does",
     )
     web: WebSettings = Field(default_factory=WebSettings)
+    remote: RemoteSettings = Field(default_factory=RemoteSettings)

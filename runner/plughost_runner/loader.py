@@ -48,6 +48,17 @@ class PluginSpec:
     on_load_timeout: float = 30.0
     flavor: str = "plughost"
     """``"maibot"`` when the manifest targets MaiBot: ``maibot_sdk`` is then mapped."""
+    version: str = ""
+    manifest_sha256: str = ""
+    """What a remote runner tells the host about this plugin (see plughost_runner.remote)."""
+
+    def offer(self) -> dict[str, str]:
+        """How a remote runner offers this plugin to the host: id, version, manifest hash."""
+        return {
+            "plugin_id": self.plugin_id,
+            "version": self.version,
+            "manifest_sha256": self.manifest_sha256,
+        }
 
     @classmethod
     def from_wire(cls, body: dict[str, Any]) -> PluginSpec:

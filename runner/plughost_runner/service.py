@@ -114,11 +114,16 @@ class RunnerService:
         runner_id: str,
         credentials: Credentials,
         collector: LogCollector,
+        offers: list[PluginSpec] | None = None,
     ) -> None:
         self._runner_id = runner_id
         self._credentials = credentials
         self._collector = collector
-        self._transport = Transport(endpoint, curve=credentials.curve)
+        # A remote runner (plughost_runner.remote) found its plugins itself and offers them;
+        # the host answers which it accepts. A spawned runner loads what the host names.
+        self._offers = offers
+        routing_id = os.urandom(16) if offers is not None else None
+        self._transport = Transport(endpoint, curve=credentials.curve, routing_id=routing_id)
         credentials.curve = None  # the socket has the keys now
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -180,7 +185,11 @@ class RunnerService:
         # Let the first heartbeat out before plugin code runs: the host then knows this
         # runner is alive, and tells a plugin blocking the loop from a slow start.
         await asyncio.sleep(0)
-        specs = [PluginSpec.from_wire(p) for p in hello.get("plugins", [])]
+        if self._offers is not None:
+            accepted = {str(plugin_id) for plugin_id in hello.get("accepted", [])}
+            specs = [spec for spec in self._offers if spec.plugin_id in accepted]
+        else:
+            specs = [PluginSpec.from_wire(p) for p in hello.get("plugins", [])]
         report = await self._load(specs)
         await self.request("runner.ready", report, timeout=30.0)
         await self._stopped.wait()
@@ -195,8 +204,18 @@ class RunnerService:
             "pid": os.getpid(),
             "sdk_version": sdk_version,
         }
+        if self._offers is not None:
+            body["offers"] = [spec.offer() for spec in self._offers]
         try:
-            reply = await self.request("runner.hello", body, timeout=10.0)
+            while True:
+                try:
+                    reply = await self.request("runner.hello", body, timeout=10.0)
+                    break
+                except TimeoutError:
+                    if self._offers is None:
+                        raise
+                    # A remote runner may start before its host is reachable: keep asking.
+                    print("plughost runner: no answer from the host yet", file=sys.__stderr__)
         finally:
             # Spent: the host accepts a token once. Wiped before any plugin code runs.
             self._credentials.wipe()

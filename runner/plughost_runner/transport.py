@@ -34,11 +34,18 @@ class Transport:
     """One DEALER socket connected to the host."""
 
     def __init__(
-        self, endpoint: str, *, linger_ms: int = 2000, curve: tuple[str, str, str] | None = None
+        self,
+        endpoint: str,
+        *,
+        linger_ms: int = 2000,
+        curve: tuple[str, str, str] | None = None,
+        routing_id: bytes | None = None,
     ) -> None:
         self._context = zmq.Context()
         self._sock: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, linger_ms)
+        if routing_id is not None:  # the same identity after a reconnect: the host resumes it
+            self._sock.setsockopt(zmq.ROUTING_ID, routing_id)
         if curve is not None:  # (server public, own public, own secret), Z85
             server, public, secret = (key.encode() for key in curve)
             self._sock.setsockopt(zmq.CURVE_SERVERKEY, server)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from plughost.host import PluginHost
 from plughost.runners.pool import RunnerPool
+from plughost.runners.supervisor import RunnerSupervisor
 from plughost_sdk.models import ToolExecutionResult
 from tests.conftest import HostFactory, fast_settings
 from tests.waiting import wait_until
@@ -70,7 +71,7 @@ def replicated_host(
     return make_host([root], settings), root / "replicated"
 
 
-def pool_of(host: PluginHost) -> RunnerPool:
+def pool_of(host: PluginHost) -> RunnerPool[RunnerSupervisor]:
     pool = host.pool_for(PLUGIN_ID)
     assert pool is not None
     return pool

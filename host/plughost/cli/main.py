@@ -1,4 +1,4 @@
-"""The ``plughost`` command line: serve, tools, components, call, search, new, check.
+"""The ``plughost`` command line: serve, tools, components, call, search, new, check...
 
 Start-up time is part of the interface: ``plughost --help`` must answer at once.
 This module imports only click at the top; each command imports the host, rich,
@@ -547,6 +547,15 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
 
     async def __aexit__(self, *exc: object) -> None:
         await self._host.aclose()
+
+
+def _add_commands() -> None:
+    from plughost.cli.credentials import runner_credentials  # click only at import time
+
+    cli.add_command(runner_credentials)
+
+
+_add_commands()
 
 
 def main() -> None:

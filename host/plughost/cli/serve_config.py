@@ -135,3 +135,6 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     for key in ("data_dir", "temp_dir"):
         if isinstance(host.get(key), str):
             host[key] = str(base / host[key])
+    remote = host.get("remote")
+    if isinstance(remote, dict) and isinstance(remote.get("keys_dir"), str):
+        remote["keys_dir"] = str(base / remote["keys_dir"])

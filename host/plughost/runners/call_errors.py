@@ -8,11 +8,13 @@ the wording with their own noun (``hook handler rewrite of plugin ...``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from plughost.runners.channel import RemoteError
 from plughost_sdk.errors import RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
 
-__all__ = ["KIND_WORDS", "call_failure"]
+__all__ = ["KIND_WORDS", "call_failure", "component_failure", "component_reply"]
 
 KIND_WORDS = {
     "COMMAND": "command",
@@ -50,3 +52,18 @@ def call_failure(
     return ToolExecutionResult.failure(
         tool, f"bad reply from plugin {plugin_id}: {exc}", "bad_payload"
     )
+
+
+def component_failure(
+    exc: Exception, name: str, plugin_id: str, timeout: float, kind: str, capped: bool = False
+) -> dict[str, Any]:
+    """The reply of a component call that raised ``exc`` (as :func:`call_failure` words it)."""
+    failed = call_failure(exc, name, plugin_id, timeout, capped, what=KIND_WORDS.get(kind, kind))
+    return {"success": False, "error": failed.error_message, "error_code": failed.error_code}
+
+
+def component_reply(reply: Any) -> dict[str, Any]:
+    """A runner's reply to a component call, or a failure when it is not a dict."""
+    if not isinstance(reply, dict):
+        return {"success": False, "error": "bad reply from the runner", "error_code": "internal"}
+    return reply

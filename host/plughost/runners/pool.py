@@ -19,30 +19,65 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from typing import Any
+from enum import Enum
+from typing import Any, Generic, Protocol, TypeVar
 
-from plughost.runners.supervisor import RunnerState, RunnerSupervisor
+from plughost.runners.supervisor import RunnerSupervisor
 from plughost_sdk import wire
 from plughost_sdk.errors import RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
 
-__all__ = ["RunnerPool"]
+__all__ = ["Member", "Pools", "RunnerPool"]
 
-_GONE = frozenset({RunnerState.FAILED, RunnerState.STOPPING, RunnerState.STOPPED})
+_GONE = frozenset({"failed", "stopping", "stopped"})
+"""States (by value) of a member that will never take a call again."""
 
 
-class RunnerPool:
+class Member(Protocol):
+    """A pool member: a local runner's supervisor or a remote runner's session."""
+
+    runner_id: str
+    pid: int | None
+
+    @property
+    def state(self) -> Enum: ...
+    @property
+    def healthy(self) -> bool: ...
+    @property
+    def inflight(self) -> int: ...
+    async def invoke(
+        self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> ToolExecutionResult: ...
+    async def invoke_component(
+        self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
+    ) -> dict[str, Any]: ...
+    async def update_config(
+        self, plugin_id: str, config: dict[str, Any], version: str, scope: str = "self"
+    ) -> bool: ...
+    async def request_content(
+        self, method: wire.Method, plugin_id: str, body: dict[str, Any], timeout: float
+    ) -> Any: ...
+
+
+M = TypeVar("M", bound=Member)
+
+
+def _gone(member: Member) -> bool:
+    return str(member.state.value) in _GONE
+
+
+class RunnerPool(Generic[M]):
     """The runners serving one plugin; calls go to the least-loaded healthy member."""
 
-    def __init__(self, plugin_id: str, members: list[RunnerSupervisor]) -> None:
+    def __init__(self, plugin_id: str, members: list[M]) -> None:
         self.plugin_id = plugin_id
-        self.members: list[RunnerSupervisor] = list(members)
+        self.members: list[M] = list(members)
         self._turn = itertools.count()
 
     def __contains__(self, runner: object) -> bool:
         return any(member is runner for member in self.members)
 
-    def __iter__(self) -> Iterator[RunnerSupervisor]:
+    def __iter__(self) -> Iterator[M]:
         return iter(list(self.members))
 
     @property
@@ -61,30 +96,30 @@ class RunnerPool:
         """Calls in flight across every member."""
         return sum(member.inflight for member in self.members)
 
-    def healthy(self) -> list[RunnerSupervisor]:
+    def healthy(self) -> list[M]:
         """Members that take calls now: ready, with their process alive."""
         return [member for member in self.members if member.healthy]
 
-    def pick(self) -> RunnerSupervisor | None:
+    def pick(self) -> M | None:
         """The member for the next call, or None when the pool has none left.
 
         A healthy member with the fewest calls in flight; when several tie, they
         take turns. With no healthy member, one that is restarting is returned:
         the call then waits for it within its deadline, as with a single runner.
         """
-        candidates = self.healthy() or [m for m in self.members if m.state not in _GONE]
+        candidates = self.healthy() or [m for m in self.members if not _gone(m)]
         if not candidates:
             return None
         least = min(member.inflight for member in candidates)
         tied = [member for member in candidates if member.inflight == least]
         return tied[next(self._turn) % len(tied)]
 
-    def add(self, runner: RunnerSupervisor) -> None:
+    def add(self, runner: M) -> None:
         """Let ``runner`` take calls too."""
         if runner not in self:
             self.members.append(runner)
 
-    def replace(self, old: RunnerSupervisor, new: RunnerSupervisor) -> None:
+    def replace(self, old: M, new: M) -> None:
         """Put ``new`` in ``old``'s place: new calls go to ``new``, ``old`` keeps what it has."""
         for index, member in enumerate(self.members):
             if member is old:
@@ -92,7 +127,7 @@ class RunnerPool:
                 return
         self.members.append(new)
 
-    def remove(self, runner: RunnerSupervisor) -> None:
+    def remove(self, runner: M) -> None:
         """Stop sending calls to ``runner`` (it gave up or is being retired)."""
         self.members = [member for member in self.members if member is not runner]
 
@@ -104,7 +139,7 @@ class RunnerPool:
         A member that turns out to be shutting down (a reload retired it between
         the pick and the send) passes the call to another member.
         """
-        tried: list[RunnerSupervisor] = []
+        tried: list[M] = []
         while True:
             member = self._pick_untried(tried)
             if member is None:
@@ -120,7 +155,7 @@ class RunnerPool:
         self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
         """Run a command, handler, hook or API on one member; never raises."""
-        tried: list[RunnerSupervisor] = []
+        tried: list[M] = []
         while True:
             member = self._pick_untried(tried)
             if member is None:
@@ -144,11 +179,11 @@ class RunnerPool:
             raise RunnerCrashedError(f"plugin {plugin_id} has no runner left to serve it")
         return await member.request_content(method, plugin_id, body, timeout)
 
-    def _pick_untried(self, tried: list[RunnerSupervisor]) -> RunnerSupervisor | None:
+    def _pick_untried(self, tried: list[M]) -> M | None:
         member = self.pick()
         if member is None or member not in tried:
             return member
-        others = [m for m in self.members if m.state not in _GONE and m not in tried]
+        others = [m for m in self.members if not _gone(m) and m not in tried]
         return min(others, key=lambda m: m.inflight) if others else None
 
     async def update_config(
@@ -161,7 +196,7 @@ class RunnerPool:
         """
         delivered = False
         for member in self.members:
-            if member.state in _GONE:
+            if _gone(member):
                 continue
             delivered = await member.update_config(plugin_id, config, version, scope) or delivered
         return delivered
@@ -171,20 +206,20 @@ class Pools:
     """The host's pools, by plugin id: which runner belongs to which plugin's replicas."""
 
     def __init__(self) -> None:
-        self._pools: dict[str, RunnerPool] = {}
+        self._pools: dict[str, RunnerPool[RunnerSupervisor]] = {}
 
-    def get(self, plugin_id: str) -> RunnerPool | None:
+    def get(self, plugin_id: str) -> RunnerPool[RunnerSupervisor] | None:
         """The pool of ``plugin_id``, if it has one."""
         return self._pools.get(plugin_id)
 
-    def ensure(self, plugin_id: str) -> RunnerPool:
+    def ensure(self, plugin_id: str) -> RunnerPool[RunnerSupervisor]:
         """The pool of ``plugin_id``, made empty if it has none yet."""
         pool = self._pools.get(plugin_id)
         if pool is None:
-            pool = self._pools[plugin_id] = RunnerPool(plugin_id, [])
+            pool = self._pools[plugin_id] = RunnerPool[RunnerSupervisor](plugin_id, [])
         return pool
 
-    def of(self, runner: RunnerSupervisor) -> RunnerPool | None:
+    def of(self, runner: RunnerSupervisor) -> RunnerPool[RunnerSupervisor] | None:
         """The pool ``runner`` is a member of, if any."""
         if len(runner.sources) != 1:
             return None

@@ -28,7 +28,7 @@ import zmq.asyncio
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugins.source import PluginSource
 from plughost.redaction import SecretRedactor
-from plughost.runners.call_errors import KIND_WORDS, call_failure
+from plughost.runners.call_errors import call_failure, component_failure, component_reply
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess
@@ -512,21 +512,8 @@ class RunnerSupervisor:
         try:
             reply = await self._request("component.invoke", body, plugin_id, timeout)
         except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
-            failed = call_failure(
-                exc, name, plugin_id, timeout, capped, what=KIND_WORDS.get(kind, kind)
-            )
-            return {
-                "success": False,
-                "error": failed.error_message,
-                "error_code": failed.error_code,
-            }
-        if not isinstance(reply, dict):
-            return {
-                "success": False,
-                "error": "bad reply from the runner",
-                "error_code": "internal",
-            }
-        return reply
+            return component_failure(exc, name, plugin_id, timeout, kind, capped)
+        return component_reply(reply)
 
     def _budget(self, timeout: float) -> tuple[float, bool]:
         """The call's time limit after the plugin's wall-clock cap, and whether the cap cut it."""

@@ -1,0 +1,133 @@
+"""``plughost-runner --connect``: a runner on another machine that joins a host over TCP.
+
+The operator issues a credential on the host (``plughost runner-credentials
+new``): a JSON file holding this runner's CurveZMQ key pair, the host's public
+key and its endpoint. The runner finds the plugin folders under ``--plugins``,
+connects, and offers each (id, version, hash of its manifest); the host checks
+the key (ZAP) and the offers against that credential's allow-list, and answers
+which plugins it accepts. Only those are loaded. From then on it is served like
+a runner the host spawned: calls, heartbeats, deadlines.
+
+The runner keeps one ZeroMQ identity for its whole life, so a broken link that
+comes back resumes the same session. When the host refuses it (unknown or
+revoked key, no plugin on its allow-list) the runner exits with code 3, so the
+engine that runs it (systemd, Kubernetes) shows the failure. This module needs
+only the runner distribution and the SDK, never the host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import socket
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from plughost_runner.credentials import Credentials
+from plughost_runner.loader import PluginSpec
+from plughost_sdk.errors import ManifestError
+from plughost_sdk.manifest import MANIFEST_FILE, load_manifest
+
+__all__ = ["find_plugins", "main", "read_credential_file"]
+
+log = logging.getLogger("plughost_runner")
+
+
+def read_credential_file(path: Path) -> dict[str, str]:
+    """Read a credential written by ``plughost runner-credentials new``.
+
+    Raises:
+        ValueError: the file is not such a credential.
+    """
+    data: Any = json.loads(path.read_text(encoding="utf-8"))
+    needed = ("name", "server_public", "public", "secret")
+    if not isinstance(data, dict) or any(not isinstance(data.get(k), str) for k in needed):
+        raise ValueError(f"{path} is not a plughost runner credential (needs {', '.join(needed)})")
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+
+
+def find_plugins(root: Path, data_root: Path) -> list[PluginSpec]:
+    """Every plugin folder under ``root`` (or ``root`` itself) with a valid manifest."""
+    folders = [root] if (root / MANIFEST_FILE).exists() else sorted(p for p in root.iterdir())
+    specs = []
+    for folder in folders:
+        if not (folder / MANIFEST_FILE).is_file():
+            continue
+        try:
+            manifest = load_manifest(folder)
+        except ManifestError as exc:
+            print(f"plughost runner: skipping {folder}: {exc}", file=sys.stderr)
+            continue
+        config_file = folder / "config.toml"
+        raw = config_file.read_bytes() if config_file.is_file() else b""
+        specs.append(
+            PluginSpec(
+                plugin_id=manifest.id,
+                path=folder.resolve(),
+                config=tomllib.loads(raw.decode("utf-8")) if raw else {},
+                config_version=hashlib.sha256(raw).hexdigest()[:12] if raw else "",
+                data_dir=(data_root / "data" / manifest.id).resolve(),
+                temp_dir=(data_root / "temp" / manifest.id).resolve(),
+                flavor="maibot" if manifest.targets_maibot else "plughost",
+                version=manifest.version,
+                manifest_sha256=hashlib.sha256((folder / MANIFEST_FILE).read_bytes()).hexdigest(),
+            )
+        )
+    return specs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Join a host as a remote runner; return the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="plughost-runner",
+        description="Serve the plugins in a folder to a plughost host over the network.",
+    )
+    parser.add_argument("--connect", required=True, help="the host's endpoint, tcp://HOST:PORT")
+    parser.add_argument(
+        "--credentials", required=True, type=Path, help="the file from runner-credentials new"
+    )
+    parser.add_argument("--plugins", required=True, type=Path, help="the plugin folders to offer")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path("plughost-data"),
+        help="where plugins keep their data and temp directories (default: ./plughost-data)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        credential = read_credential_file(args.credentials)
+    except (OSError, ValueError) as exc:
+        print(f"plughost-runner: {exc}", file=sys.stderr)
+        return 2
+    if not args.plugins.is_dir():
+        print(f"plughost-runner: {args.plugins} is not a folder", file=sys.stderr)
+        return 2
+    offers = find_plugins(args.plugins, args.data_dir)
+    if not offers:
+        print(f"plughost-runner: no plugin folder in {args.plugins}", file=sys.stderr)
+        return 2
+    from plughost_runner.capture import LogCollector
+    from plughost_runner.service import RunnerService
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    keys = (credential["server_public"], credential["public"], credential["secret"])
+    runner_id = f"{credential['name']}@{socket.gethostname()}:{os.getpid()}"
+    print(
+        f"plughost-runner {runner_id}: offering {', '.join(s.plugin_id for s in offers)} "
+        f"to {args.connect}",
+        file=sys.stderr,
+    )
+    service = RunnerService(
+        args.connect, runner_id, Credentials(bytearray(), keys), LogCollector(), offers=offers
+    )
+    return asyncio.run(service.run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
