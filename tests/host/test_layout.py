@@ -32,7 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "web": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch", "top"},
     "cli": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch", "top", "web"},
 }
-TOP_MODULES = frozenset({"__init__", "host", "reloader"})
+TOP_MODULES = frozenset({"__init__", "host", "reloader", "remote_runners"})
 
 
 def _part_of_module(dotted: str) -> str:

@@ -143,7 +143,10 @@ async def test_a_plugin_importing_maibots_host_code_fails_to_load_saying_so(
 async def test_the_mapping_does_not_leak_to_a_native_plugin_in_the_same_runner(
     make_host: HostFactory, maibot_dir: Path, tmp_path: Path
 ) -> None:
-    settings = fast_settings(tmp_path).model_copy(update={"runner_grouping": "single"})
+    settings = fast_settings(tmp_path).model_copy(
+        # Both plugins in one runner, although one declares capabilities: the operator says so.
+        update={"runner_grouping": "single", "group_capability_plugins": True}
+    )
     folders = [maibot_dir / "weather_report", TEST_PLUGINS / "real_maibot_importer"]
     async with make_host(folders, settings) as host:
         MaiBotHost().install(host)

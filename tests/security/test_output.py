@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -38,7 +39,9 @@ async def test_log_records_naming_plugins_the_runner_does_not_serve_create_no_lo
 ) -> None:
     async with make_host([HOSTILE]) as host:
         sent = await host.invoke("loggers", {"count": 1000})
-        created = [n for n in logging.Logger.manager.loggerDict if "ghost-" in n]
+        # The forged records name plugins "ghost-0" .. "ghost-999" (not "plughost-...").
+        forged = re.compile(r"(^|\.)ghost-\d+$")
+        created = [n for n in logging.Logger.manager.loggerDict if forged.search(n)]
         forwarded = [r for r in caplog.records if r.name == RUNNER_LOG and r.getMessage() == "hi"]
 
     assert sent.content == "sent"
