@@ -163,13 +163,22 @@ class PluginHost:
         if self._started:
             raise RuntimeError("PluginHost.start() was already called")
         self._started = True
-        await self._plan_sandbox()
         self._zmq = zmq.asyncio.Context()
         self._sockets = SocketDirectory()
         if self.settings.runner.transport == "tcp":
             self._curve = CurveAuthority(self._zmq, self._sockets.path)
-        if self.settings.runner.fork_server:
-            await self._start_fork_server()
+        # Both wait on a child interpreter starting (about 0.1 s each): overlap them.
+        planned, forked = await asyncio.gather(
+            self._plan_sandbox(),
+            self._start_fork_server() if self.settings.runner.fork_server else asyncio.sleep(0),
+            return_exceptions=True,
+        )
+        for outcome in (planned, forked):
+            if isinstance(outcome, BaseException):
+                if self._fork_server is not None:
+                    await self._fork_server.aclose()
+                    self._fork_server = None
+                raise outcome
         sources, problems = scan_plugin_dirs(self.settings.plugin_dirs)
         for problem in problems:
             self.record_problem(problem)
