@@ -133,6 +133,11 @@ class RunnerChannel:
             self._reject(identity, str(exc))
             return
         for envelope in envelopes:
+            if identity != self._peer and envelope is not envelopes[0]:
+                # A stranger gets one hello per frame, not one per envelope it packed in:
+                # otherwise a single frame buys up to MAX_BATCH refusals and log lines.
+                self._reject(identity, f"{len(envelopes) - 1} more envelopes after a refused hello")
+                return
             self._dispatch_one(group, identity, envelope)
 
     def _dispatch_one(

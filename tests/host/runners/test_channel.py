@@ -130,3 +130,24 @@ async def test_channel_sends_wait_while_the_runner_queue_is_full_then_all_arrive
             received += [e["body"]["n"] for e in wire.decode_many(await pair.peer.recv())]
         await asyncio.gather(*sends)
     assert received == list(range(frames))
+
+
+async def test_a_stranger_packing_many_hellos_in_one_frame_gets_one_refusal(pair: Pair) -> None:
+    stranger = pair.peer.context.socket(zmq.DEALER)
+    stranger.setsockopt(zmq.LINGER, 0)
+    stranger.connect(pair.channel.endpoint)
+    try:
+        hello = {"token": "forged", "protocol": wire.PROTOCOL_VERSION, "pid": 2}
+        frame = b"".join(wire.encode(wire.request(n, "runner.hello", hello)) for n in range(50))
+        before = pair.channel.rejected_frames
+        await stranger.send(frame)
+        async with asyncio.timeout(10):
+            refusal = wire.decode_many(await stranger.recv())
+        await wait_until(
+            lambda: pair.channel.rejected_frames == before + 2, timeout=10, what="rejections"
+        )
+        assert [e["error"]["code"] for e in refusal] == ["unauthorized"]
+        assert not await stranger.poll(200)  # and no second refusal follows
+        assert pair.channel.rejected_frames == before + 2  # the hello, then the rest at once
+    finally:
+        stranger.close()
