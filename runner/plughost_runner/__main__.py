@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now, so that a runner started at a lower priority pays for its
     # heavy imports (pyzmq, pydantic) at that priority too.
     from plughost_runner.capture import LogCollector, StreamProxy
+    from plughost_runner.heap import keep_freed_memory
     from plughost_runner.service import RunnerService
 
+    keep_freed_memory()
     bind_to_parent(args.parent_pid)
     faulthandler.enable(file=sys.__stderr__ or sys.stderr)
     collector = LogCollector()

@@ -17,11 +17,17 @@ import collections
 import contextvars
 import io
 import logging
-import threading
 import time
 from typing import Any
 
-__all__ = ["LogCollector", "StreamProxy", "current_call", "current_cancel", "current_plugin"]
+__all__ = [
+    "CancelFlag",
+    "LogCollector",
+    "StreamProxy",
+    "current_call",
+    "current_cancel",
+    "current_plugin",
+]
 
 current_plugin: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "plughost_current_plugin", default=None
@@ -32,7 +38,31 @@ current_call: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 """The id of the host request being served (``tool.invoke``, ``resource.read``,
 ``prompt.get``); log records and capability calls carry it so the host can tie
 them to the call, and so to the MCP client that made it."""
-current_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+
+
+class CancelFlag:
+    """Set once a tool call is cancelled or past its deadline; read from any thread.
+
+    Only ever set and read (nobody waits on it), so a plain attribute does what a
+    ``threading.Event`` would, without the lock and condition every call would build:
+    under the GIL the write is seen by the handler's thread at its next read.
+    """
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        """Mark the call cancelled."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """Whether the call was cancelled."""
+        return self._set
+
+
+current_cancel: contextvars.ContextVar[CancelFlag | None] = contextvars.ContextVar(
     "plughost_current_cancel", default=None
 )
 """Set once the current tool call is cancelled or past its deadline (``ctx.cancelled``)."""
@@ -85,6 +115,10 @@ class LogCollector(logging.Handler):
     def pending(self) -> int:
         """How many records wait to be sent."""
         return len(self._records)
+
+    def has_news(self) -> bool:
+        """Whether records, or a count of dropped ones, wait to be sent."""
+        return bool(self._records) or self.dropped > 0
 
 
 def _plugin_of(logger_name: str) -> str | None:

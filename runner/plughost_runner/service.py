@@ -13,15 +13,15 @@ import asyncio
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from plughost_runner import maibot_imports
-from plughost_runner.capture import LogCollector, current_call, current_cancel
+from plughost_runner.capture import CancelFlag, LogCollector, current_call, current_cancel
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.credentials import Credentials
+from plughost_runner.heap import release_freed_memory
 from plughost_runner.invoker import Invoker, call_deadline
 from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
@@ -132,6 +132,8 @@ class RunnerService:
         self._transport.guarded = self._in_plugin_step
         self._pulse: Pulse | None = None
         self._beat_seq = 0
+        self._served = 0  # requests answered, so an idle beat knows whether to trim the heap
+        self._trimmed_at = 0
         self._next_id = 0
         self._max_bytes = wire.DEFAULT_MAX_MESSAGE_BYTES
         self._heartbeat_interval = 0.5
@@ -318,7 +320,7 @@ class RunnerService:
             if handler is None:
                 raise _Reply("bad_payload", f"unknown method {envelope['method']!r}")
             body = await handler(envelope)
-            if envelope["method"] in _CALLS:
+            if envelope["method"] in _CALLS and self._collector.has_news():
                 # The call's log records reach the host before its reply, so an MCP
                 # client sees them as notifications before the result.
                 await self._send_logs()
@@ -333,6 +335,7 @@ class RunnerService:
             parts = wire.encode_parts(wire.response(envelope, error=error))
         finally:
             self._tasks.pop(envelope["id"], None)
+            self._served += 1
         await self._transport.send(parts)
 
     def _encode_reply(self, envelope: wire.Envelope, body: Any) -> list[bytes | memoryview]:
@@ -343,7 +346,7 @@ class RunnerService:
             return [
                 wire.encode(wire.response(envelope, error=wire.error_body("bad_payload", message)))
             ]
-        total = sum(len(part) for part in parts)
+        total = len(parts[0]) if len(parts) == 1 else sum(len(part) for part in parts)
         if total > self._max_bytes:
             limit, size = self._max_bytes / 2**20, total / 2**20
             message = (
@@ -364,7 +367,7 @@ class RunnerService:
         if handler is None:
             raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no tool {tool!r}")
         timeout = (envelope["deadline_ms"] or 60_000) / 1000
-        cancelled = threading.Event()  # what ctx.cancelled reads, from the handler's thread too
+        cancelled = CancelFlag()  # what ctx.cancelled reads, from the handler's thread too
         cancel = current_cancel.set(cancelled)
         try:
             result = await self._invoker.invoke(
@@ -565,7 +568,12 @@ class RunnerService:
         while True:
             body = self._beat_counters()
             await self._transport.send((wire.encode(wire.event("runner.heartbeat", body)),))
+            served = self._served
             await asyncio.sleep(self._heartbeat_interval)
+            if not self._tasks and served == self._served != self._trimmed_at:
+                # No call for a whole beat after some: what they freed goes back now.
+                self._trimmed_at = served
+                release_freed_memory()
 
     def _in_plugin_step(self) -> bool:
         return self._invoker.step is not None
@@ -585,7 +593,7 @@ class RunnerService:
             await self._send_logs()
 
     async def _send_logs(self) -> None:
-        while self._collector.pending() or self._collector.dropped:
+        while self._collector.has_news():
             records = self._collector.drain(500)
             if self._collector.dropped:
                 dropped, self._collector.dropped = self._collector.dropped, 0

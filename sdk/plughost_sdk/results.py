@@ -126,6 +126,8 @@ def _from_structured(tool_name: str, value: Any) -> ToolExecutionResult:
 
 def _to_jsonable(value: Any) -> Any:
     """Convert pydantic models, dataclasses, tuples and sets; reject the rest clearly."""
+    if type(value) in _PLAIN:  # most values: answered before the costlier checks below
+        return value
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -140,6 +142,10 @@ def _to_jsonable(value: Any) -> Any:
         f"tool returned a value of type {type(value).__name__!r}, which cannot be sent to "
         "the model; return a dict, a str, a list, or a (bool, str) tuple instead"
     )
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+"""Exact types :func:`_to_jsonable` returns as they are (subclasses take the full path)."""
 
 
 def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ToolExecutionResult:

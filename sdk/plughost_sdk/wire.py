@@ -307,26 +307,26 @@ def decode_many(
     try:
         data = msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=hook, **options)
         return [_checked(data)]
-    except msgpack.ExtraData:
-        pass  # a coalesced batch: several envelopes back to back
+    except msgpack.ExtraData as batch:  # several envelopes back to back: the first is read
+        first, rest = batch.unpacked, batch.extra
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise _invalid(exc) from exc
-    options = _budget(len(frame))  # a fresh count: the first attempt stopped early
+    # The rest decodes under the same budget (``options`` keeps counting for the frame).
     unpacker = msgpack.Unpacker(
         raw=False,
         strict_map_key=False,
         ext_hook=hook,
-        max_buffer_size=max(len(frame), 1),
+        max_buffer_size=max(len(rest), 1),
         **options,
     )
     try:
-        unpacker.feed(frame)
-        items = [data for data, _ in zip(unpacker, range(MAX_BATCH + 1), strict=False)]
+        unpacker.feed(rest)
+        items = [first, *(data for data, _ in zip(unpacker, range(MAX_BATCH), strict=False))]
     except Exception as exc:
         raise _invalid(exc) from exc
     if len(items) > MAX_BATCH:
         raise ProtocolError(f"more than {MAX_BATCH} envelopes in one frame")
-    if unpacker.tell() != len(frame):
+    if unpacker.tell() != len(rest):
         raise ProtocolError("frame ends in the middle of an envelope")
     return [_checked(data) for data in items]
 
