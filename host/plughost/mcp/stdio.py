@@ -4,7 +4,11 @@ The official SDK's ``stdio_client`` keeps its process to itself. Owning it
 here gives three things the connection needs:
 
 - **why it ended**: "command exited with code 1" or "command was killed by
-  signal 9", instead of the SDK's bare "Connection closed";
+  signal 9", instead of the SDK's bare "Connection closed". Whichever task
+  notices the end first (the reader at end of output, the writer on a broken
+  pipe) waits, at most ``_REAP_WAIT``, for the exit code and reports it before
+  the failure travels on, so the error names the exit code however the race
+  between the closed pipe and the exit status went;
 - **when it ended**: ``on_exit`` is called as soon as the server's stdout
   closes, so the connection is marked lost before anyone sends into it;
 - **whether a request left**: the writer runs in the sending task and marks the
@@ -64,26 +68,65 @@ def exit_reason(returncode: int | None) -> str:
     return f"command exited with code {returncode}"
 
 
+class _ExitReport:
+    """Tells ``on_exit`` how the process ended: once, after waiting for its exit code.
+
+    The end shows first as a closed pipe, on stdout (the reader) or stdin (the
+    writer), and only a moment later as an exit status. Whoever sees it first
+    calls :meth:`report`; the failure it then raises or causes is seen by the
+    connection after ``on_exit`` ran, so the connection names the exit code.
+    """
+
+    def __init__(self, process: anyio.abc.Process, on_exit: Callable[[str], None]) -> None:
+        self._process = process
+        self._on_exit = on_exit
+        self._started = False
+        self._done = anyio.Event()
+        self.silenced = False  # the transport is stopping the server itself: nothing to report
+
+    async def report(self) -> None:
+        """Wait up to ``_REAP_WAIT`` s for the exit code, then call ``on_exit`` (only once)."""
+        if self._started:
+            with anyio.move_on_after(_REAP_WAIT):
+                await self._done.wait()
+            return
+        self._started = True
+        try:
+            await _exited(self._process, _REAP_WAIT)
+            if not self.silenced:
+                self._on_exit(exit_reason(self._process.returncode))
+        finally:
+            self._done.set()
+
+
 class _Writer:
     """The session's write stream: each message is written by the task that sends it."""
 
-    def __init__(self, process: anyio.abc.Process) -> None:
+    def __init__(self, process: anyio.abc.Process, ended: _ExitReport) -> None:
         self._process = process
+        self._ended = ended
         self._lock = anyio.Lock()
         self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
         stdin = self._process.stdin
         if self._closed or stdin is None or self._process.returncode is not None:
+            await self._ended_first()
             raise anyio.ClosedResourceError
         line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         async with self._lock:
             try:
                 await stdin.send(line.encode())
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                await self._ended_first()
                 raise anyio.ClosedResourceError from exc
         if isinstance(item.message, types.JSONRPCRequest):
             mark_sent()
+
+    async def _ended_first(self) -> None:
+        """A write found the server gone: have its exit reported before the failure goes up."""
+        if not self._ended.silenced:
+            await self._ended.report()
 
     async def aclose(self) -> None:
         self._closed = True
@@ -133,15 +176,13 @@ async def stdio_transport(
         start_new_session=True,
     )
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    writer = _Writer(process)
-    closing = False
+    ended = _ExitReport(process, on_exit)
+    writer = _Writer(process, ended)
 
     async def read() -> None:
-        ended = await _read_lines(process, send)
-        if ended and not closing:
+        if await _read_lines(process, send) and not ended.silenced:
             await writer.aclose()  # nothing more is sent to a server whose output ended
-            await _exited(process, _REAP_WAIT)
-            on_exit(exit_reason(process.returncode))
+            await ended.report()
         await send.aclose()
 
     abandoned = False
@@ -154,7 +195,7 @@ async def stdio_transport(
                 abandoned = True  # cancelled or failed: no grace for a server that hung
                 raise
             finally:
-                closing = True
+                ended.silenced = True
                 with anyio.CancelScope(shield=True):
                     await writer.aclose()
                     await _stop(process, grace=_ABANDON_GRACE if abandoned else _EXIT_GRACE)

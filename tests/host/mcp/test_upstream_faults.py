@@ -184,15 +184,20 @@ async def test_an_http_call_killed_midway_is_not_sent_to_the_restarted_server(
 
 
 async def test_a_command_that_exits_is_reported_with_its_exit_code() -> None:
-    provider = MCPToolProvider({"false": MCPServerConfig(command="/bin/false", retry_delay=30)})
-    try:
-        await provider.list_tools()
-        status = provider.status()["false"]
-    finally:
-        await provider.close()
+    # Repeated: the closed pipe and the exit status arrive in either order, and the
+    # pipe first used to win as "Connection closed" in about one connect in twenty.
+    reasons = []
+    for _ in range(40):
+        provider = MCPToolProvider({"false": MCPServerConfig(command="/bin/false", retry_delay=30)})
+        try:
+            await provider.list_tools()
+            status = provider.status()["false"]
+        finally:
+            await provider.close()
+        assert status.state is ServerState.FAILED
+        reasons.append(status.reason)
 
-    assert status.state is ServerState.FAILED
-    assert status.reason == "command exited with code 1"
+    assert set(reasons) == {"command exited with code 1"}
 
 
 async def test_a_hung_server_does_not_hold_the_others_past_its_connect_timeout(
