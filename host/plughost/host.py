@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -45,7 +45,8 @@ from plughost.remote_runners import RemoteRunners
 from plughost.runners import client_requests
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
-from plughost.runners.fork_server import ForkServer, ForkServerError
+from plughost.runners.early import EarlyForkServer, start_fork_server
+from plughost.runners.fork_server import ForkServer
 from plughost.runners.plugin_config import PLUGIN_CONFIG_CAPABILITIES, PluginConfigCapability
 from plughost.runners.pool import Pools, RunnerPool
 from plughost.runners.sandbox import SandboxReport, SandboxSupport, probe_support, sandbox_report
@@ -89,8 +90,22 @@ class PluginHost:
     """Loads plugins into supervised runners and exposes their tools."""
 
     def __init__(
-        self, plugin_dirs: Iterable[str | Path] = (), *, settings: HostSettings | None = None
+        self,
+        plugin_dirs: Iterable[str | Path] = (),
+        *,
+        settings: HostSettings | None = None,
+        early: EarlyForkServer | None = None,
     ) -> None:
+        """Create a host; nothing starts before :meth:`start`.
+
+        Args:
+            plugin_dirs: Folders of plugin folders, after ``settings.plugin_dirs``.
+            settings: The host's settings; the defaults when None.
+            early: A fork server the caller started ahead of its own imports
+                (:mod:`plughost.runners.early`); the host adopts it when it fits its
+                settings, and closes it otherwise.
+        """
+        self._early = early
         base = settings or HostSettings()
         dirs = [*base.plugin_dirs, *(Path(d) for d in plugin_dirs)]
         self.settings = base.model_copy(update={"plugin_dirs": dirs})
@@ -168,11 +183,12 @@ class PluginHost:
         if self.settings.runner.transport == "tcp":
             self._curve = CurveAuthority(self._zmq, self._sockets.path)
         # Both wait on a child interpreter starting (about 0.1 s each): overlap them.
+        forking = await self._fork_server_starting()
         planned, forked = await asyncio.gather(
-            self._plan_sandbox(),
-            self._start_fork_server() if self.settings.runner.fork_server else asyncio.sleep(0),
-            return_exceptions=True,
+            self._plan_sandbox(), forking or asyncio.sleep(0), return_exceptions=True
         )
+        if isinstance(forked, ForkServer):
+            self._fork_server = forked
         for outcome in (planned, forked):
             if isinstance(outcome, BaseException):
                 if self._fork_server is not None:
@@ -193,6 +209,18 @@ class PluginHost:
             )
             await self.remote.start()
 
+    async def _fork_server_starting(self) -> Awaitable[ForkServer | None] | None:
+        """The fork server being started for this host: the caller's early one if it fits."""
+        early, self._early = self._early, None
+        runner = self.settings.runner
+        env = runner_env(runner.env_allowlist)
+        timeouts = {"ready_timeout": runner.ready_timeout, "fork_timeout": runner.fork_timeout}
+        if early is not None:
+            if runner.fork_server and early.fits(env, **timeouts):
+                return early.task
+            await early.aclose()
+        return start_fork_server(env, **timeouts) if runner.fork_server else None
+
     async def _plan_sandbox(self) -> None:
         """Find out which protections runners get; refuse to start without required ones.
 
@@ -206,20 +234,6 @@ class PluginHost:
             support = SandboxSupport(frozenset())
         self.sandbox = sandbox_report(settings, support)
         log.info("%s", self.sandbox.describe())
-
-    async def _start_fork_server(self) -> None:
-        env = runner_env(self.settings.runner.env_allowlist)
-        server = ForkServer(
-            env,
-            ready_timeout=self.settings.runner.ready_timeout,
-            fork_timeout=self.settings.runner.fork_timeout,
-        )
-        try:
-            await server.start()
-        except ForkServerError as exc:
-            log.warning("runners start as new interpreters: %s", exc)
-            return
-        self._fork_server = server
 
     async def start_runners(self, sources: list[PluginSource]) -> list[RunnerSupervisor]:
         """Start runners for ``sources`` (grouped per the settings) and wait for them."""
@@ -735,6 +749,9 @@ class PluginHost:
 
     async def aclose(self) -> None:
         """Drain (see :meth:`drain`), stop every runner and release sockets."""
+        if self._early is not None:  # never started: the caller's fork server is ours to close
+            early, self._early = self._early, None
+            await early.aclose()
         await self.drain()
         await self.dispatcher.aclose()
         if self.remote is not None:

@@ -440,7 +440,10 @@ def result_from_wire(data: Any) -> ToolExecutionResult:
     if not isinstance(data, dict):
         raise ProtocolError("tool result is not a map")
     try:
-        items = [ContentItem.model_validate(item) for item in data.get("content_items") or ()]
+        raw_items = data.get("content_items")
+        if type(raw_items) is list and not raw_items:  # most results: no copy of the map
+            return ToolExecutionResult.model_validate(data)
+        items = [ContentItem.model_validate(item) for item in raw_items or ()]
         return ToolExecutionResult.model_validate({**data, "content_items": items})
     except ValueError as exc:
         raise ProtocolError(f"tool result does not match the result schema: {exc}") from exc

@@ -191,11 +191,11 @@ def tools(
       plughost tools --plugins plugins_example --json
       plughost tools --config plughost.toml     # also the [mcp.servers] it names
     """
-    config = _one_shot_config(plugin_dirs, config_file)
+    config = _one_shot(plugin_dirs, config_file)
     sys.exit(_run(_tools(config, as_json, show_all)))
 
 
-async def _tools(config: ServeConfig, as_json: bool, show_all: bool) -> int:
+async def _tools(config: _OneShot, as_json: bool, show_all: bool) -> int:
     from rich.console import Console
 
     from plughost.cli.console import print_json, stderr, tools_table
@@ -231,11 +231,11 @@ def components(plugin_dirs: tuple[Path, ...], as_json: bool) -> None:
     Example:
       plughost components --plugins plugins_example --json
     """
-    config = _one_shot_config(plugin_dirs, None)
+    config = _one_shot(plugin_dirs, None)
     sys.exit(_run(_components(config, as_json)))
 
 
-async def _components(config: ServeConfig, as_json: bool) -> int:
+async def _components(config: _OneShot, as_json: bool) -> int:
     from rich.console import Console
 
     from plughost.cli.console import components_table, print_json, stderr
@@ -296,7 +296,7 @@ def call(
       plughost call get_weather --plugins plugins_example --args '{"city": "Paris"}'
       plughost call mcp_time_get_current_time --config plughost.toml --args '{"timezone": "UTC"}'
     """
-    config = _one_shot_config(plugin_dirs, config_file)
+    config = _one_shot(plugin_dirs, config_file)
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
@@ -307,7 +307,7 @@ def call(
 
 
 async def _call(
-    config: ServeConfig,
+    config: _OneShot,
     tool: str,
     arguments: dict[str, Any],
     stream_id: str,
@@ -355,11 +355,11 @@ def search(query: str, plugin_dirs: tuple[Path, ...], limit: int, as_json: bool)
       plughost search "weather forecast" --plugins plugins_example
       plughost search 天气 --plugins plugins_example --json
     """
-    config = _one_shot_config(plugin_dirs, None)
+    config = _one_shot(plugin_dirs, None)
     sys.exit(_run(_search(config, query, limit, as_json)))
 
 
-async def _search(config: ServeConfig, query: str, limit: int, as_json: bool) -> int:
+async def _search(config: _OneShot, query: str, limit: int, as_json: bool) -> int:
     from rich.console import Console
     from rich.table import Table
 
@@ -512,23 +512,58 @@ def _one_shot_config(plugin_dirs: tuple[Path, ...], config_file: Path | None) ->
     return config.model_copy(update={"host": host})
 
 
+class _OneShot:
+    """What a one-shot command loads: its ``--plugins`` folders and ``--config`` file."""
+
+    def __init__(self, plugin_dirs: tuple[Path, ...], config_file: Path | None) -> None:
+        self.plugin_dirs = plugin_dirs
+        self.config_file = config_file
+
+    def load(self) -> ServeConfig:
+        """Read the configuration, and import the host while at it (see ``_quiet_host``)."""
+        config = _one_shot_config(self.plugin_dirs, self.config_file)
+        import plughost.host  # noqa: F401 - the costly part: done here, off the event loop
+
+        return config
+
+
+def _one_shot(plugin_dirs: tuple[Path, ...], config_file: Path | None) -> _OneShot:
+    """Check what can be checked before anything starts; the rest is read by ``_quiet_host``."""
+    if config_file is None:
+        _require_dirs(plugin_dirs)
+    return _OneShot(plugin_dirs, config_file)
+
+
 class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host(config)`
     """A PluginHost for one-shot commands, with a spinner while plugins start.
+
+    The fork server starts first, and the configuration and the host's modules
+    are read while it does (:mod:`plughost.runners.early`): on two cores the
+    command then waits for the longer of the two, not for both.
 
     The configuration's upstream MCP servers are added as a tool provider, as
     ``serve`` does; the MCP SDK is imported only when there are some.
     """
 
-    def __init__(self, config: ServeConfig) -> None:
-        from plughost.host import PluginHost
-
-        self._config = config
-        self._host = PluginHost(settings=config.host)
+    def __init__(self, one_shot: _OneShot) -> None:
+        self._one_shot = one_shot
 
     async def __aenter__(self) -> PluginHost:
+        import asyncio
         import logging
 
-        from plughost.cli.console import stderr
+        from plughost.runners.early import EarlyForkServer
+
+        early = EarlyForkServer.start()
+        try:
+            # In a thread, so the loop goes on starting the fork server meanwhile.
+            config = await asyncio.to_thread(self._one_shot.load)
+            from plughost.cli.console import stderr
+            from plughost.host import PluginHost  # imported by load() already
+        except BaseException:
+            await early.aclose()
+            raise
+        self._host = PluginHost(settings=config.host, early=early)
 
         logging.basicConfig(
             level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -539,10 +574,10 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
                 await self._host.start()
         else:
             await self._host.start()
-        if self._config.mcp.servers:
+        if config.mcp.servers:
             from plughost.mcp.provider import MCPToolProvider
 
-            self._host.tools.register_provider(MCPToolProvider(self._config.mcp))
+            self._host.tools.register_provider(MCPToolProvider(config.mcp))
         return self._host
 
     async def __aexit__(self, *exc: object) -> None:

@@ -48,6 +48,7 @@ tools to the model (:mod:`plughost.tools.definitions`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections import OrderedDict
@@ -73,9 +74,14 @@ _CACHE_SIZE = 256
 
 @dataclass(frozen=True, slots=True)
 class PreparedArguments:
-    """Arguments that passed validation, after casting; ready for the handler."""
+    """Arguments that passed validation, after casting; ready for the handler.
+
+    ``unchanged`` says the values equal the dict the model sent, key for key and
+    type for type (nothing parsed, cast or unwrapped), so a caller may keep using it.
+    """
 
     values: dict[str, Any]
+    unchanged: bool = dataclasses.field(default=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,7 @@ def prepare_arguments(raw: Any, schema: Mapping[str, Any]) -> PreparedArguments 
     if compiled.flat is not None and type(raw) is dict:
         values = dict(raw)
         if compiled.flat.accepts(values):
-            return PreparedArguments(values)
+            return PreparedArguments(values, unchanged=True)
     try:
         parsed = _parse(raw, compiled.property_names)
         if isinstance(parsed, str):

@@ -506,7 +506,9 @@ class ToolRegistry:
         if isinstance(prepared, ArgumentErrors):
             return prepared.failure(name)
         values = fill_defaults(prepared.values, route.spec.parameters_schema)
-        call = invocation.in_context(context).model_copy(update={"arguments": values})
+        call = invocation.in_context(context)
+        if not prepared.unchanged or len(values) != len(call.arguments):  # cast or defaulted
+            call = call.model_copy(update={"arguments": values})
         log.debug("tool call tool=%s provider=%s", name, route.provider.provider_name)
         return await _call_provider(route, call, context)
 

@@ -444,3 +444,13 @@ def test_the_fast_path_is_not_taken_for_schemas_it_cannot_judge_exactly() -> Non
     ]
     for schema in not_flat:
         assert arguments_module._CACHE.get(schema).flat is None, schema
+
+
+def test_only_arguments_taken_exactly_as_sent_are_marked_unchanged() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    as_sent = prepare_arguments({"n": 1}, schema)
+    cast = prepare_arguments({"n": "1"}, schema)
+    parsed = prepare_arguments('{"n": 1}', schema)
+    assert isinstance(as_sent, PreparedArguments) and as_sent.unchanged
+    assert isinstance(cast, PreparedArguments) and not cast.unchanged
+    assert isinstance(parsed, PreparedArguments) and not parsed.unchanged

@@ -1,0 +1,56 @@
+"""A fork server started ahead of the host is adopted when it fits, closed when it does not."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from plughost.host import PluginHost
+from plughost.runners.early import DEFAULT_FORK_TIMEOUT, DEFAULT_READY_TIMEOUT, EarlyForkServer
+from plughost.settings import HostSettings, RunnerSettings
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the fork server forks runners on Linux"
+)
+
+
+def test_early_defaults_are_the_runner_settings_defaults() -> None:
+    defaults = RunnerSettings()
+    assert defaults.ready_timeout == DEFAULT_READY_TIMEOUT
+    assert defaults.fork_timeout == DEFAULT_FORK_TIMEOUT
+    assert defaults.env_allowlist == []
+
+
+async def test_host_adopts_an_early_fork_server_started_for_its_settings() -> None:
+    early = EarlyForkServer.start()
+    host = PluginHost(settings=HostSettings(), early=early)
+    async with host:
+        server = await early.task
+        assert server is not None
+        assert host._fork_server is server
+        assert server.running
+    assert not server.running
+
+
+async def test_host_closes_an_early_fork_server_started_for_other_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PLUGHOST_TEST_OTHER_ENV", "1")  # passed to the early one's runners only
+    early = EarlyForkServer.start(["PLUGHOST_TEST_OTHER_ENV"])
+    settings = HostSettings()
+    async with PluginHost(settings=settings, early=early) as host:
+        server = await early.task
+        assert server is not None
+        assert host._fork_server is not None
+        assert host._fork_server is not server
+        assert not server.running
+
+
+async def test_a_host_that_never_starts_closes_its_early_fork_server() -> None:
+    early = EarlyForkServer.start()
+    host = PluginHost(settings=HostSettings(), early=early)
+    await host.aclose()
+    server = await early.task
+    assert server is not None
+    assert not server.running
