@@ -206,6 +206,7 @@ class PluginHost:
                 self.events,
                 self.redactor,
                 is_local=lambda plugin_id: plugin_id in self.sources,
+                capabilities=self.capabilities,
             )
             await self.remote.start()
 
@@ -608,6 +609,7 @@ class PluginHost:
                     tools=tools,
                     runners=tuple(m.runner_id for m in pool.members),
                     where=tuple(m.where for m in pool.members),
+                    error=self.remote.problems.get(plugin_id, "") if self.remote else "",
                 ),
             )
         for key, problem in self.problems.items():

@@ -7,6 +7,13 @@ component registry, so their calls are balanced like local replicas. A
 runner's tools are registered when it is ready (from its report, believed only
 for the plugins the host accepted), stay while it is silent within the grace,
 and go when it leaves its pool last.
+
+A plugin edited on a runner's machine and reloaded there replaces its tools
+when the runner reports the new version loaded; a reload that failed (or a
+version the allow-list refused) leaves the old version serving and is kept in
+:attr:`RemoteRunners.problems` for ``host.status()`` until the next success.
+While several runners serve one plugin, each reloads on its own, so calls may
+be answered by either version until all have.
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.redaction import SecretRedactor
+from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.pool import RunnerPool
 from plughost.runners.remote import RemoteListener, RemoteRunner
 from plughost.runners.remote_keys import RemoteKeyStore
@@ -39,17 +48,23 @@ class RemoteRunners:
         events: EventBus,
         redactor: SecretRedactor,
         is_local: Callable[[str], bool],
+        capabilities: CapabilityRouter | None = None,
     ) -> None:
         self._components = components
         self._events = events
+        self._redact = redactor.redact
         self.pools: dict[str, RunnerPool[RemoteRunner]] = {}
         self.versions: dict[str, str] = {}
+        self.problems: dict[str, str] = {}
+        """Per plugin, why its latest reload on a runner failed (cleared by a success)."""
         self.listener = RemoteListener(
             settings,
             RemoteKeyStore(Path(settings.remote.keys_dir)),
             on_join=self._joined,
             on_silent=self._silent,
             on_leave=self._left,
+            on_reload=self._reloaded,
+            capabilities=capabilities,
             redactor=redactor,
             is_local=is_local,
         )
@@ -67,22 +82,26 @@ class RemoteRunners:
             plugin_id = str(loaded["plugin_id"])
             version = runner.accepted[plugin_id]
             pool = self.pools.get(plugin_id)
-            if pool is not None and pool.members and self.versions[plugin_id] != version:
+            served = (
+                {m.accepted.get(plugin_id) for m in pool.members if m is not runner}
+                if pool
+                else set()
+            )
+            if served and version not in served:
                 log.warning(
                     "remote runner %s offers %s %s, but its pool serves version %s: not added",
                     runner.runner_id,
                     plugin_id,
                     version,
-                    self.versions[plugin_id],
+                    ", ".join(sorted(str(v) for v in served)),
                 )
                 continue
             if pool is None:
                 pool = self.pools[plugin_id] = RunnerPool[RemoteRunner](plugin_id, [])
             self.versions[plugin_id] = version
-            pool.add(runner)
-            tools = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
-            others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
-            self._components.replace_plugin(plugin_id, tools, pool, others)
+            if runner not in pool:
+                pool.add(runner)
+            tools = self._register(plugin_id, pool, loaded)
             self._emit(
                 EventKind.PLUGIN_LOADED,
                 f"plugin {plugin_id} {version} served by remote runner {runner.runner_id} at "
@@ -90,6 +109,50 @@ class RemoteRunners:
                 runner,
                 plugin_id,
             )
+
+    def _register(
+        self, plugin_id: str, pool: RunnerPool[RemoteRunner], loaded: dict[str, Any]
+    ) -> list[ToolComponent]:
+        """Make ``loaded``'s tools and components the plugin's, owned by ``pool``."""
+        tools = [ToolComponent.from_wire(plugin_id, d) for d in loaded.get("tools", [])]
+        others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
+        self._components.replace_plugin(plugin_id, tools, pool, others)
+        return tools
+
+    def _reloaded(self, runner: RemoteRunner, report: dict[str, Any]) -> None:
+        """A runner's plugin reloaded there (new tools), or failed to (old ones stay)."""
+        for loaded in report["loaded"]:
+            plugin_id = str(loaded["plugin_id"])
+            runner.report["loaded"] = [
+                p for p in runner.report["loaded"] if p.get("plugin_id") != plugin_id
+            ] + [loaded]
+            pool = self.pools.get(plugin_id)
+            if pool is None or runner not in pool:
+                continue  # it serves nothing now (silent past its grace): its return re-joins
+            version = runner.accepted[plugin_id]
+            self.versions[plugin_id] = version
+            self.problems.pop(plugin_id, None)
+            tools = self._register(plugin_id, pool, loaded)
+            self._emit(
+                EventKind.RELOAD_SUCCEEDED,
+                f"plugin {plugin_id} reloaded to {version} on remote runner {runner.runner_id} "
+                f"({', '.join(t.name for t in tools) or 'no tools'})",
+                runner,
+                plugin_id,
+            )
+        for failed in report["failed"]:
+            plugin_id = str(failed["plugin_id"])
+            where = str(failed.get("file") or failed.get("path") or "")
+            line = failed.get("line")
+            where += f":{line}" if isinstance(line, int) and line else ""
+            reason = self._redact(
+                f"reload on remote runner {runner.runner_id} failed"
+                f"{' at ' + str(failed['stage']) if failed.get('stage') else ''}"
+                f"{' in ' + where if where else ''}: {failed.get('reason', '')}; "
+                "the old version keeps serving"
+            )
+            self.problems[plugin_id] = reason
+            self._emit(EventKind.RELOAD_FAILED, reason, runner, plugin_id, reason=reason)
 
     def _silent(self, runner: RemoteRunner, reason: str) -> None:
         self._emit(EventKind.RUNNER_CRASHED, reason, runner, None, reason=reason)

@@ -50,14 +50,16 @@ class PluginSpec:
     """``"maibot"`` when the manifest targets MaiBot: ``maibot_sdk`` is then mapped."""
     version: str = ""
     manifest_sha256: str = ""
+    capabilities: tuple[str, ...] = ()
     """What a remote runner tells the host about this plugin (see plughost_runner.remote)."""
 
-    def offer(self) -> dict[str, str]:
-        """How a remote runner offers this plugin to the host: id, version, manifest hash."""
+    def offer(self) -> dict[str, Any]:
+        """How a remote runner offers this plugin: id, version, manifest hash, capabilities."""
         return {
             "plugin_id": self.plugin_id,
             "version": self.version,
             "manifest_sha256": self.manifest_sha256,
+            "capabilities": list(self.capabilities),
         }
 
     @classmethod

@@ -32,9 +32,9 @@ from typing import Any
 from plughost_runner.credentials import Credentials
 from plughost_runner.loader import PluginSpec
 from plughost_sdk.errors import ManifestError
-from plughost_sdk.manifest import MANIFEST_FILE, load_manifest
+from plughost_sdk.manifest import MANIFEST_FILE, load_manifest, manifest_sha256
 
-__all__ = ["find_plugins", "main", "read_credential_file"]
+__all__ = ["find_plugins", "main", "read_credential_file", "read_spec"]
 
 log = logging.getLogger("plughost_runner")
 
@@ -60,26 +60,37 @@ def find_plugins(root: Path, data_root: Path) -> list[PluginSpec]:
         if not (folder / MANIFEST_FILE).is_file():
             continue
         try:
-            manifest = load_manifest(folder)
-        except ManifestError as exc:
+            specs.append(read_spec(folder, data_root))
+        except (ManifestError, OSError, ValueError) as exc:
             print(f"plughost runner: skipping {folder}: {exc}", file=sys.stderr)
-            continue
-        config_file = folder / "config.toml"
-        raw = config_file.read_bytes() if config_file.is_file() else b""
-        specs.append(
-            PluginSpec(
-                plugin_id=manifest.id,
-                path=folder.resolve(),
-                config=tomllib.loads(raw.decode("utf-8")) if raw else {},
-                config_version=hashlib.sha256(raw).hexdigest()[:12] if raw else "",
-                data_dir=(data_root / "data" / manifest.id).resolve(),
-                temp_dir=(data_root / "temp" / manifest.id).resolve(),
-                flavor="maibot" if manifest.targets_maibot else "plughost",
-                version=manifest.version,
-                manifest_sha256=hashlib.sha256((folder / MANIFEST_FILE).read_bytes()).hexdigest(),
-            )
-        )
     return specs
+
+
+def read_spec(folder: Path, data_root: Path) -> PluginSpec:
+    """What this runner offers and loads for one plugin folder, as it is on disk now.
+
+    Its configuration is the folder's own ``config.toml``: a remote plugin is
+    configured on the runner's machine, not by the host.
+
+    Raises:
+        ManifestError: the manifest is invalid.
+        OSError, ValueError: a file cannot be read, or ``config.toml`` is not TOML.
+    """
+    manifest = load_manifest(folder)
+    config_file = folder / "config.toml"
+    raw = config_file.read_bytes() if config_file.is_file() else b""
+    return PluginSpec(
+        plugin_id=manifest.id,
+        path=folder.resolve(),
+        config=tomllib.loads(raw.decode("utf-8")) if raw else {},
+        config_version=hashlib.sha256(raw).hexdigest()[:12] if raw else "",
+        data_dir=(data_root / "data" / manifest.id).resolve(),
+        temp_dir=(data_root / "temp" / manifest.id).resolve(),
+        flavor="maibot" if manifest.targets_maibot else "plughost",
+        version=manifest.version,
+        manifest_sha256=manifest_sha256(folder),
+        capabilities=tuple(manifest.capabilities),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plughost-runner: no plugin folder in {args.plugins}", file=sys.stderr)
         return 2
     from plughost_runner.capture import LogCollector
-    from plughost_runner.service import RunnerService
+    from plughost_runner.remote_service import RemoteService
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     keys = (credential["server_public"], credential["public"], credential["secret"])
@@ -123,8 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         f"to {args.connect}",
         file=sys.stderr,
     )
-    service = RunnerService(
-        args.connect, runner_id, Credentials(bytearray(), keys), LogCollector(), offers=offers
+    service = RemoteService(
+        args.connect,
+        runner_id,
+        Credentials(bytearray(), keys),
+        LogCollector(),
+        offers=offers,
+        watch=(args.plugins, args.data_dir),
     )
     return asyncio.run(service.run())
 

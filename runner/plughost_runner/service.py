@@ -18,11 +18,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from plughost_runner import maibot_imports
+from plughost_runner.bridge import Bridge, HostError
 from plughost_runner.capture import CancelFlag, LogCollector, current_call, current_cancel
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.credentials import Credentials
 from plughost_runner.heap import release_freed_memory
-from plughost_runner.invoker import Invoker, call_deadline
+from plughost_runner.invoker import Invoker
 from plughost_runner.limits import apply_limits
 from plughost_runner.loader import (
     Handler,
@@ -37,7 +38,7 @@ from plughost_runner.pulse import Pulse
 from plughost_runner.transport import Transport
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
-from plughost_sdk.errors import CapabilityError, ProtocolError
+from plughost_sdk.errors import ProtocolError
 from plughost_sdk.resources import match_template, prompt_messages, resource_contents
 
 if TYPE_CHECKING:
@@ -51,58 +52,12 @@ _Handler = Callable[[wire.Envelope], Awaitable[Any]]
 _CALLS = frozenset({"tool.invoke", "component.invoke", "resource.read", "prompt.get"})
 
 
-class _RemoteError(Exception):
-    def __init__(self, error: wire.WireError) -> None:
-        super().__init__(error["message"])
-        self.error = error
-
-
 class _Reply(Exception):
     """Raised by a request handler to answer with a wire error."""
 
     def __init__(self, code: wire.ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error = wire.error_body(code, message)
-
-
-class _Bridge:
-    """Carries one plugin's capability calls; the plugin id is bound here, not by the plugin."""
-
-    def __init__(self, service: RunnerService, plugin_id: str) -> None:
-        self._service = service
-        self._plugin_id = plugin_id
-
-    async def call_capability(
-        self, plugin_id: str, capability: str, args: dict[str, Any], timeout_ms: int | None
-    ) -> Any:
-        del plugin_id  # the caller's claim is ignored: one plugin cannot act as another
-        timeout = (timeout_ms or 30_000) / 1000
-        deadline = call_deadline.get()
-        if deadline is not None:
-            timeout = max(0.001, min(timeout, deadline - asyncio.get_running_loop().time()))
-        # The call being served: the host lets ctx.call_tool through only while it runs.
-        body = {"capability": capability, "args": args, "call": current_call.get()}
-        try:
-            reply = await self._service.request(
-                "capability.call", body, plugin=self._plugin_id, timeout=timeout
-            )
-        except _RemoteError as exc:
-            raise CapabilityError(exc.error["code"], exc.error["message"]) from None
-        except TimeoutError:
-            raise CapabilityError(
-                "timeout", f"capability {capability} did not answer within {timeout:.3g} s"
-            ) from None
-        return reply.get("value") if isinstance(reply, dict) else reply
-
-    def is_cancelled(self) -> bool:
-        flag = current_cancel.get()
-        return flag is not None and flag.is_set()
-
-    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
-        call = current_call.get()
-        if call is None:
-            return  # not inside a tool call: nobody to tell
-        self._service.send_progress(call, self._plugin_id, progress, total, message)
 
 
 class RunnerService:
@@ -164,7 +119,7 @@ class RunnerService:
                 group.create_task(self._serve_host(group))
         except* _StopRunner:
             pass
-        except* _RemoteError as refused:
+        except* HostError as refused:
             for exc in refused.exceptions:
                 print(f"plughost runner: the host refused this runner: {exc}", file=sys.__stderr__)
             exit_code = 3
@@ -193,6 +148,7 @@ class RunnerService:
         else:
             specs = [PluginSpec.from_wire(p) for p in hello.get("plugins", [])]
         report = await self._load(specs)
+        await self._serving(group)
         await self.request("runner.ready", report, timeout=30.0)
         await self._stopped.wait()
         await self._send_logs()
@@ -238,7 +194,7 @@ class RunnerService:
         """Send a request to the host and wait for its response body.
 
         Raises:
-            _RemoteError: the host answered with an error.
+            HostError: the host answered with an error.
             TimeoutError: no answer within ``timeout``.
         """
         self._next_id += 1
@@ -302,13 +258,21 @@ class RunnerService:
             task = self._tasks.get(int((envelope["body"] or {}).get("id", 0)))
             if task is not None:
                 task.cancel()
+        else:
+            self._on_event(group, envelope)
+
+    async def _serving(self, group: asyncio.TaskGroup) -> None:
+        """Called once the plugins are loaded, before the ready report (a remote runner's watch)."""
+
+    def _on_event(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
+        """An event from the host other than ``call.cancel`` (``runner.rejoin``)."""
 
     def _resolve(self, envelope: wire.Envelope) -> None:
         future = self._pending.get(envelope["id"])
         if future is None or future.done():
             return
         if envelope["error"] is not None:
-            future.set_exception(_RemoteError(envelope["error"]))
+            future.set_exception(HostError(envelope["error"]))
         else:
             future.set_result(envelope["body"])
 
@@ -472,7 +436,7 @@ class RunnerService:
         loaded: list[dict[str, Any]] = []
         failed: list[dict[str, Any]] = []
         for spec in specs:
-            outcome = await load_plugin(spec, _Bridge(self, spec.plugin_id))
+            outcome = await load_plugin(spec, Bridge(self, spec.plugin_id))
             if isinstance(outcome, LoadFailure):
                 log.error(
                     "plugin %s failed at %s: %s", spec.plugin_id, outcome.stage, outcome.reason

@@ -16,6 +16,7 @@ Every error names the file, the field and how to fix it.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -32,7 +33,9 @@ __all__ = [
     "ManifestDependency",
     "NetworkAccess",
     "VersionRange",
+    "capability_allowed",
     "load_manifest",
+    "manifest_sha256",
     "parse_manifest",
     "version_in_range",
 ]
@@ -175,8 +178,7 @@ class Manifest(BaseModel):
 
     def allows_capability(self, capability: str) -> bool:
         """Whether the manifest lists ``capability`` (exactly, or via ``group.*``)."""
-        group = capability.split(".", 1)[0]
-        return any(c in (capability, f"{group}.*", "*") for c in self.capabilities)
+        return capability_allowed(self.capabilities, capability)
 
     def warnings(self) -> list[str]:
         """Non-fatal problems: unknown fields, with a suggestion for likely typos."""
@@ -187,6 +189,27 @@ class Manifest(BaseModel):
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             notes.append(f"unknown field {name!r} is ignored{hint}")
         return notes
+
+
+def capability_allowed(patterns: list[str] | tuple[str, ...], capability: str) -> bool:
+    """Whether ``patterns`` (``group.name``, ``group.*`` or ``*``) cover ``capability``.
+
+    The one reading of a capability list: a manifest's, and a remote runner's grants.
+    """
+    group = capability.split(".", 1)[0]
+    return any(c in (capability, f"{group}.*", "*") for c in patterns)
+
+
+def manifest_sha256(plugin_dir: Path) -> str:
+    """The hex SHA-256 of ``<plugin_dir>/_manifest.json``'s bytes, as they are on disk.
+
+    What a remote runner offers and what an operator pins a credential to
+    (``--pin-manifest``): both sides compute it here, so they agree.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return hashlib.sha256((plugin_dir / MANIFEST_FILE).read_bytes()).hexdigest()
 
 
 def parse_manifest(data: Any, path: str = MANIFEST_FILE) -> Manifest:

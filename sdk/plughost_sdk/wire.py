@@ -38,6 +38,10 @@ Changelog:
     7: ``resource.read`` and ``prompt.get``; ``plugins.load`` reports each plugin's
        ``resources`` and ``prompts``; ``log.batch`` records carry ``call``, the id
        of the host request being served.
+    8: remote runners: ``runner.rejoin`` (host to a runner it has no session with:
+       say hello again), ``plugin.offer`` and ``plugin.reloaded`` (a plugin edited on
+       the runner's machine, offered and then reported like ``runner.ready``), and
+       ``capabilities`` in each offer (cut down to the credential's grants).
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 7
+PROTOCOL_VERSION: Final = 8
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""
@@ -105,6 +109,7 @@ Method = Literal[
     "runner.health",
     "runner.shutdown",
     "call.cancel",
+    "runner.rejoin",
     # runner -> host
     "runner.hello",
     "runner.ready",
@@ -112,6 +117,8 @@ Method = Literal[
     "capability.call",
     "log.batch",
     "progress",
+    "plugin.offer",
+    "plugin.reloaded",
 ]
 
 ErrorCode = Literal[

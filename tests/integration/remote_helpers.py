@@ -13,20 +13,31 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from plughost.host import PluginHost
+from plughost.host import PluginHost, PluginStatus
 from plughost.runners.pool import RunnerPool
 from plughost.runners.remote import RemoteRunner
 from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
+from plughost.settings import HostSettings, RemoteSettings
 from plughost_sdk.models import ToolExecutionResult
+from tests.conftest import fast_settings
 from tests.integration.test_replicas import write_plugin
 
 PLUGIN_ID = "tests.replicated"
 RUNNER = Path(sys.executable).parent / "plughost-runner"
 
 
-def issue(keys_dir: Path, name: str, allow: list[str], out: Path) -> Path:
+def remote_settings(tmp_path: Path, listen: str = "tcp://127.0.0.1:*") -> HostSettings:
+    """Fast settings for a host that listens for remote runners on loopback."""
+    remote = RemoteSettings(listen=listen, keys_dir=tmp_path / "keys", grace=30.0)
+    return fast_settings(tmp_path).model_copy(update={"remote": remote})
+
+
+def issue(
+    keys_dir: Path, name: str, allow: list[str], out: Path, grants: list[str] | None = None
+) -> Path:
     """Issue a credential as ``plughost runner-credentials new`` does; return its file."""
-    credential = RemoteKeyStore(keys_dir).issue(name, [AllowEntry.parse(a) for a in allow], "")
+    entries = [AllowEntry.parse(a) for a in allow]
+    credential = RemoteKeyStore(keys_dir).issue(name, entries, "", grants)
     out.write_text(json.dumps(credential))
     out.chmod(0o600)
     return out
@@ -113,3 +124,8 @@ async def exited(process: subprocess.Popen[bytes], timeout: float) -> int | None
             return code
         await asyncio.sleep(0.05)  # polling another process's exit
     return None
+
+
+def status_of(host: PluginHost, plugin_id: str = PLUGIN_ID) -> PluginStatus:
+    """The plugin's row of ``host.status()``."""
+    return next(s for s in host.status() if s.plugin_id == plugin_id)

@@ -7,7 +7,6 @@ import json
 import logging
 import subprocess
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,31 +32,6 @@ from tests.integration.remote_helpers import (
     stop,
 )
 from tests.waiting import wait_until
-
-
-@pytest.fixture
-async def host(tmp_path: Path) -> AsyncIterator[PluginHost]:
-    settings = fast_settings(tmp_path).model_copy(
-        update={
-            "remote": RemoteSettings(
-                listen="tcp://127.0.0.1:*", keys_dir=tmp_path / "keys", grace=30.0
-            )
-        }
-    )
-    plugin_host = PluginHost(settings=settings)
-    await plugin_host.start()
-    try:
-        yield plugin_host
-    finally:
-        await plugin_host.aclose()
-
-
-@pytest.fixture
-def runners() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        stop(process)
 
 
 def endpoint(host: PluginHost) -> str:

@@ -12,8 +12,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from plughost.runners.remote_keys import AllowEntry
 
 __all__ = ["runner_credentials"]
 
@@ -46,8 +50,23 @@ def runner_credentials() -> None:
     "--plugin",
     "plugins",
     multiple=True,
-    required=True,
-    help="A plugin this runner may serve: ID or ID==VERSION. Repeat for several.",
+    help="A plugin this runner may serve: ID, ID==VERSION, either with @sha256:HEX (the "
+    "manifest's hash). Repeat for several.",
+)
+@click.option(
+    "--pin-manifest",
+    "pins",
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="A plugin folder: allow its id and version only with this exact _manifest.json "
+    "(its SHA-256). Repeat for several.",
+)
+@click.option(
+    "--grant",
+    "grants",
+    multiple=True,
+    help="A host capability the runner's plugins may call (group.name, group.*), if their "
+    "manifest asks for it too. Repeat for several.",
 )
 @click.option(
     "--out",
@@ -63,7 +82,13 @@ def runner_credentials() -> None:
 )
 @_config_option
 def new_credential(
-    name: str, plugins: tuple[str, ...], out: Path, endpoint: str | None, config_file: Path | None
+    name: str,
+    plugins: tuple[str, ...],
+    pins: tuple[Path, ...],
+    grants: tuple[str, ...],
+    out: Path,
+    endpoint: str | None,
+    config_file: Path | None,
 ) -> None:
     """Make credential NAME: a key pair for one runner (or a set of identical ones)."""
     from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
@@ -71,7 +96,10 @@ def new_credential(
     keys_dir, listen = _remote_settings(config_file)
     try:
         allow = [AllowEntry.parse(p) for p in plugins]
-        credential = RemoteKeyStore(keys_dir).issue(name, allow, endpoint or listen or "")
+        pinned = [_pinned_entry(folder) for folder in pins]
+        allow = [e for e in allow if e.plugin_id not in {p.plugin_id for p in pinned}] + pinned
+        store = RemoteKeyStore(keys_dir)
+        credential = store.issue(name, allow, endpoint or listen or "", list(grants))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -82,6 +110,23 @@ def new_credential(
         f"run: plughost-runner --connect {credential['endpoint'] or 'tcp://HOST:PORT'} "
         f"--credentials {out} --plugins DIR"
     )
+
+
+def _pinned_entry(folder: Path) -> AllowEntry:
+    """``ID==VERSION@sha256:HEX`` for the plugin folder ``folder``, as a runner would offer it.
+
+    Raises:
+        ValueError: the folder has no valid manifest.
+    """
+    from plughost.runners.remote_keys import AllowEntry
+    from plughost_sdk.errors import ManifestError
+    from plughost_sdk.manifest import load_manifest, manifest_sha256
+
+    try:
+        manifest = load_manifest(folder)
+        return AllowEntry(manifest.id, manifest.version, manifest_sha256(folder))
+    except (ManifestError, OSError) as exc:
+        raise ValueError(f"--pin-manifest {folder}: {exc}") from None
 
 
 @runner_credentials.command("revoke")
@@ -106,4 +151,5 @@ def list_credentials(config_file: Path | None) -> None:
 
     keys_dir, _ = _remote_settings(config_file)
     for credential in RemoteKeyStore(keys_dir).credentials():
-        click.echo(f"{credential.name}: {', '.join(str(e) for e in credential.allow)}")
+        grants = f" (grants {', '.join(credential.grants)})" if credential.grants else ""
+        click.echo(f"{credential.name}: {', '.join(str(e) for e in credential.allow)}{grants}")

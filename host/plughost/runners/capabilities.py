@@ -4,7 +4,10 @@ The embedding application registers a handler per capability (``send.text``)
 or per group (``send.*``). Every call is checked against the calling plugin's
 manifest first: a capability it does not list is denied, whatever handlers
 exist. The plugin id is bound by the runner and checked by the supervisor, so
-a plugin cannot call in another plugin's name.
+a plugin cannot call in another plugin's name. A remote runner's plugin is
+checked by the same code, against what its manifest asks *and* its
+credential grants (:class:`~plughost.runners.remote_member.RemotePlugin`):
+the host never takes a remote manifest's word alone.
 """
 
 from __future__ import annotations
@@ -12,14 +15,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from plughost.runners.channel import RemoteError
 from plughost.tools.client_link import ClientLink
 from plughost_sdk import wire
-from plughost_sdk.manifest import Manifest
 
-__all__ = ["CapabilityCall", "CapabilityHandler", "CapabilityRouter"]
+__all__ = ["Caller", "CapabilityCall", "CapabilityHandler", "CapabilityRouter"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,14 @@ class CapabilityCall:
     """Whether the plugin made the call while serving a tool call that is still in flight
     (False for a background task whose call already returned, or one started by on_load)."""
     client: ClientLink | None = None  # the client of the call the plugin is serving, if any
+
+
+class Caller(Protocol):
+    """Who calls: a local plugin's manifest, or a remote plugin within its credential."""
+
+    @property
+    def id(self) -> str: ...
+    def allows_capability(self, capability: str) -> bool: ...
 
 
 CapabilityHandler = Callable[[CapabilityCall], Awaitable[Any]]
@@ -75,17 +85,19 @@ class CapabilityRouter:
 
     async def dispatch(
         self,
-        manifest: Manifest,
+        manifest: Caller,
         capability: str,
         args: dict[str, Any],
         *,
         serving: bool = True,
         client: ClientLink | None = None,
+        denial: Callable[[str], str] | None = None,
     ) -> Any:
         """Check and run one call; return the wire body ``{"value": ...}``.
 
         ``client`` is the client behind the call the plugin is serving, when it
-        can be asked anything (see :mod:`plughost.tools.client_link`).
+        can be asked anything (see :mod:`plughost.tools.client_link`). ``denial``
+        words a refusal when the manifest alone does not explain it.
 
         A handler may raise :class:`RemoteError` to answer with a code of its
         own; any other exception it raises becomes ``capability_failed``.
@@ -96,13 +108,13 @@ class CapabilityRouter:
         """
         plugin_id = manifest.id
         if capability not in self._unlisted and not manifest.allows_capability(capability):
-            raise RemoteError(
-                wire.error_body(
-                    "capability_denied",
-                    f"plugin {plugin_id} may not call {capability}: add {capability!r} to "
-                    "'capabilities' in its _manifest.json",
-                )
+            message = (
+                denial(capability)
+                if denial is not None
+                else f"plugin {plugin_id} may not call {capability}: add {capability!r} to "
+                "'capabilities' in its _manifest.json"
             )
+            raise RemoteError(wire.error_body("capability_denied", message))
         handler = self._handlers.get(capability) or self._handlers.get(
             capability.split(".", 1)[0] + ".*"
         )

@@ -18,9 +18,19 @@ left loses its tools). Any message from it later resumes it, tools included:
 the runner keeps one ZeroMQ identity, so a link that comes back is the same
 session. A revoked credential ends its sessions at once.
 
-Remote runners get no host capabilities (``capability.call`` is refused): what
-a plugin may ask of the host is declared in its manifest, and the manifest of
-a remote plugin is only what the runner says it is.
+A remote plugin's ``capability.call`` goes through the host's capability
+router like a local plugin's, but may reach only what its manifest asks *and*
+its credential grants (``--grant``): the manifest of a remote plugin is only
+what the runner says it is, so the operator's grant is what counts.
+
+Hot reload on the runner's side: the runner offers the new version of a
+plugin (``plugin.offer``), which is checked against the allow-list like an
+offer of the hello, and then reports it loaded, or why not (``plugin.reloaded``,
+shaped like ``runner.ready``); see :mod:`plughost.runners.remote_requests`.
+
+A host that restarts knows none of the runners of its previous life: it
+answers a stranger (a key it admits, an identity with no session) with
+``runner.rejoin``, and the runner says hello again with the plugins it serves.
 """
 
 from __future__ import annotations
@@ -29,7 +39,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from enum import Enum
 from typing import Any
 
 import zmq
@@ -37,17 +46,19 @@ import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
 from plughost.redaction import SecretRedactor
-from plughost.runners.call_errors import call_failure, component_failure, component_reply
+from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError
 from plughost.runners.output import RunnerOutput
 from plughost.runners.remote_keys import ClientCredential, RemoteKeyStore
+from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
+from plughost.runners.remote_requests import ReloadCallback, RunnerRequests
 from plughost.settings import HostSettings
+from plughost.tools.client_link import current_client
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
-from plughost_sdk.models import ToolExecutionResult
 from plughost_sdk.socket_pump import SocketPump
 
-__all__ = ["RemoteListener", "RemoteRunner", "RemoteState"]
+__all__ = ["RemoteListener", "RemoteRunner", "RemoteState"]  # the last two: remote_member
 
 log = logging.getLogger(__name__)
 
@@ -55,120 +66,8 @@ ZAP_DOMAIN = "plughost-remote"
 _MAX_PARTS = 2 + wire.MAX_BLOBS
 _MAX_PARKED = 1000
 """Runners past their grace remembered for a return; the oldest is forgotten first."""
-
-
-class RemoteState(Enum):
-    """Where a remote runner is: loading, serving, silent, or gone for good."""
-
-    STARTING = "starting"
-    READY = "ready"
-    LOST = "lost"
-    STOPPED = "stopped"
-
-
-class RemoteRunner:
-    """One connected remote runner, as a pool member."""
-
-    def __init__(
-        self,
-        listener: RemoteListener,
-        identity: bytes,
-        credential: ClientCredential,
-        hello: dict[str, Any],
-        accepted: dict[str, str],
-        address: str,
-    ) -> None:
-        self._listener = listener
-        self.identity = identity
-        self.credential = credential
-        self.runner_id = str(hello.get("runner_id") or credential.name)[:120]
-        self.remote_pid = int(hello.get("pid") or 0)
-        self.accepted = accepted  # plugin id -> version, as checked against the allow-list
-        self.address = address
-        self.state = RemoteState.STARTING
-        self.report: dict[str, Any] = {"loaded": [], "failed": []}
-        self.last_beat = asyncio.get_running_loop().time()
-        self.lost_since: float | None = None
-        self.pending: dict[int, asyncio.Future[Any]] = {}
-        self.output: RunnerOutput | None = None
-
-    pid: int | None = None  # no local process: pool views show none
-
-    @property
-    def where(self) -> str:
-        """Where the runner is, for operators: its address and credential."""
-        return f"{self.address} (credential {self.credential.name}, pid {self.remote_pid} there)"
-
-    @property
-    def plugin_ids(self) -> list[str]:
-        """The plugins the host accepted from this runner."""
-        return sorted(self.accepted)
-
-    @property
-    def healthy(self) -> bool:
-        """Whether calls go to it: it is ready and has not fallen silent."""
-        return self.state is RemoteState.READY
-
-    @property
-    def inflight(self) -> int:
-        """Calls sent to it and not answered yet."""
-        return len(self.pending)
-
-    def fail_all(self, reason: str) -> None:
-        """Fail every call waiting on this runner with ``plugin_crashed``."""
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(RunnerCrashedError(reason))
-        self.pending.clear()
-
-    async def invoke(
-        self, plugin_id: str, tool: str, arguments: dict[str, Any], timeout: float
-    ) -> ToolExecutionResult:
-        """Call a tool on the remote runner; never raises."""
-        body = {"tool": tool, "arguments": arguments}
-        try:
-            reply = await self._request("tool.invoke", body, plugin_id, timeout)
-            return wire.result_from_wire((reply or {}).get("result"))
-        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
-            return call_failure(exc, tool, plugin_id, timeout)
-
-    async def invoke_component(
-        self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
-    ) -> dict[str, Any]:
-        """Call a command, handler, hook or API on the remote runner; never raises."""
-        body = {"type": kind, "name": name, "args": args}
-        try:
-            reply = await self._request("component.invoke", body, plugin_id, timeout)
-        except (TimeoutError, RemoteError, RunnerCrashedError, ProtocolError) as exc:
-            return component_failure(exc, name, plugin_id, timeout, kind)
-        return component_reply(reply)
-
-    async def update_config(
-        self, plugin_id: str, config: dict[str, Any], version: str, scope: str = "self"
-    ) -> bool:
-        """A remote plugin's configuration lives beside it, on the runner's machine.
-
-        Raises:
-            RunnerCrashedError: always; the host does not configure remote plugins.
-        """
-        raise RunnerCrashedError(f"plugin {plugin_id} is configured on its runner's machine")
-
-    async def request_content(
-        self, method: wire.Method, plugin_id: str, body: dict[str, Any], timeout: float
-    ) -> Any:
-        """Read a resource or prompt of a remote plugin.
-
-        Raises:
-            RemoteError, TimeoutError, RunnerCrashedError.
-        """
-        return await self._request(method, body, plugin_id, timeout)
-
-    async def _request(
-        self, method: wire.Method, body: dict[str, Any], plugin_id: str, timeout: float
-    ) -> Any:
-        if self.state is not RemoteState.READY:
-            raise RunnerCrashedError(f"remote runner {self.runner_id} is {self.state.value}")
-        return await self._listener.request(self, method, body, plugin_id, timeout)
+_REJOIN_EVERY = 1.0
+"""Seconds between two ``runner.rejoin`` to one stranger (it beats more often than that)."""
 
 
 JoinCallback = Callable[[RemoteRunner], None]
@@ -186,6 +85,8 @@ class RemoteListener:
         on_join: JoinCallback,
         on_silent: LeaveCallback,
         on_leave: LeaveCallback,
+        on_reload: ReloadCallback = lambda runner, report: None,
+        capabilities: CapabilityRouter | None = None,
         redactor: SecretRedactor | None = None,
         is_local: Callable[[str], bool] = lambda _: False,
     ) -> None:
@@ -194,10 +95,19 @@ class RemoteListener:
         self._on_join, self._on_silent, self._on_leave = on_join, on_silent, on_leave
         self._redact = redactor.redact if redactor is not None else str
         self._is_local = is_local
+        self._requests = RunnerRequests(
+            self._post,
+            lambda runner, offer: self._refusal(runner.credential.public, offer),
+            capabilities=capabilities,
+            on_join=on_join,
+            on_reload=on_reload,
+            redact=self._redact,
+        )
         self._sessions: dict[bytes, RemoteRunner] = {}
         # Runners whose grace ran out, by identity: one that comes back resumes its session.
         self._parked: dict[bytes, RemoteRunner] = {}
-        self._strangers: set[bytes] = set()  # identities already logged as unknown
+        # Identities with no session, and when each was last told to say hello again.
+        self._strangers: dict[bytes, float] = {}
         self._next_id = 0
         self._context: zmq.asyncio.Context | None = None
         self._auth: AsyncioAuthenticator | None = None
@@ -290,12 +200,7 @@ class RemoteListener:
 
     def _hello(self, identity: bytes, key: bytes, address: str, envelope: wire.Envelope) -> None:
         if envelope["method"] != "runner.hello" or envelope["kind"] != "request":
-            if identity in self._strangers or len(self._strangers) > _MAX_PARKED:
-                return  # said once already: a cut-off runner keeps beating
-            self._strangers.add(identity)
-            log.warning(
-                "rejected %s from a remote runner that has not said hello", envelope["method"]
-            )
+            self._stranger(identity, key, envelope)
             return
         body = envelope["body"] if isinstance(envelope["body"], dict) else {}
         existing = self._sessions.get(identity)
@@ -331,34 +236,68 @@ class RemoteListener:
             lines_per_second=self._settings.runner.output_lines_per_second,
         )
         self._sessions[identity] = runner
+        self._strangers.pop(identity, None)
         log.info(
             "remote runner %s joined from %s with credential %s: %s",
             runner.runner_id,
             runner.address,
             credential.name,
-            ", ".join(f"{p} {v}" for p, v in sorted(accepted.items())),
+            ", ".join(f"{p} {o.version}" for p, o in sorted(accepted.items())),
         )
         self._post(identity, wire.response(envelope, self._welcome(runner)))
 
-    def _check_offers(self, credential: ClientCredential, offers: Any) -> dict[str, str]:
-        accepted: dict[str, str] = {}
-        for offer in offers if isinstance(offers, list) else []:
-            if not isinstance(offer, dict):
+    def _stranger(self, identity: bytes, key: bytes, envelope: wire.Envelope) -> None:
+        """A message from a runner this host has no session with: ask it to say hello again.
+
+        It is a runner of a previous life of this host (or one whose hello was lost):
+        its key passed ZAP, so it holds a live credential. Said at most once a second.
+        """
+        now = asyncio.get_running_loop().time()
+        if now - self._strangers.get(identity, -_REJOIN_EVERY) < _REJOIN_EVERY:
+            return
+        credential = self._store.lookup(key)
+        if credential is None:  # revoked while connected: it was told to stop
+            self._strangers[identity] = now
+            return
+        if identity not in self._strangers:
+            log.info(
+                "asked a remote runner of credential %s that sent %s without a session to "
+                "say hello again (runner.rejoin)",
+                credential.name,
+                envelope["method"],
+            )
+        self._strangers[identity] = now
+        while len(self._strangers) > _MAX_PARKED:
+            del self._strangers[next(iter(self._strangers))]
+        self._post(identity, wire.event("runner.rejoin", {"reason": "unknown session"}))
+
+    def _check_offers(self, credential: ClientCredential, offers: Any) -> dict[str, Offer]:
+        accepted: dict[str, Offer] = {}
+        for item in offers if isinstance(offers, list) else []:
+            offer = Offer.from_wire(item)
+            if offer is None:
                 continue
-            plugin_id, version = str(offer.get("plugin_id", "")), str(offer.get("version", ""))
-            reason = credential.refusal(plugin_id, version)
-            if reason is None and self._is_local(plugin_id):
-                reason = f"plugin {plugin_id} is served by this host's own runners"
+            reason = self._refusal(credential.public, offer)
             if reason is not None:
                 log.warning(
                     "refused plugin %s offered by credential %s: %s",
-                    plugin_id,
+                    offer.plugin_id,
                     credential.name,
                     reason,
                 )
                 continue
-            accepted[plugin_id] = version
+            accepted[offer.plugin_id] = offer
         return accepted
+
+    def _refusal(self, key: bytes, offer: Offer) -> str | None:
+        """Why the credential of ``key`` (as it is on disk now) may not serve ``offer``."""
+        credential = self._store.lookup(key)
+        if credential is None:
+            return "the credential was revoked"
+        reason = credential.refusal(offer.plugin_id, offer.version, offer.manifest_sha256)
+        if reason is None and self._is_local(offer.plugin_id):
+            reason = f"plugin {offer.plugin_id} is served by this host's own runners"
+        return reason
 
     def _welcome(self, runner: RemoteRunner) -> dict[str, Any]:
         runner_settings = self._settings.runner
@@ -397,41 +336,10 @@ class RemoteListener:
                 future.set_exception(
                     ProtocolError(f"malformed error from the runner: {error!r:.200}")
                 )
-        elif kind == "request" and method == "runner.ready":
-            self._ready(runner, envelope)
         elif kind == "request":
-            message = "a remote runner's plugins get no host capabilities"
-            self._post(
-                runner.identity,
-                wire.response(envelope, error=wire.error_body("capability_denied", message)),
-            )
+            self._requests.handle(runner, envelope)
         elif method == "log.batch" and runner.output is not None:
             runner.output.forward_records((envelope["body"] or {}).get("records"))
-
-    def _ready(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
-        report = envelope["body"] if isinstance(envelope["body"], dict) else {}
-        # Believed only for the plugins this host accepted from it.
-        loaded = [
-            p
-            for p in report.get("loaded", [])
-            if isinstance(p, dict) and p.get("plugin_id") in runner.accepted
-        ]
-        failed = [
-            p
-            for p in report.get("failed", [])
-            if isinstance(p, dict) and p.get("plugin_id") in runner.accepted
-        ]
-        runner.report = {"loaded": loaded, "failed": failed}
-        for problem in failed:
-            log.warning(
-                "remote runner %s could not load %s: %s",
-                runner.runner_id,
-                problem.get("plugin_id"),
-                self._redact(str(problem.get("reason", ""))),
-            )
-        runner.state = RemoteState.READY
-        self._post(runner.identity, wire.response(envelope, {"ok": True}))
-        self._on_join(runner)
 
     def _resume(self, runner: RemoteRunner) -> None:
         runner.last_beat = asyncio.get_running_loop().time()
@@ -507,6 +415,7 @@ class RemoteListener:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         runner.pending[request_id] = future
+        runner.serving[request_id] = (plugin_id, current_client.get())
         envelope = wire.request(
             request_id, method, body, plugin=plugin_id, deadline_ms=max(1, int(timeout * 1000))
         )
@@ -528,6 +437,7 @@ class RemoteListener:
             raise
         finally:
             runner.pending.pop(request_id, None)
+            runner.serving.pop(request_id, None)
 
     def _post(self, identity: bytes, envelope: wire.Envelope) -> None:
         if self._pump is not None:
@@ -542,6 +452,7 @@ class RemoteListener:
             self._sessions.pop(runner.identity, None)
             runner.state = RemoteState.STOPPED
             runner.fail_all("the host is shutting down")
+        await self._requests.aclose()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

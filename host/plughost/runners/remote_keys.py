@@ -10,8 +10,14 @@ The host reads ``clients/`` when a runner authenticates and again every second
 while runners are connected, so ``plughost runner-credentials revoke`` (which
 deletes the file) takes effect at once, also for a host already running.
 
-An allow-list entry is ``ID`` (any version) or ``ID==VERSION``; what a runner
-offers beyond its allow-list is refused, whatever it says about it.
+An allow-list entry is ``ID`` (any version), ``ID==VERSION``, or either with
+``@sha256:HEX``, the hash of the plugin's ``_manifest.json`` pinned; what a
+runner offers beyond its allow-list is refused, whatever it says about it.
+
+A credential's grants (``--grant CAPABILITY``) are the host capabilities its
+plugins may call: the operator decides them here, at issue time, because the
+manifest a remote runner reports is only what the runner says it is. A remote
+plugin may call what its manifest asks *and* its credential grants.
 """
 
 from __future__ import annotations
@@ -25,28 +31,55 @@ from typing import Any
 
 import zmq
 
+from plughost_sdk.manifest import capability_allowed
+
 __all__ = ["AllowEntry", "ClientCredential", "RemoteKeyStore"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_CAPABILITY = re.compile(r"^(\*|[A-Za-z0-9_-]+\.(\*|[A-Za-z0-9_.-]+))$")
 
 
 @dataclass(frozen=True, slots=True)
 class AllowEntry:
-    """One plugin a credential may serve: an id and, optionally, its exact version."""
+    """One plugin a credential may serve: an id, optionally its version and manifest hash."""
 
     plugin_id: str
     version: str = ""
+    manifest_sha256: str = ""
+    """Hex SHA-256 of the plugin's ``_manifest.json`` (``manifest_sha256``); empty: any."""
 
     @classmethod
     def parse(cls, text: str) -> AllowEntry:
-        """``ID`` or ``ID==VERSION``."""
-        plugin_id, _, version = text.partition("==")
-        if not plugin_id.strip():
-            raise ValueError(f"{text!r}: expected a plugin id, optionally ==VERSION")
-        return cls(plugin_id.strip(), version.strip())
+        """``ID``, ``ID==VERSION``, either followed by ``@sha256:HEX``.
+
+        Raises:
+            ValueError: not of that shape.
+        """
+        rest, at, pin = text.partition("@")
+        plugin_id, _, version = rest.partition("==")
+        pin = pin.strip().lower().removeprefix("sha256:")
+        if not plugin_id.strip() or (at and not _SHA256.match(pin)):
+            raise ValueError(
+                f"{text!r}: expected a plugin id, optionally ==VERSION, optionally "
+                "@sha256:HEX (64 hex digits)"
+            )
+        return cls(plugin_id.strip(), version.strip(), pin)
 
     def __str__(self) -> str:
-        return f"{self.plugin_id}=={self.version}" if self.version else self.plugin_id
+        text = f"{self.plugin_id}=={self.version}" if self.version else self.plugin_id
+        return f"{text}@sha256:{self.manifest_sha256}" if self.manifest_sha256 else text
+
+    def refusal(self, version: str, manifest_sha256: str) -> str | None:
+        """Why this entry does not cover an offer; None if it does."""
+        if self.version and self.version != version:
+            return f"version {self.version}"
+        if self.manifest_sha256 and self.manifest_sha256 != manifest_sha256.lower():
+            return (
+                f"manifest sha256:{self.manifest_sha256} expected, "
+                f"sha256:{manifest_sha256 or '(none)'} offered"
+            )
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +89,31 @@ class ClientCredential:
     name: str
     public: bytes
     allow: tuple[AllowEntry, ...]
+    grants: tuple[str, ...] = ()
+    """Host capabilities this credential's plugins may call (patterns as in a manifest)."""
 
-    def refusal(self, plugin_id: str, version: str) -> str | None:
+    def refusal(self, plugin_id: str, version: str, manifest_sha256: str = "") -> str | None:
         """Why this credential may not serve ``plugin_id`` at ``version``; None if it may."""
         entries = [e for e in self.allow if e.plugin_id == plugin_id]
         if not entries:
             return f"plugin {plugin_id} is not on the allow-list of credential {self.name}"
-        if all(e.version and e.version != version for e in entries):
-            wanted = ", ".join(e.version for e in entries)
+        reasons = [e.refusal(version, manifest_sha256) for e in entries]
+        if all(reasons):
+            if all(e.version and e.version != version for e in entries):
+                wanted = ", ".join(e.version for e in entries)
+                return (
+                    f"plugin {plugin_id} {version} is not allowed for credential {self.name} "
+                    f"(allowed versions: {wanted})"
+                )
             return (
-                f"plugin {plugin_id} {version} is not allowed for credential {self.name} "
-                f"(allowed versions: {wanted})"
+                f"plugin {plugin_id} {version} does not match the pin of credential "
+                f"{self.name}: {'; '.join(r for r in reasons if r)}"
             )
         return None
+
+    def grants_capability(self, capability: str) -> bool:
+        """Whether the operator granted ``capability`` to this credential's plugins."""
+        return capability_allowed(self.grants, capability)
 
 
 class RemoteKeyStore:
@@ -90,22 +135,33 @@ class RemoteKeyStore:
             _write_private(public_file, public)
         return public_file.read_bytes().strip(), secret_file.read_bytes().strip()
 
-    def issue(self, name: str, allow: list[AllowEntry], endpoint: str) -> dict[str, Any]:
+    def issue(
+        self, name: str, allow: list[AllowEntry], endpoint: str, grants: list[str] | None = None
+    ) -> dict[str, Any]:
         """Make a credential; return the runner's file content (its secret key included).
 
         Raises:
-            ValueError: a bad name, an empty allow-list, or a credential of that name exists.
+            ValueError: a bad name, an empty allow-list, a malformed grant, or a
+                credential of that name exists.
         """
         if not _NAME.match(name):
             raise ValueError(f"{name!r}: a credential name is letters, digits, '_', '.', '-'")
         if not allow:
-            raise ValueError("a credential needs at least one --plugin")
+            raise ValueError("a credential needs at least one --plugin (or --pin-manifest)")
+        for grant in grants or ():
+            if not _CAPABILITY.match(grant):
+                raise ValueError(f"{grant!r}: a grant is 'group.name', 'group.*' or '*'")
         server_public, _ = self.server_keys()
         path = self._clients / f"{name}.json"
         if path.exists():
             raise ValueError(f"credential {name} exists; revoke it first to issue a new one")
         public, secret = zmq.curve_keypair()
-        record = {"name": name, "public": public.decode(), "plugins": [str(e) for e in allow]}
+        record = {
+            "name": name,
+            "public": public.decode(),
+            "plugins": [str(e) for e in allow],
+            "grants": list(grants or ()),
+        }
         _write_private(path, json.dumps(record, indent=2).encode())
         return {
             "name": name,
@@ -114,6 +170,7 @@ class RemoteKeyStore:
             "public": public.decode(),
             "secret": secret.decode(),
             "plugins": record["plugins"],
+            "grants": record["grants"],
         }
 
     def revoke(self, name: str) -> bool:
@@ -135,6 +192,7 @@ class RemoteKeyStore:
                         name=str(data["name"]),
                         public=str(data["public"]).encode(),
                         allow=tuple(AllowEntry.parse(str(p)) for p in data["plugins"]),
+                        grants=tuple(str(g) for g in data.get("grants", ())),
                     )
                 )
             except (OSError, ValueError, KeyError, TypeError):

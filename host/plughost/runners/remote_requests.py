@@ -1,0 +1,193 @@
+"""What a remote runner asks of the host: ready, capability calls, new versions of its plugins.
+
+:class:`~plughost.runners.remote.RemoteListener` hands every request of a
+session here. Each is answered once, and believed only within what the host
+accepted from that runner:
+
+- ``runner.ready``: the load report, kept only for accepted plugins.
+- ``capability.call``: through the host's capability router, the same code a
+  local plugin's call goes through, with the plugin's manifest capabilities cut
+  down to what the runner's credential grants
+  (:class:`~plughost.runners.remote_member.RemotePlugin`). ``ctx.call_tool``
+  then meets ``[host.tool_grants]`` like any plugin's.
+- ``plugin.offer``: a new version of a plugin the runner serves (its folder
+  was edited there), checked against the credential's allow-list (version and
+  manifest pin) before the runner loads any of its code.
+- ``plugin.reloaded``: the offered version loaded (its tools replace the old
+  ones) or failed (the old version keeps serving; the reason is logged and
+  kept for ``host.status()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from plughost.runners.capabilities import CapabilityRouter
+from plughost.runners.channel import RemoteError
+from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
+from plughost_sdk import wire
+
+__all__ = ["ReloadCallback", "RunnerRequests"]
+
+log = logging.getLogger("plughost.runners.remote")
+
+RELOAD_FAILED = "; the old version keeps serving"
+Post = Callable[[bytes, wire.Envelope], None]
+ReloadCallback = Callable[[RemoteRunner, dict[str, Any]], None]
+"""Called with a runner and its ``plugin.reloaded`` report (loaded, failed), checked."""
+
+
+class RunnerRequests:
+    """Answers the requests of remote runners."""
+
+    def __init__(
+        self,
+        post: Post,
+        check_offer: Callable[[RemoteRunner, Offer], str | None],
+        *,
+        capabilities: CapabilityRouter | None,
+        on_join: Callable[[RemoteRunner], None],
+        on_reload: ReloadCallback,
+        redact: Callable[[str], str],
+    ) -> None:
+        self._post = post
+        self._check_offer = check_offer
+        self._capabilities = capabilities
+        self._on_join = on_join
+        self._on_reload = on_reload
+        self._redact = redact
+        self._calls: set[asyncio.Task[None]] = set()  # capability calls being answered
+
+    def handle(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
+        """Answer one request of ``runner`` (capability calls in a task of their own)."""
+        method = envelope["method"]
+        if method == "runner.ready":
+            runner.report = self._checked(runner, envelope["body"], runner.offers)
+            self._log_failures(runner, runner.report["failed"], "could not load")
+            runner.state = RemoteState.READY
+            self._answer(runner, envelope, {"ok": True})
+            self._on_join(runner)
+        elif method == "capability.call":
+            task = asyncio.create_task(self._capability_call(runner, envelope))
+            self._calls.add(task)
+            task.add_done_callback(self._calls.discard)
+        elif method == "plugin.offer":
+            self._offer(runner, envelope)
+        elif method == "plugin.reloaded":
+            self._reloaded(runner, envelope)
+        else:
+            self._refuse(runner, envelope, "bad_payload", f"a runner does not send {method!r}")
+
+    async def aclose(self) -> None:
+        """Cancel the capability calls still being answered."""
+        for task in list(self._calls):
+            task.cancel()
+        await asyncio.gather(*self._calls, return_exceptions=True)
+
+    async def _capability_call(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
+        plugin_id, body = envelope["plugin"], envelope["body"]
+        caller = runner.grants(plugin_id) if isinstance(plugin_id, str) else None
+        if self._capabilities is None or caller is None:
+            message = f"plugin {plugin_id!r} may not call the host from this runner"
+            self._refuse(runner, envelope, "capability_denied", message)
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("args", {}), dict):
+            self._refuse(runner, envelope, "bad_payload", "capability call without a map")
+            return
+        call = body.get("call")
+        serving = runner.serving.get(call) if type(call) is int else None
+        live = serving is not None and serving[0] == caller.id
+        try:
+            reply = await self._capabilities.dispatch(
+                caller,
+                str(body.get("capability", "")),
+                dict(body.get("args") or {}),
+                serving=live,
+                client=serving[1] if live and serving is not None else None,
+                denial=caller.denial,
+            )
+        except RemoteError as exc:
+            self._post(runner.identity, wire.response(envelope, error=exc.error))
+            return
+        self._answer(runner, envelope, reply)
+
+    def _offer(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
+        offer = Offer.from_wire((envelope["body"] or {}).get("offer"))
+        if offer is None or offer.plugin_id not in runner.offers:
+            what = offer.plugin_id if offer else "?"
+            message = f"plugin {what} is not served by this runner: restart it to offer new ones"
+            self._refuse(runner, envelope, "unauthorized", message)
+            return
+        reason = self._check_offer(runner, offer)
+        if reason is not None:
+            log.warning(
+                "refused the new version of plugin %s offered by remote runner %s (credential "
+                "%s): %s%s",
+                offer.plugin_id,
+                runner.runner_id,
+                runner.credential.name,
+                reason,
+                RELOAD_FAILED,
+            )
+            failure = {"plugin_id": offer.plugin_id, "stage": "allow-list", "reason": reason}
+            self._on_reload(runner, {"loaded": [], "failed": [failure]})
+            self._refuse(runner, envelope, "unauthorized", reason)
+            return
+        runner.reloading[offer.plugin_id] = offer
+        self._answer(runner, envelope, {"accepted": True})
+
+    def _reloaded(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
+        # New tools only for an accepted offer; a failure for any plugin it serves
+        # (a manifest that does not parse is never offered).
+        report = {
+            "loaded": self._checked(runner, envelope["body"], runner.reloading)["loaded"],
+            "failed": self._checked(runner, envelope["body"], runner.offers)["failed"],
+        }
+        for loaded in report["loaded"]:
+            runner.offers[loaded["plugin_id"]] = runner.reloading.pop(loaded["plugin_id"])
+        for problem in report["failed"]:
+            runner.reloading.pop(str(problem["plugin_id"]), None)
+        self._log_failures(runner, report["failed"], "could not reload", RELOAD_FAILED)
+        self._answer(runner, envelope, {"ok": True})
+        self._on_reload(runner, report)
+
+    def _checked(
+        self, runner: RemoteRunner, body: Any, allowed: dict[str, Offer]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """A load report, believed only for plugins in ``allowed``."""
+        report = body if isinstance(body, dict) else {}
+
+        def entries(key: str) -> list[dict[str, Any]]:
+            found = report.get(key)
+            return [
+                p
+                for p in (found if isinstance(found, list) else [])
+                if isinstance(p, dict) and p.get("plugin_id") in allowed
+            ]
+
+        return {"loaded": entries("loaded"), "failed": entries("failed")}
+
+    def _log_failures(
+        self, runner: RemoteRunner, failed: list[dict[str, Any]], what: str, then: str = ""
+    ) -> None:
+        for problem in failed:
+            log.warning(
+                "remote runner %s %s %s (%s): %s%s",
+                runner.runner_id,
+                what,
+                problem.get("plugin_id"),
+                self._redact(str(problem.get("file") or problem.get("path") or "?")),
+                self._redact(str(problem.get("reason", ""))),
+                then,
+            )
+
+    def _answer(self, runner: RemoteRunner, envelope: wire.Envelope, body: Any) -> None:
+        self._post(runner.identity, wire.response(envelope, body))
+
+    def _refuse(
+        self, runner: RemoteRunner, envelope: wire.Envelope, code: wire.ErrorCode, message: str
+    ) -> None:
+        self._post(runner.identity, wire.response(envelope, error=wire.error_body(code, message)))

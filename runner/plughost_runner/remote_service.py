@@ -1,0 +1,202 @@
+"""A remote runner's service: a spawned runner's, plus hot reload and rejoining a new host.
+
+**Hot reload.** The runner watches its ``--plugins`` folder (``watchfiles``, as
+the host's reloader does). When a plugin folder it serves changes (code,
+manifest or ``config.toml``), it reads the folder again and offers the new
+version to the host (``plugin.offer``: id, version, manifest hash,
+capabilities). Only when the host accepts it (the credential's allow-list,
+version and manifest pin, checked on the host) is any of the new code imported.
+The new version is loaded in this process under a fresh module namespace (the
+loader imports each load as its own package, ``plughost_plugin_<id>_<n>``), so
+nothing of the old version's modules is reused; then it takes the old one's
+place for new calls, the host is told (``plugin.reloaded``, shaped like
+``runner.ready``), and the old version unloads once the calls it was serving
+have finished (``on_unload`` runs then). A broken edit (bad manifest, syntax
+error, raising ``on_load``, a version the host refuses) is reported to the host
+with the plugin, the file and the reason, and the old version keeps serving.
+
+Why in this process rather than a fresh one per version: a remote runner is
+one connection with one identity, which the host knows as one pool member and
+which survives broken links; a second process per version would be a second
+member to admit, balance and retire across the network. The plugin's own
+modules are fresh on every load; what is shared is the interpreter (third-party
+modules already imported, threads a plugin left running), which a restart of
+the runner clears.
+
+**Rejoining.** A host that restarted has no session for this runner; it answers
+the runner's heartbeat with ``runner.rejoin``, and the runner says hello again,
+offering the plugins it serves now, and sends its ready report with what it
+has loaded (nothing is reloaded). A refusal then ends the runner with code 3,
+as at the first hello.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from plughost_runner.bridge import Bridge, HostError
+from plughost_runner.capture import LogCollector
+from plughost_runner.credentials import Credentials
+from plughost_runner.loader import (
+    LoadedPlugin,
+    LoadFailure,
+    PluginSpec,
+    load_plugin,
+    unload_plugin,
+)
+from plughost_runner.remote import read_spec
+from plughost_runner.service import RunnerService
+from plughost_sdk import wire
+from plughost_sdk.errors import ManifestError
+from plughost_sdk.manifest import MANIFEST_FILE
+
+__all__ = ["RemoteService"]
+
+log = logging.getLogger("plughost_runner")
+
+_IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".swx", ".tmp", "~")
+_DRAIN = 300.0
+"""Seconds an old version waits for its calls before it unloads anyway (each has a deadline)."""
+
+
+class RemoteService(RunnerService):
+    """Serves a host over the network; reloads edited plugins; rejoins a restarted host."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        runner_id: str,
+        credentials: Credentials,
+        collector: LogCollector,
+        offers: list[PluginSpec],
+        watch: tuple[Path, Path] | None = None,
+    ) -> None:
+        """``watch`` is (plugins folder, data folder), or None to serve without reloading."""
+        super().__init__(endpoint, runner_id, credentials, collector, offers=offers)
+        self._watch_dirs = watch
+        self._changes = asyncio.Lock()  # one reload or rejoin at a time
+        self._rejoining = False
+
+    async def _serving(self, group: asyncio.TaskGroup) -> None:
+        if self._watch_dirs is not None:
+            group.create_task(self._watch(group, *self._watch_dirs))
+            # watchfiles sets its watch up on the task's first step, before its first await:
+            # one turn of the loop, and an edit made once the host has our report is seen.
+            await asyncio.sleep(0)
+
+    def _on_event(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
+        if envelope["method"] == "runner.rejoin" and not self._rejoining:
+            self._rejoining = True
+            group.create_task(self._rejoin())
+
+    async def _rejoin(self) -> None:
+        """Say hello to a host that does not know this runner, with what it serves now.
+
+        Raises:
+            HostError: the host refused this runner (the service then exits with 3).
+        """
+        try:
+            async with self._changes:
+                print("plughost runner: the host asks this runner to rejoin", file=sys.__stderr__)
+                self._offers = [plugin.spec for plugin in self._plugins.values()]
+                welcome = await self._hello()
+                accepted = {str(p) for p in welcome.get("accepted", [])}
+                for plugin_id in [p for p in self._plugins if p not in accepted]:
+                    await unload_plugin(self._plugins.pop(plugin_id), timeout=5.0)
+                loaded = [plugin.summary() for plugin in self._plugins.values()]
+                report = {"loaded": loaded, "failed": [], "pid": os.getpid()}
+                await self.request("runner.ready", report, timeout=30.0)
+        except TimeoutError:
+            log.warning("the host did not answer the rejoin; waiting for it to ask again")
+        finally:
+            self._rejoining = False
+
+    async def _watch(self, group: asyncio.TaskGroup, root: Path, data_root: Path) -> None:
+        import watchfiles  # only a runner that watches loads its Rust extension
+
+        async for batch in watchfiles.awatch(
+            root, debounce=400, step=50, recursive=True, ignore_permission_denied=True
+        ):
+            for folder in _changed_folders(root, {Path(path) for _, path in batch}):
+                async with self._changes:
+                    await self._reload(group, folder, data_root)
+
+    async def _reload(self, group: asyncio.TaskGroup, folder: Path, data_root: Path) -> None:
+        """Offer, load and swap in the new version of the plugin in ``folder``; never raises."""
+        current = next((p for p in self._plugins.values() if p.spec.path == folder), None)
+        if current is None:
+            log.info("%s changed; it is not served here (restart the runner to offer it)", folder)
+            return
+        try:
+            spec = read_spec(folder, data_root)
+        except (ManifestError, OSError, ValueError) as exc:
+            await self._report_failure(current.spec, "manifest", str(exc), folder / MANIFEST_FILE)
+            return
+        if spec.plugin_id != current.spec.plugin_id:
+            reason = f"the id changed to {spec.plugin_id}; restart the runner to serve it"
+            await self._report_failure(current.spec, "manifest", reason, folder / MANIFEST_FILE)
+            return
+        try:
+            await self.request(
+                "plugin.offer", {"offer": spec.offer()}, plugin=spec.plugin_id, timeout=10.0
+            )
+        except (HostError, TimeoutError) as exc:
+            log.warning("plugin %s %s: not reloaded: %s", spec.plugin_id, spec.version, exc)
+            return  # the host logged its refusal and keeps it for its status
+        outcome = await load_plugin(spec, Bridge(self, spec.plugin_id))
+        if isinstance(outcome, LoadFailure):
+            log.error(
+                "plugin %s failed to reload at %s: %s",
+                spec.plugin_id,
+                outcome.stage,
+                outcome.reason,
+            )
+            await self._report({"loaded": [], "failed": [outcome.to_wire()]})
+            return
+        in_flight = list(self._tasks.values())  # calls that may be running on the old version
+        self._plugins[spec.plugin_id] = outcome
+        log.info("plugin %s reloaded to %s", spec.plugin_id, spec.version)
+        await self._report({"loaded": [outcome.summary()], "failed": []})
+        group.create_task(_retire(current, in_flight))
+
+    async def _report_failure(self, spec: PluginSpec, stage: str, reason: str, file: Path) -> None:
+        log.error("plugin %s failed to reload at %s: %s", spec.plugin_id, stage, reason)
+        failure = LoadFailure(spec.plugin_id, str(spec.path), stage, reason, file=str(file))
+        await self._report({"loaded": [], "failed": [failure.to_wire()]})
+
+    async def _report(self, report: dict[str, Any]) -> None:
+        try:
+            await self.request("plugin.reloaded", report, timeout=10.0)
+        except (HostError, TimeoutError) as exc:
+            log.warning("the host did not take the reload report: %s", exc)
+
+
+async def _retire(old: LoadedPlugin, in_flight: list[asyncio.Task[None]]) -> None:
+    """Unload ``old`` once the calls that may be using it have finished."""
+    if in_flight:
+        await asyncio.wait(in_flight, timeout=_DRAIN)
+    problem = await unload_plugin(old, timeout=5.0)
+    if problem:
+        log.warning("plugin %s (old version): %s", old.spec.plugin_id, problem)
+
+
+def _changed_folders(root: Path, paths: set[Path]) -> list[Path]:
+    """The plugin folders (resolved) that ``paths`` touch, ignoring editor and bytecode files."""
+    root = root.resolve()
+    folders: set[Path] = set()
+    for path in (Path(os.path.abspath(p)) for p in paths):
+        name = path.name
+        if name.endswith(_IGNORED_SUFFIXES) or name.startswith((".", "#")):
+            continue
+        if "__pycache__" in path.parts:
+            continue
+        if (root / MANIFEST_FILE).exists():
+            folders.add(root)
+        elif root in path.parents:
+            folders.add(root / path.relative_to(root).parts[0])
+    return sorted(folders)

@@ -1,0 +1,123 @@
+"""Hot reload on a remote runner's machine, reported to the host, over loopback TCP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plughost.host import PluginHost
+from tests.integration.remote_helpers import (
+    PLUGIN_ID,
+    healthy_members,
+    issue,
+    logged,
+    pause,
+    plugin_dir,
+    remote_settings,
+    start_runner,
+    status_of,
+)
+from tests.integration.test_replicas import write_plugin
+from tests.waiting import wait_until
+
+
+async def joined(
+    host: PluginHost, tmp_path: Path, allow: str, runners: list[subprocess.Popen[bytes]]
+) -> Path:
+    """Start one runner serving version 1.0.0 under ``allow``; return its plugin folder."""
+    assert host.remote is not None
+    credential = issue(tmp_path / "keys", "editable", [allow], tmp_path / "editable.json")
+    plugins = plugin_dir(tmp_path / "remote-plugins")
+    runners.append(start_runner(host.remote.listener.endpoint, credential, plugins, tmp_path))
+    await wait_until(lambda: healthy_members(host) == 1, timeout=30, what="the runner joined")
+    return plugins / PLUGIN_ID
+
+
+async def test_an_edit_on_the_runner_replaces_the_plugin_and_calls_in_flight_finish(
+    host: PluginHost, runners: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    folder = await joined(host, tmp_path, PLUGIN_ID, runners)
+    before = await pause(host, 0)
+    assert before.success and before.content == "1.0.0"
+    slow = [asyncio.create_task(pause(host, 1.5)) for _ in range(3)]
+    write_plugin(folder, "1.1.0")  # the operator edits the plugin on the runner's machine
+    assert host.remote is not None
+    await wait_until(
+        lambda: host.remote is not None and host.remote.versions.get(PLUGIN_ID) == "1.1.0",
+        timeout=30,
+        what="the new version reported",
+    )
+    after = await pause(host, 0)
+    assert after.success and after.content == "1.1.0"
+    assert after.structured_content["pid"] == before.structured_content["pid"]  # no restart
+    finished = await asyncio.gather(*slow)
+    assert [r.content for r in finished] == ["1.0.0"] * 3, [r.error_message for r in finished]
+    status = status_of(host)
+    assert status.version == "1.1.0" and status.error == "" and status.state == "loaded"
+
+
+async def test_a_broken_edit_keeps_the_old_version_serving_and_is_reported_with_the_reason(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    folder = await joined(host, tmp_path, f"{PLUGIN_ID}==1.0.0", runners)
+    source = (folder / "plugin.py").read_text()
+
+    async def reported(text: str) -> None:
+        await wait_until(lambda: text in status_of(host).error, timeout=30, what=repr(text))
+        result = await pause(host, 0)
+        assert result.success and result.content == "1.0.0", result.error_message
+        assert status_of(host).version == "1.0.0"
+
+    (folder / "plugin.py").write_text(source + "\ndef broken(:\n")
+    await reported("syntax error")
+    assert str(folder / "plugin.py") in status_of(host).error
+    assert logged(caplog.records, f"could not reload {PLUGIN_ID}")
+
+    raising = source.replace(
+        "class Replicated(Plugin):",
+        "class Replicated(Plugin):\n    async def on_load(self) -> None:\n"
+        "        raise RuntimeError('no GPU here')\n",
+    )
+    (folder / "plugin.py").write_text(raising)
+    await reported("on_load raised RuntimeError: no GPU here")
+
+    (folder / "plugin.py").write_text(source)
+    manifest = json.loads((folder / "_manifest.json").read_text())
+    (folder / "_manifest.json").write_text(json.dumps({**manifest, "version": "2.0.0"}))
+    await reported(f"plugin {PLUGIN_ID} 2.0.0 is not allowed for credential editable")
+    assert logged(caplog.records, f"refused the new version of plugin {PLUGIN_ID}")
+
+    (folder / "_manifest.json").write_text("{ not json")
+    await reported("_manifest.json")
+
+
+async def test_a_restarted_host_gets_its_remote_runners_back_without_restarting_them(
+    tmp_path: Path, runners: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    credential = issue(tmp_path / "keys", "steady", [PLUGIN_ID], tmp_path / "steady.json")
+    plugins = plugin_dir(tmp_path / "remote-plugins")
+    async with PluginHost(settings=remote_settings(tmp_path)) as first:
+        assert first.remote is not None
+        address = first.remote.listener.endpoint
+        runners.append(start_runner(address, credential, plugins, tmp_path))
+        await wait_until(lambda: healthy_members(first) == 1, timeout=30, what="the runner joined")
+        before = await pause(first, 0)
+        assert before.success
+    # A new host on the same address and keys_dir: the runner's credential is still valid.
+    async with PluginHost(settings=remote_settings(tmp_path, listen=address)) as second:
+        await wait_until(lambda: healthy_members(second) == 1, timeout=30, what="it rejoined")
+        after = await pause(second, 0)
+        assert after.success, after.error_message
+        assert after.structured_content["pid"] == before.structured_content["pid"]
+        assert runners[0].poll() is None  # the same process, never restarted
+        assert logged(caplog.records, "credential steady that sent runner.heartbeat")
