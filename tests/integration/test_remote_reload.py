@@ -121,3 +121,17 @@ async def test_a_restarted_host_gets_its_remote_runners_back_without_restarting_
         assert after.structured_content["pid"] == before.structured_content["pid"]
         assert runners[0].poll() is None  # the same process, never restarted
         assert logged(caplog.records, "credential steady that sent runner.heartbeat")
+
+
+async def test_a_config_edit_on_the_runners_machine_reloads_the_plugin_there(
+    host: PluginHost, runners: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    folder = await joined(host, tmp_path, PLUGIN_ID, runners)
+    assert (await pause(host, 0)).structured_content["greeting"] is None  # no config.toml yet
+    (folder / "config.toml").write_text('greeting = "hello from the GPU box"\n')
+
+    async def greeting() -> bool:
+        result = await pause(host, 0)
+        return result.structured_content["greeting"] == "hello from the GPU box"
+
+    await wait_until(greeting, timeout=30, what="the runner's config.toml is used")

@@ -181,6 +181,16 @@ async def test_a_runner_is_believed_only_about_accepted_plugins_and_gets_no_capa
         capability = {"capability": "tools.call", "args": {"name": "pause"}}
         refused = await ask(3, "capability.call", capability)
         assert refused["error"] is not None and refused["error"]["code"] == "capability_denied"
+        # A reload report with no accepted offer behind it changes no tool.
+        sneaked = {"plugin_id": PLUGIN_ID, "tools": [{**tool, "name": "sneaked"}]}
+        assert (await ask(4, "plugin.reloaded", {"loaded": [sneaked], "failed": []}))[
+            "error"
+        ] is None
+        assert [c.name for c in host.components.by_plugin(PLUGIN_ID)] == ["pause"]
+        # A new plugin, or one off the allow-list, is refused before anything loads.
+        offer = {"offer": {"plugin_id": "tests.smuggled", "version": "1.0.0"}}
+        refused = await ask(5, "plugin.offer", offer)
+        assert refused["error"] is not None and refused["error"]["code"] == "unauthorized"
     finally:
         sock.close(linger=0)
         context.destroy(linger=0)

@@ -1,0 +1,69 @@
+"""``plughost runner-credentials new``: allow-list entries, manifest pins and grants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from plughost.cli.credentials import runner_credentials
+from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
+from plughost_sdk.manifest import manifest_sha256
+
+PLUGIN = Path(__file__).parents[2] / "plugins" / "caller"
+
+
+def issue(tmp_path: Path, *args: str) -> tuple[int, str]:
+    config = tmp_path / "plughost.toml"
+    config.write_text(f'[host.remote]\nkeys_dir = "{tmp_path / "keys"}"\n')
+    out = tmp_path / "runner.json"
+    result = CliRunner().invoke(
+        runner_credentials, ["new", "box", *args, "--out", str(out), "--config", str(config)]
+    )
+    return result.exit_code, result.output
+
+
+def test_pin_manifest_replaces_a_plugin_entry_of_the_same_id_with_its_hash(
+    tmp_path: Path,
+) -> None:
+    code, output = issue(
+        tmp_path,
+        "--plugin",
+        "tests.caller",
+        "--plugin",
+        "tests.other==2.0.0",
+        "--pin-manifest",
+        str(PLUGIN),
+        "--grant",
+        "tools.call",
+    )
+    assert code == 0, output
+    (credential,) = RemoteKeyStore(tmp_path / "keys").credentials()
+    assert credential.allow == (
+        AllowEntry("tests.other", "2.0.0"),
+        AllowEntry("tests.caller", "1.0.0", manifest_sha256(PLUGIN)),
+    )
+    assert credential.grants == ("tools.call",)
+    assert credential.grants_capability("tools.call")
+    assert not credential.grants_capability("send.text")
+    handed_out = json.loads((tmp_path / "runner.json").read_text())
+    assert handed_out["grants"] == ["tools.call"]
+
+
+def test_a_pin_in_an_entry_is_checked_against_the_offered_hash() -> None:
+    entry = AllowEntry.parse(f"tests.caller==1.0.0@sha256:{'a' * 64}")
+    assert str(entry) == f"tests.caller==1.0.0@sha256:{'a' * 64}"
+    assert entry.refusal("1.0.0", "a" * 64) is None
+    assert entry.refusal("1.0.0", "b" * 64) == (
+        f"manifest sha256:{'a' * 64} expected, sha256:{'b' * 64} offered"
+    )
+    with pytest.raises(ValueError, match="64 hex digits"):
+        AllowEntry.parse("tests.caller@sha256:beef")
+
+
+@pytest.mark.parametrize("grant", ["tools", "tools call", ""])
+def test_a_malformed_grant_is_refused(tmp_path: Path, grant: str) -> None:
+    code, output = issue(tmp_path, "--plugin", "tests.caller", "--grant", grant)
+    assert code != 0 and "a grant is 'group.name'" in output
