@@ -99,6 +99,9 @@ class RemoteService(RunnerService):
 
         Raises:
             HostError: the host refused this runner (the service then exits with 3).
+            TimeoutError: the host took the hello but not the ready report: the runner
+                exits, as when its first ready report goes unanswered, and whatever
+                restarts it (systemd, Kubernetes) starts it afresh.
         """
         try:
             async with self._changes:
@@ -111,8 +114,6 @@ class RemoteService(RunnerService):
                 loaded = [plugin.summary() for plugin in self._plugins.values()]
                 report = {"loaded": loaded, "failed": [], "pid": os.getpid()}
                 await self.request("runner.ready", report, timeout=30.0)
-        except TimeoutError:
-            log.warning("the host did not answer the rejoin; waiting for it to ask again")
         finally:
             self._rejoining = False
 
