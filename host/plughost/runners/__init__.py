@@ -5,7 +5,10 @@ Lives here: spawning (``spawn``, ``child_process``, ``fork_server``), CurveZMQ k
 restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``) and its
 ``watchdog`` (heartbeats, stuck calls, ``memory`` measured from the kernel), what
 the host accepts from a runner (``reports``, ``output``) and the host's handlers
-for what a runner asks of it (``capabilities``, ``tool_calls``).
+for what a runner asks of it (``capabilities``, ``tool_calls``). Runners on other
+machines: the listening socket and its sessions (``remote``), a session as a pool
+member (``remote_member``), what such a runner asks of the host (``remote_requests``)
+and the credentials it joins with (``remote_keys``).
 
 May import: ``plughost.plugins``, ``plughost.tools`` and the leaf modules. Never the
 runner distribution itself: runners are started by module name.
