@@ -45,7 +45,7 @@ from plughost.remote_runners import RemoteRunners
 from plughost.runners import client_requests
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
-from plughost.runners.early import EarlyForkServer, start_fork_server
+from plughost.runners.early import EarlyChildren, start_fork_server
 from plughost.runners.fork_server import ForkServer
 from plughost.runners.plugin_config import PLUGIN_CONFIG_CAPABILITIES, PluginConfigCapability
 from plughost.runners.pool import Pools, RunnerPool
@@ -94,16 +94,16 @@ class PluginHost:
         plugin_dirs: Iterable[str | Path] = (),
         *,
         settings: HostSettings | None = None,
-        early: EarlyForkServer | None = None,
+        early: EarlyChildren | None = None,
     ) -> None:
         """Create a host; nothing starts before :meth:`start`.
 
         Args:
             plugin_dirs: Folders of plugin folders, after ``settings.plugin_dirs``.
             settings: The host's settings; the defaults when None.
-            early: A fork server the caller started ahead of its own imports
-                (:mod:`plughost.runners.early`); the host adopts it when it fits its
-                settings, and closes it otherwise.
+            early: The fork server and sandbox probe the caller started ahead of
+                its own imports (:mod:`plughost.runners.early`); the host adopts them
+                when they fit its settings, and closes them otherwise.
         """
         self._early = early
         base = settings or HostSettings()
@@ -183,9 +183,12 @@ class PluginHost:
         if self.settings.runner.transport == "tcp":
             self._curve = CurveAuthority(self._zmq, self._sockets.path)
         # Both wait on a child interpreter starting (about 0.1 s each): overlap them.
-        forking = await self._fork_server_starting()
+        early = await self._adopt_early()
+        forking = await self._fork_server_starting(early)
         planned, forked = await asyncio.gather(
-            self._plan_sandbox(), forking or asyncio.sleep(0), return_exceptions=True
+            self._plan_sandbox(early.probe if early is not None else None),
+            forking or asyncio.sleep(0),
+            return_exceptions=True,
         )
         if isinstance(forked, ForkServer):
             self._fork_server = forked
@@ -210,19 +213,39 @@ class PluginHost:
             )
             await self.remote.start()
 
-    async def _fork_server_starting(self) -> Awaitable[ForkServer | None] | None:
-        """The fork server being started for this host: the caller's early one if it fits."""
+    async def _adopt_early(self) -> EarlyChildren | None:
+        """The caller's early children if they are the ones these settings ask for."""
         early, self._early = self._early, None
         runner = self.settings.runner
         env = runner_env(runner.env_allowlist)
-        timeouts = {"ready_timeout": runner.ready_timeout, "fork_timeout": runner.fork_timeout}
-        if early is not None:
-            if runner.fork_server and early.fits(env, **timeouts):
-                return early.task
+        fits = early is not None and early.fits(
+            env, ready_timeout=runner.ready_timeout, fork_timeout=runner.fork_timeout
+        )
+        if early is not None and not fits:
             await early.aclose()
-        return start_fork_server(env, **timeouts) if runner.fork_server else None
+            return None
+        return early
 
-    async def _plan_sandbox(self) -> None:
+    async def _fork_server_starting(
+        self, early: EarlyChildren | None
+    ) -> Awaitable[ForkServer | None] | None:
+        """The fork server being started for this host: the caller's early one if any."""
+        runner = self.settings.runner
+        if not runner.fork_server:
+            if early is not None:
+                server = await early.fork_server
+                if server is not None:
+                    await server.aclose()
+            return None
+        if early is not None:
+            return early.fork_server
+        return start_fork_server(
+            runner_env(runner.env_allowlist),
+            ready_timeout=runner.ready_timeout,
+            fork_timeout=runner.fork_timeout,
+        )
+
+    async def _plan_sandbox(self, probe: Awaitable[SandboxSupport] | None) -> None:
         """Find out which protections runners get; refuse to start without required ones.
 
         Raises:
@@ -230,8 +253,12 @@ class PluginHost:
         """
         settings = self.settings.runner.sandbox
         if settings.enabled:
-            support = await probe_support(env=runner_env(self.settings.runner.env_allowlist))
+            if probe is None:
+                probe = probe_support(env=runner_env(self.settings.runner.env_allowlist))
+            support = await probe
         else:
+            if probe is not None:  # started early for nothing: its answer is not needed
+                await probe
             support = SandboxSupport(frozenset())
         self.sandbox = sandbox_report(settings, support)
         log.info("%s", self.sandbox.describe())

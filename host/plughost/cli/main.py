@@ -537,9 +537,9 @@ def _one_shot(plugin_dirs: tuple[Path, ...], config_file: Path | None) -> _OneSh
 class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host(config)`
     """A PluginHost for one-shot commands, with a spinner while plugins start.
 
-    The fork server starts first, and the configuration and the host's modules
-    are read while it does (:mod:`plughost.runners.early`): on two cores the
-    command then waits for the longer of the two, not for both.
+    The fork server and the sandbox probe start first, and the configuration and
+    the host's modules are read while they do (:mod:`plughost.runners.early`): on
+    two cores the command then waits for the longer of the two, not for both.
 
     The configuration's upstream MCP servers are added as a tool provider, as
     ``serve`` does; the MCP SDK is imported only when there are some.
@@ -552,9 +552,9 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
         import asyncio
         import logging
 
-        from plughost.runners.early import EarlyForkServer
+        from plughost.runners.early import EarlyChildren
 
-        early = EarlyForkServer.start()
+        early = EarlyChildren.start()
         try:
             # In a thread, so the loop goes on starting the fork server meanwhile.
             config = await asyncio.to_thread(self._one_shot.load)

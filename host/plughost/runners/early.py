@@ -1,17 +1,19 @@
-"""A fork server started before the host's own imports, for commands that run once.
+"""The fork server and the sandbox probe, started before the host's own imports.
 
 ``plughost tools`` and ``plughost call`` spend about as long importing the host
-(pydantic, the SDK, the tool layer) as they wait for the fork server, itself an
-interpreter that starts and imports the runner. Done one after the other, one
-of a two-core machine's cores idles through each. :func:`start_early` starts
-the fork server first, from nothing but the environment, so it imports while
-the command does; :class:`~plughost.host.PluginHost` adopts it
-(``PluginHost(..., early=...)``) when it is the one the settings ask for (same
-runner environment and timeouts), and otherwise closes it and starts its own.
+(pydantic, the SDK, the tool layer) as they wait on children: the fork server
+and the sandbox probe are interpreters that start and import too. Done one
+after the other, one of a two-core machine's cores idles through each half.
+:meth:`EarlyChildren.start` starts both first, from nothing but the
+environment, so they work while the command imports;
+:class:`~plughost.host.PluginHost` adopts them (``PluginHost(..., early=...)``)
+when they are the children its settings ask for (same runner environment and
+timeouts), and otherwise closes them and starts its own.
 
-This module imports no settings (they cost pydantic, the thing to overlap): the
-defaults it guesses are pinned to ``RunnerSettings``' by a test. What does not
-live here: the fork server itself (:mod:`plughost.runners.fork_server`).
+This module imports no settings at import time (they cost pydantic, the thing
+to overlap): the defaults it assumes are pinned to ``RunnerSettings``' by a
+test. What does not live here: the fork server (:mod:`plughost.runners.fork_server`)
+and the probe (:mod:`plughost.runners.sandbox`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from plughost.runners.fork_server import ForkServer, ForkServerError
 from plughost.runners.spawn import runner_env
 
-__all__ = ["DEFAULT_FORK_TIMEOUT", "DEFAULT_READY_TIMEOUT", "EarlyForkServer", "start_fork_server"]
+if TYPE_CHECKING:
+    from plughost.runners.sandbox import SandboxSupport
+
+__all__ = ["DEFAULT_FORK_TIMEOUT", "DEFAULT_READY_TIMEOUT", "EarlyChildren", "start_fork_server"]
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +53,23 @@ async def start_fork_server(
     return server
 
 
+async def _probe(env: Mapping[str, str]) -> SandboxSupport:
+    # Imported here: the probe module needs the settings, and this runs once the fork
+    # server's start is under way.
+    from plughost.runners.sandbox import probe_support
+
+    return await probe_support(env=env)
+
+
 @dataclass(slots=True)
-class EarlyForkServer:
-    """A fork server being started, and what it was started for."""
+class EarlyChildren:
+    """A fork server and a sandbox probe being started, and what they were started for."""
 
     env: dict[str, str]
     ready_timeout: float
     fork_timeout: float
-    task: asyncio.Task[ForkServer | None]
+    fork_server: asyncio.Task[ForkServer | None]
+    probe: asyncio.Task[SandboxSupport]
 
     @classmethod
     def start(
@@ -63,14 +78,16 @@ class EarlyForkServer:
         *,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
         fork_timeout: float = DEFAULT_FORK_TIMEOUT,
-    ) -> EarlyForkServer:
-        """Start one on the running loop, for runners of these settings."""
+    ) -> EarlyChildren:
+        """Start both on the running loop, for runners of these settings."""
         env = runner_env(allowlist)
         starting = start_fork_server(env, ready_timeout=ready_timeout, fork_timeout=fork_timeout)
-        return cls(env, ready_timeout, fork_timeout, asyncio.ensure_future(starting))
+        fork_server = asyncio.ensure_future(starting)
+        probe = asyncio.ensure_future(_probe(env))
+        return cls(env, ready_timeout, fork_timeout, fork_server, probe)
 
     def fits(self, env: Mapping[str, str], *, ready_timeout: float, fork_timeout: float) -> bool:
-        """Whether this is the fork server a host with these settings would start."""
+        """Whether these are the children a host with these settings would start."""
         return (
             dict(env) == self.env
             and ready_timeout == self.ready_timeout
@@ -78,7 +95,7 @@ class EarlyForkServer:
         )
 
     async def aclose(self) -> None:
-        """Stop it once started, for a host that does not take it over (or never starts)."""
-        outcome = (await asyncio.gather(self.task, return_exceptions=True))[0]
-        if isinstance(outcome, ForkServer):
-            await outcome.aclose()
+        """Stop them once started, for a host that does not take them over (or never starts)."""
+        outcomes = await asyncio.gather(self.fork_server, self.probe, return_exceptions=True)
+        if isinstance(outcomes[0], ForkServer):
+            await outcomes[0].aclose()

@@ -1,4 +1,4 @@
-"""A fork server started ahead of the host is adopted when it fits, closed when it does not."""
+"""Children started ahead of the host are adopted when they fit, closed when they do not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from plughost.host import PluginHost
-from plughost.runners.early import DEFAULT_FORK_TIMEOUT, DEFAULT_READY_TIMEOUT, EarlyForkServer
+from plughost.runners.early import DEFAULT_FORK_TIMEOUT, DEFAULT_READY_TIMEOUT, EarlyChildren
 from plughost.settings import HostSettings, RunnerSettings
 
 pytestmark = pytest.mark.skipif(
@@ -23,10 +23,10 @@ def test_early_defaults_are_the_runner_settings_defaults() -> None:
 
 
 async def test_host_adopts_an_early_fork_server_started_for_its_settings() -> None:
-    early = EarlyForkServer.start()
+    early = EarlyChildren.start()
     host = PluginHost(settings=HostSettings(), early=early)
     async with host:
-        server = await early.task
+        server = await early.fork_server
         assert server is not None
         assert host._fork_server is server
         assert server.running
@@ -37,10 +37,10 @@ async def test_host_closes_an_early_fork_server_started_for_other_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PLUGHOST_TEST_OTHER_ENV", "1")  # passed to the early one's runners only
-    early = EarlyForkServer.start(["PLUGHOST_TEST_OTHER_ENV"])
+    early = EarlyChildren.start(["PLUGHOST_TEST_OTHER_ENV"])
     settings = HostSettings()
     async with PluginHost(settings=settings, early=early) as host:
-        server = await early.task
+        server = await early.fork_server
         assert server is not None
         assert host._fork_server is not None
         assert host._fork_server is not server
@@ -48,9 +48,18 @@ async def test_host_closes_an_early_fork_server_started_for_other_settings(
 
 
 async def test_a_host_that_never_starts_closes_its_early_fork_server() -> None:
-    early = EarlyForkServer.start()
+    early = EarlyChildren.start()
     host = PluginHost(settings=HostSettings(), early=early)
     await host.aclose()
-    server = await early.task
+    server = await early.fork_server
     assert server is not None
     assert not server.running
+
+
+async def test_host_takes_the_early_probe_answer_for_its_sandbox_plan() -> None:
+    early = EarlyChildren.start()
+    async with PluginHost(settings=HostSettings(), early=early) as host:
+        assert early.probe.done()
+        support = early.probe.result()
+        assert host.sandbox is not None
+        assert set(host.sandbox.active) <= support.offered
