@@ -119,7 +119,7 @@ def namespaces() -> Iterator[Namespaces]:
         spaces.delete()
 
 
-async def test_runners_in_another_namespace_balance_survive_a_kill_and_a_cut_link_and_refusals(
+async def test_runners_in_another_namespace_balance_survive_a_kill_a_cut_link_and_a_host_restart(
     namespaces: Namespaces, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     keys = tmp_path / "keys"
@@ -188,6 +188,18 @@ async def test_runners_in_another_namespace_balance_survive_a_kill_and_a_cut_lin
         assert await exited(runners[-1], timeout=30) == 3
         assert logged(caplog.records, "not on the allow-list of credential narrow")
         assert healthy_members(host) == 2
+
+        # The host restarts (same address, same keys_dir): its runners rejoin by themselves.
+        serving = {m.remote_pid for m in pool.healthy()} if (pool := remote_pool(host)) else set()
+        assert len(serving) == 2
+        await host.aclose()
+        host = PluginHost(settings=settings)
+        with namespaces.entered(namespaces.a):
+            await host.start()
+        await wait_until(lambda: healthy_members(host) == 2, timeout=30, what="both rejoined")
+        again = await asyncio.gather(*(pause(host, 0.2) for _ in range(4)))
+        assert all(r.success for r in again), [r.error_message for r in again]
+        assert {r.structured_content["pid"] for r in again} <= serving  # the same processes
     finally:
         for process in runners:
             stop(process)
