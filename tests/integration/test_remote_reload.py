@@ -18,6 +18,7 @@ from tests.integration.remote_helpers import (
     logged,
     pause,
     plugin_dir,
+    remote_pool,
     remote_settings,
     start_runner,
     status_of,
@@ -44,7 +45,10 @@ async def test_an_edit_on_the_runner_replaces_the_plugin_and_calls_in_flight_fin
     folder = await joined(host, tmp_path, PLUGIN_ID, runners)
     before = await pause(host, 0)
     assert before.success and before.content == "1.0.0"
-    slow = [asyncio.create_task(pause(host, 1.5)) for _ in range(3)]
+    slow = [asyncio.create_task(pause(host, 4.0)) for _ in range(3)]
+    pool = remote_pool(host)
+    assert pool is not None
+    await wait_until(lambda: pool.inflight == 3, timeout=5, what="slow calls in flight")
     write_plugin(folder, "1.1.0")  # the operator edits the plugin on the runner's machine
     assert host.remote is not None
     await wait_until(
@@ -52,6 +56,7 @@ async def test_an_edit_on_the_runner_replaces_the_plugin_and_calls_in_flight_fin
         timeout=30,
         what="the new version reported",
     )
+    assert not any(call.done() for call in slow)  # switched while they run
     after = await pause(host, 0)
     assert after.success and after.content == "1.1.0"
     assert after.structured_content["pid"] == before.structured_content["pid"]  # no restart
