@@ -262,9 +262,12 @@ async def test_the_example_joins_serves_a_call_and_says_where_the_runner_is(
     for _ in range(3):
         assert _port_open(cluster.remote_port)  # probes while runners are connected
     assert _joined(cluster, allowed)
-    # The runner's id names the machine it runs on: in a pod, the pod's name.
-    runners = _rows(cluster)["plughost.example-units"]["runners"]
-    assert [r.rsplit(":", 1)[0] for r in runners] == [f"{CREDENTIAL}@{socket.gethostname()}"]
+    # The runner's id names the machine it runs on (in a pod, the pod's name), and
+    # where names its address, credential and pid (in a pod, 1: the entrypoint).
+    row = _rows(cluster)["plughost.example-units"]
+    pid = cluster.runner.process.pid
+    assert row["runners"] == [f"{CREDENTIAL}@{socket.gethostname()}:{pid}"]
+    assert row["where"] == [f"127.0.0.1 (credential {CREDENTIAL}, pid {pid} there)"]
     assert "refused" not in cluster.host.text(), cluster.host.text()
 
 

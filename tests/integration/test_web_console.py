@@ -51,9 +51,9 @@ expect = sync_api.expect
 class Served:
     """A ``plughost serve --web`` process, started at once, and the console address it prints."""
 
-    def __init__(self, plugins: Path, workdir: Path) -> None:
+    def __init__(self, plugins: Path, workdir: Path, *extra: str) -> None:
         command = [sys.executable, "-m", "plughost", "serve", "--plugins", str(plugins)]
-        command += ["--web", "127.0.0.1:0", "--log-format", "json"]
+        command += ["--web", "127.0.0.1:0", "--log-format", "json", *extra]
         self.process = subprocess.Popen(
             command,
             cwd=workdir,

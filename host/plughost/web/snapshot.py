@@ -5,6 +5,10 @@ tool registry) plus what only the event stream tells: which plugins are
 reloading right now and how many times each runner restarted in the restart
 window. Every field a newer ``host.status()`` row carries (sandbox protections,
 say) is passed through as it is, so the page shows it without a change here.
+
+Each plugin's ``members`` pairs every runner serving it (several for replicas
+and remote pools) with where ``host.status()`` says it runs (``local pid N``,
+or a remote runner's address and credential), its state and calls in flight.
 """
 
 from __future__ import annotations
@@ -108,9 +112,33 @@ def plugins(host: PluginHost, stats: CallStats, tracker: EventTracker) -> list[d
         problem = host.problems.get(key)
         row["problems"] = [] if problem is None else [_problem(problem)]
         row["runner"] = _runner(runner, tracker) if runner is not None else None
+        row["members"] = _members(host, status.runners, status.where, key)
         row["calls"] = stats.summary(key)
         rows.append(row)
     return rows
+
+
+def _members(
+    host: PluginHost, runner_ids: tuple[str, ...], where: tuple[str, ...], plugin_id: str
+) -> list[dict[str, Any]]:
+    """Every runner serving ``plugin_id``: where it is, and how it is doing."""
+    known: dict[str, Any] = {r.runner_id: r for r in host.runners_for(plugin_id)}
+    pool = host.remote.pools.get(plugin_id) if host.remote is not None else None
+    known.update({m.runner_id: m for m in pool.members} if pool is not None else {})
+    members = []
+    for runner_id, place in zip(runner_ids, where, strict=False):
+        member = known.get(runner_id)
+        members.append(
+            {
+                "runner_id": runner_id,
+                "where": place,
+                "remote": not place.startswith("local "),
+                "state": member.state.value if member is not None else None,
+                "healthy": bool(member.healthy) if member is not None else False,
+                "inflight": int(member.inflight) if member is not None else 0,
+            }
+        )
+    return members
 
 
 def _problem(problem: Any) -> dict[str, Any]:

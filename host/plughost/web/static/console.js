@@ -64,7 +64,24 @@ const fmt = {
 
 // --- plugins and runners ---------------------------------------------------------------------
 const KNOWN_FIELDS = new Set(["plugin_id", "version", "path", "state", "runner_id", "pid", "tools",
-  "error", "enabled", "problems", "runner", "calls"]);
+  "error", "enabled", "problems", "runner", "calls", "runners", "where", "members"]);
+
+// Where each runner of a plugin is: "local pid N", or a remote runner's address and credential.
+// One line per pool member (replicas, remote runners), so a pool shows every member.
+function whereCell(members) {
+  if (!members.length) return el("td", { class: "where" }, "–");
+  return el("td", { class: "where" }, members.map((m) => el("div", {
+    class: `member ${m.remote ? "remote" : "local"}${m.healthy ? "" : " unhealthy"}`,
+    "data-runner": m.runner_id,
+    "data-state": m.state || "",
+    title: `runner ${m.runner_id}: ${m.state || "unknown"}, ${m.inflight} calls in flight`,
+  }, m.where)));
+}
+
+function poolDetails(members) {
+  const parts = members.map((m) => `${m.runner_id} at ${m.where} (${m.state || "unknown"}, ${m.inflight} in flight)`);
+  return el("div", { class: "details pool" }, `pool of ${members.length} runners: ${parts.join("; ")}`);
+}
 
 function chart(calls) {
   const series = (calls && calls.series) || [];
@@ -114,11 +131,13 @@ function renderPlugins(plugins) {
   for (const p of plugins) {
     const runner = p.runner || {};
     const calls = p.calls || {};
+    const members = p.members || [];
     const stateName = p.enabled === false ? p.state + " (disabled)" : p.state;
     const row = el("tr", { "data-plugin": p.plugin_id },
       el("td", { title: p.path }, el("strong", {}, p.plugin_id)),
       el("td", {}, p.version || "–"),
       el("td", { class: "state state-" + p.state.replace(/\s+/g, "-") }, stateName),
+      whereCell(members),
       el("td", { class: "pid num" }, fmt.num(p.pid)),
       el("td", { class: "uptime num" }, fmt.uptime(runner.uptime_s)),
       el("td", { class: "restarts num" }, fmt.num(runner.restarts)),
@@ -144,11 +163,12 @@ function renderPlugins(plugins) {
       extra.push(el("div", { class: "details" },
         `runner ${runner.runner_id} (${runner.state}${shared}); tools: ${(p.tools || []).join(", ") || "none"}`));
     }
+    if (members.length > 1) extra.push(poolDetails(members));
     for (const [key, value] of Object.entries(p)) {
       if (KNOWN_FIELDS.has(key) || value === null || value === "" || (Array.isArray(value) && !value.length)) continue;
       extra.push(el("div", { class: "details extra", "data-field": key }, `${key.replace(/_/g, " ")}: ${typeof value === "object" ? JSON.stringify(value) : value}`));
     }
-    if (extra.length) body.append(el("tr", { class: "extra-row", "data-plugin-details": p.plugin_id }, el("td", { colspan: 13 }, extra)));
+    if (extra.length) body.append(el("tr", { class: "extra-row", "data-plugin-details": p.plugin_id }, el("td", { colspan: 14 }, extra)));
   }
 }
 
