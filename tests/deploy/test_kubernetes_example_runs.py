@@ -88,6 +88,15 @@ class Cluster:
     mcp_port: int
     console: str
     token: str
+    serve: list[str]
+    workdir: Path
+
+    async def restart_host(self) -> None:
+        """Stop the host as Kubernetes stops a pod, and start it again on the same files."""
+        assert self.host.stop(signal.SIGTERM) == 0
+        self.host = Logged(self.serve, self.workdir)
+        await wait_until(lambda: _console_address(self.host)[0] != "", timeout=60, what="console")
+        self.console, self.token = _console_address(self.host)
 
 
 def _free_port() -> int:
@@ -200,18 +209,21 @@ async def cluster(tmp_path: Path) -> Iterator[Cluster]:
 
     (entrypoint,) = HOST.final.all("ENTRYPOINT")
     serve = [a if a != "/etc/plughost/plughost.toml" else str(config) for a in entrypoint.args]
-    host = Logged([sys.executable, "-m", "plughost", *serve[1:]], tmp_path)
+    command = [sys.executable, "-m", "plughost", *serve[1:]]
+    host = Logged(command, tmp_path)
     runner: Logged | None = None
+    made: Cluster | None = None
     try:
         await wait_until(lambda: _console_address(host)[0] != "", timeout=60, what="console up")
         await wait_until(lambda: _port_open(remote_port), timeout=30, what="runner port open")
         runner = Logged(_runner_command(tmp_path, remote_port, credential), tmp_path)
         console, token = _console_address(host)
-        yield Cluster(host, runner, remote_port, mcp_port, console, token)
+        made = Cluster(host, runner, remote_port, mcp_port, console, token, command, tmp_path)
+        yield made
     finally:
         if runner is not None:
             runner.stop()
-        host.stop(signal.SIGTERM)
+        (made.host if made is not None else host).stop(signal.SIGTERM)
 
 
 def _port_open(port: int) -> bool:
@@ -286,3 +298,20 @@ async def test_a_runner_stopped_like_a_pod_exits_at_once_and_the_host_finds_it_l
         timeout=60,
         what="the host noticed the runner's silence",
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+async def test_a_host_restarted_on_its_claim_and_service_address_gets_its_runner_back(
+    cluster: Cluster,
+) -> None:
+    allowed = [a.partition("==")[0] for a in _readme_allow_list()]
+    await wait_until(lambda: _joined(cluster, allowed), timeout=60, what="the runner joined")
+    before = _rows(cluster)["plughost.example-units"]["runners"]
+
+    # A new pod: same keys_dir (the claim), same address (the Service), same runner.
+    await cluster.restart_host()
+
+    await wait_until(lambda: _joined(cluster, allowed), timeout=60, what="the runner rejoined")
+    assert cluster.runner.process.poll() is None
+    assert _rows(cluster)["plughost.example-units"]["runners"] == before
