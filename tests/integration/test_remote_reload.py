@@ -26,6 +26,12 @@ from tests.integration.remote_helpers import (
 from tests.integration.test_replicas import write_plugin
 from tests.waiting import wait_until
 
+ON_UNLOAD = """    config_model = Config
+
+    async def on_unload(self) -> None:
+        self.ctx.paths.data("unloaded.txt").write_text("1.0.0")
+"""
+
 
 async def joined(
     host: PluginHost, tmp_path: Path, allow: str, runners: list[subprocess.Popen[bytes]]
@@ -34,6 +40,8 @@ async def joined(
     assert host.remote is not None
     credential = issue(tmp_path / "keys", "editable", [allow], tmp_path / "editable.json")
     plugins = plugin_dir(tmp_path / "remote-plugins")
+    source = plugins / PLUGIN_ID / "plugin.py"
+    source.write_text(source.read_text().replace("    config_model = Config\n", ON_UNLOAD))
     runners.append(start_runner(host.remote.listener.endpoint, credential, plugins, tmp_path))
     await wait_until(lambda: healthy_members(host) == 1, timeout=30, what="the runner joined")
     return plugins / PLUGIN_ID
@@ -57,11 +65,14 @@ async def test_an_edit_on_the_runner_replaces_the_plugin_and_calls_in_flight_fin
         what="the new version reported",
     )
     assert not any(call.done() for call in slow)  # switched while they run
+    unloaded = tmp_path / "runner-data" / "data" / PLUGIN_ID / "unloaded.txt"
+    assert not unloaded.exists()  # the old version waits for its calls
     after = await pause(host, 0)
     assert after.success and after.content == "1.1.0"
     assert after.structured_content["pid"] == before.structured_content["pid"]  # no restart
     finished = await asyncio.gather(*slow)
     assert [r.content for r in finished] == ["1.0.0"] * 3, [r.error_message for r in finished]
+    await wait_until(unloaded.exists, timeout=10, what="the old version's on_unload ran")
     status = status_of(host)
     assert status.version == "1.1.0" and status.error == "" and status.state == "loaded"
 
