@@ -10,7 +10,6 @@ a client, offers sampling, which it passes on to its own client.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import shutil
 import sys
@@ -22,12 +21,10 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.mcp_servers.harness import DEMO_SERVER, plughost_serve_http
+from tests.mcp_servers.harness import DEMO_SERVER, plughost_client, plughost_serve_http
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,19 +102,10 @@ async def connect(
             "logging_callback": peer.logging,
             "message_handler": peer.messages,
         }
-    async with contextlib.AsyncExitStack() as stack:
-        target: Any
-        if transport == "stdio":
-            args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config)]
-            target = StdioServerParameters(command=sys.executable, args=[*args, "--mcp-stdio"])
-        else:
-            url, token = request.getfixturevalue("http_server")
-            headers = {"Authorization": f"Bearer {token}"}
-            http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-            target = streamable_http_client(url, http_client=http)
-        # The handshake-era protocol: sampling and elicitation need a server-to-client channel.
-        client = Client(target, mode="legacy", cache=None, **callbacks)
-        yield await stack.enter_async_context(client)
+    served = request.getfixturevalue("http_server") if transport == "http" else None
+    # The handshake-era protocol: sampling and elicitation need a server-to-client channel.
+    async with plughost_client(config, served, **callbacks) as client:
+        yield client
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +129,31 @@ def pid_alive(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
         return False
+
+
+@contextlib.asynccontextmanager
+async def plughost_client(
+    config: Path, served: tuple[str, str] | None, *, mode: str = "legacy", **callbacks: Any
+) -> AsyncIterator[Any]:
+    """An official SDK ``Client`` of ``plughost serve --config CONFIG``.
+
+    Over stdio (a ``plughost serve --mcp-stdio`` of its own) when ``served`` is None,
+    else over streamable HTTP to ``served`` (the URL and token of
+    :func:`plughost_serve_http`). ``callbacks`` go to ``Client`` as they are.
+    """
+    from mcp import Client, StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with contextlib.AsyncExitStack() as stack:
+        target: Any
+        if served is None:
+            args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config)]
+            target = StdioServerParameters(command=sys.executable, args=[*args, "--mcp-stdio"])
+        else:
+            url, token = served
+            headers = {"Authorization": f"Bearer {token}"}
+            http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+            target = streamable_http_client(url, http_client=http)
+        client = Client(target, mode=mode, cache=None, **callbacks)
+        yield await stack.enter_async_context(client)

@@ -135,6 +135,11 @@ class MCPConnection:
         config: How to reach it.
         on_change: Called with ``name`` whenever :attr:`catalog` changes: a
             connect, a list_changed refresh, the server failing or recovering.
+        on_notification: Called with ``name`` and each server notification that
+            is not a list change (resource updates, for one).
+        on_connected: Awaited with ``name`` and the client after each connect, in
+            the owner task, before the connection serves commands (to restore
+            subscriptions); its failures are its own to handle.
     """
 
     def __init__(
@@ -144,10 +149,14 @@ class MCPConnection:
         *,
         on_change: Callable[[str], None] | None = None,
         callbacks: Mapping[str, Any] | None = None,
+        on_notification: Callable[[str, Any], None] | None = None,
+        on_connected: Callable[[str, Client], Awaitable[None]] | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self._on_change = on_change
+        self._on_notification = on_notification
+        self._on_connected = on_connected
         self._callbacks = dict(callbacks or {})  # sampling, elicitation, roots (mcp.Client)
         self._lock = anyio.Lock()
         self._state = ServerState.IDLE
@@ -426,6 +435,8 @@ class MCPConnection:
                         scope.deadline = math.inf
                         connected = True
                         self._set_connected(client, catalog)
+                        if self._on_connected is not None:
+                            await self._on_connected(self.name, client)
                         failure = await self._serve(client, commands)
                     finally:
                         # Before anything closes, so no caller picks up a half-closed client.
@@ -502,6 +513,8 @@ class MCPConnection:
             client = self._client
             if client is not None and is_connection_lost(message):
                 self._mark_lost(client, reason)
+        elif self._on_notification is not None:
+            self._on_notification(self.name, message)
 
     def _on_exit(self, reason: str) -> None:
         """A stdio server's process ended by itself: remember why, end the connection now."""

@@ -54,6 +54,7 @@ from plughost.mcp.content import result_from_mcp, result_from_prompt, result_fro
 from plughost.mcp.provider_content import UpstreamContent
 from plughost.mcp.session import Catalog, describe_error
 from plughost.mcp.upstream_requests import UpstreamRequests
+from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
 from plughost.tools import progress
 from plughost.tools.naming import qualified_name
 from plughost.tools.progress import Progress
@@ -114,12 +115,15 @@ class MCPToolProvider:
             config = MCPConfig(servers=dict(config))
         self.provider_name: str = provider_name or config.provider_name
         self._requests = UpstreamRequests(config.roots)
+        self._subscriptions = UpstreamSubscriptions(self._resource_updated)
         self._connections = {
             name: MCPConnection(
                 name,
                 server,
                 on_change=self._server_changed,
                 callbacks=self._requests.callbacks(name),
+                on_notification=self._subscriptions.notification,
+                on_connected=self._connected,
             )
             for name, server in config.servers.items()
             if server.enabled
@@ -197,6 +201,33 @@ class MCPToolProvider:
     ) -> list[str]:
         """Completions from the server of the prompt or template."""
         return await self._content.complete(kind, name, argument, value, context)
+
+    async def subscribe_resource(self, uri: str) -> bool:
+        """Subscribe at the server that serves ``uri``; False when none of them does.
+
+        Raises:
+            ContentError: The server cannot or would not subscribe.
+        """
+        await self._connect_pending(quiet=False)  # a client may subscribe before listing
+        server = self._content.server_of_uri(uri)
+        if server is None:
+            return False
+        await self._subscriptions.subscribe(self._connections[server], uri)
+        return True
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Unsubscribe at every server where ``uri`` is subscribed."""
+        for server, connection in self._connections.items():
+            if uri in self._subscriptions.subscribed(server):
+                await self._subscriptions.unsubscribe(connection, uri)
+
+    async def _connected(self, server: str, client: Client) -> None:
+        timeout = self._connections[server].config.tool_timeout
+        await self._subscriptions.restore(server, client, timeout)
+
+    def _resource_updated(self, uri: str) -> None:
+        if self._registry is not None:
+            self._registry.notify_resource_updated(uri)
 
     async def close(self) -> None:
         """Close every server connection (each in its own owner task)."""

@@ -45,7 +45,7 @@ from plughost.tools.resources import (
 from plughost_sdk.models import ContentItem
 from plughost_sdk.resources import match_template
 
-__all__ = ["UpstreamContent"]
+__all__ = ["UpstreamContent", "content_request"]
 
 T = TypeVar("T")
 
@@ -174,18 +174,28 @@ class UpstreamContent:
     async def _request(
         self, server: str, operation: Callable[[Client], Awaitable[T]], what: str
     ) -> T:
-        connection = self._connections[server]
-        timeout = connection.config.tool_timeout
-        try:
-            return await connection.request(operation, timeout=timeout)
-        except TimeoutError:
-            raise ContentError(
-                f"MCP server {server!r} did not answer {what} within {timeout:g} s"
-            ) from None
-        except ServerUnavailableError as exc:
-            raise ContentError(f"MCP server {server!r} is unavailable: {exc}") from None
-        except MCPError as exc:
-            raise ContentError(f"MCP server {server!r} refused {what}: {exc.message}") from None
+        return await content_request(self._connections[server], operation, what)
+
+
+async def content_request(
+    connection: MCPConnection,
+    operation: Callable[[Client], Awaitable[T]],
+    what: str,
+    *,
+    idempotent: bool = False,
+) -> T:
+    """Run ``operation`` under the server's ``tool_timeout``; any failure is a ContentError."""
+    server, timeout = connection.name, connection.config.tool_timeout
+    try:
+        return await connection.request(operation, timeout=timeout, idempotent=idempotent)
+    except TimeoutError:
+        raise ContentError(
+            f"MCP server {server!r} did not answer {what} within {timeout:g} s"
+        ) from None
+    except ServerUnavailableError as exc:
+        raise ContentError(f"MCP server {server!r} is unavailable: {exc}") from None
+    except MCPError as exc:
+        raise ContentError(f"MCP server {server!r} refused {what}: {exc.message}") from None
 
 
 def _resource(name: str, resource: types.Resource) -> ResourceInfo:

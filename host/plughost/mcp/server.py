@@ -55,7 +55,11 @@ from plughost.mcp.client_link import MCPClientLink, set_logging_level
 from plughost.mcp.content import result_to_mcp
 from plughost.mcp.event_store import MemoryEventStore
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE, page_of
-from plughost.mcp.server_content import ContentHandlers, ResourceSubscriptions
+from plughost.mcp.server_content import (
+    ContentHandlers,
+    ResourceSubscriptions,
+    SourceListenHandler,
+)
 from plughost.mcp.shutdown import CallCounter, stop_requested
 from plughost.mcp.shutdown import written as written_out
 from plughost.tools import progress
@@ -160,14 +164,17 @@ class RegistryMCPServer:
         self._changes: MemoryObjectSendStream[None] | None = None
         self._change_pending = False
         self.calls = CallCounter()
-        self.subscriptions = ResourceSubscriptions(self._bus)
-        content = ContentHandlers(ContentCatalog(registry), self.subscriptions)
+        catalog = ContentCatalog(registry)
+        self.subscriptions = ResourceSubscriptions(self._bus, catalog)
+        content = ContentHandlers(catalog, self.subscriptions)
         self.server = _Server(
             name,
             version=_version(),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=SourceListenHandler(
+                ListenHandler(self._bus), self.subscriptions
+            ),
             on_list_resources=content.list_resources,
             on_list_resource_templates=content.list_templates,
             on_read_resource=content.read_resource,

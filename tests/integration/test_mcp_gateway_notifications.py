@@ -1,0 +1,199 @@
+"""An upstream server's change notifications reach the MCP clients of ``plughost serve``.
+
+The upstream (tests/mcp_servers/watched_server.py, the SDK's lowlevel ``Server``
+over stdio) logs every ``resources/subscribe`` and ``resources/unsubscribe`` it
+receives, and changes its resources, tools and prompts when asked. The clients
+are the official SDK's, over stdio and streamable HTTP, handshake-era
+(``resources/subscribe``) and 2026-07-28 (``subscriptions/listen``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from tests.mcp_servers.harness import HERE, plughost_client, plughost_serve_http
+from tests.waiting import wait_until
+
+WATCHED = HERE / "watched_server.py"
+URI = "test://watched/a"
+
+
+@pytest.fixture(scope="module")
+def upstream_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("watched") / "subscriptions.log"
+
+
+@pytest.fixture(scope="module")
+def config(upstream_log: Path) -> Path:
+    path = upstream_log.parent / "plughost.toml"
+    plugins = upstream_log.parent / "plugins"  # none: every tool comes from upstream
+    plugins.mkdir()
+    path.write_text(
+        f"[host]\nplugin_dirs = [{json.dumps(str(plugins))}]\n\n"
+        f"[mcp.servers.watched]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(WATCHED))}, {json.dumps(str(upstream_log))}]\n"
+        'protocol = "legacy"\n'
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def http_server(config: Path) -> Iterator[tuple[str, str]]:
+    with plughost_serve_http(config.parent / "token", "--config", str(config)) as served:
+        yield served
+
+
+class Heard:
+    """The notifications a client received."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+
+    async def __call__(self, message: Any) -> None:
+        self.messages.append(message)
+
+    def updated(self) -> list[str]:
+        return [
+            str(m.params.uri)
+            for m in self.messages
+            if isinstance(m, types.ResourceUpdatedNotification)
+        ]
+
+    def count(self, kind: type) -> int:
+        return sum(isinstance(m, kind) for m in self.messages)
+
+
+def upstream_lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    transport: str, config: Path, request: pytest.FixtureRequest, heard: Heard, mode: str
+) -> AsyncIterator[Client]:
+    served = request.getfixturevalue("http_server") if transport == "http" else None
+    async with plughost_client(config, served, mode=mode, message_handler=heard) as client:
+        yield client
+
+
+async def subscribe(client: Client, uri: str, *, unsubscribe: bool = False) -> None:
+    with warnings.catch_warnings():  # deprecated in 2026-07-28, current before
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        if unsubscribe:
+            await client.unsubscribe_resource(uri)
+        else:
+            await client.subscribe_resource(uri)
+
+
+async def until_logged(log: Path, line: str, count: int = 1) -> None:
+    await wait_until(
+        lambda: upstream_lines(log).count(line) >= count, timeout=15, what=f"upstream got {line!r}"
+    )
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_subscription_to_an_upstream_resource_is_made_upstream_and_relayed(
+    transport: str, config: Path, upstream_log: Path, request: pytest.FixtureRequest
+) -> None:
+    heard = Heard()
+    before = upstream_lines(upstream_log)
+    async with connect(transport, config, request, heard, "legacy") as client:
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+        await subscribe(client, URI)
+        await until_logged(upstream_log, f"subscribe {URI}", before.count(f"subscribe {URI}") + 1)
+        await client.call_tool("mcp_watched_touch", {"uri": URI})
+        await wait_until(lambda: URI in heard.updated(), timeout=15, what="the update relayed")
+        await subscribe(client, URI, unsubscribe=True)
+        await until_logged(
+            upstream_log, f"unsubscribe {URI}", before.count(f"unsubscribe {URI}") + 1
+        )
+
+    assert URI in uris  # re-served under the server's own URI
+    assert heard.updated() == [URI]
+
+
+async def test_the_upstream_subscription_ends_when_the_last_client_leaves(
+    config: Path, upstream_log: Path, request: pytest.FixtureRequest
+) -> None:
+    start = upstream_lines(upstream_log)
+    first, second = Heard(), Heard()
+    async with connect("http", config, request, first, "legacy") as one:
+        async with connect("http", config, request, second, "legacy") as two:
+            await subscribe(one, URI)
+            await subscribe(two, URI)
+            await subscribe(one, URI, unsubscribe=True)
+            await one.call_tool("mcp_watched_touch", {"uri": URI})
+            await wait_until(lambda: URI in second.updated(), timeout=15, what="B hears it")
+            while_held = upstream_lines(upstream_log)[len(start) :]
+        # B left without unsubscribing: its session ended, and with it the last holder.
+        await until_logged(
+            upstream_log, f"unsubscribe {URI}", start.count(f"unsubscribe {URI}") + 1
+        )
+
+    assert while_held == [f"subscribe {URI}"]  # once for both clients, still held after A left
+    assert first.updated() == []
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_2026_client_listening_to_an_upstream_resource_hears_its_updates(
+    transport: str, config: Path, upstream_log: Path, request: pytest.FixtureRequest
+) -> None:
+    before = upstream_lines(upstream_log)
+    async with connect(transport, config, request, Heard(), "auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=[URI]) as events:
+            await until_logged(
+                upstream_log, f"subscribe {URI}", before.count(f"subscribe {URI}") + 1
+            )
+            await client.call_tool("mcp_watched_touch", {"uri": URI})
+            event = await anext(aiter(events))
+        await until_logged(
+            upstream_log, f"unsubscribe {URI}", before.count(f"unsubscribe {URI}") + 1
+        )
+
+    assert getattr(event, "uri", None) == URI
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_upstream_list_changes_reach_the_client(
+    transport: str, config: Path, request: pytest.FixtureRequest
+) -> None:
+    heard = Heard()
+    async with connect(transport, config, request, heard, "legacy") as client:
+        tools_before = {t.name for t in (await client.list_tools()).tools}
+        await client.call_tool("mcp_watched_grow", {"kind": "tool"})
+        await wait_until(
+            lambda: heard.count(types.ToolListChangedNotification) >= 1, timeout=15, what="tools"
+        )
+        tools_after = {t.name for t in (await client.list_tools()).tools}
+        resources_before = {str(r.uri) for r in (await client.list_resources()).resources}
+        await client.call_tool("mcp_watched_grow", {"kind": "resource"})
+        await wait_until(
+            lambda: heard.count(types.ResourceListChangedNotification) >= 2,
+            timeout=15,
+            what="resources",
+        )
+        resources_after = {str(r.uri) for r in (await client.list_resources()).resources}
+        prompts_before = {p.name for p in (await client.list_prompts()).prompts}
+        await client.call_tool("mcp_watched_grow", {"kind": "prompt"})
+        await wait_until(
+            lambda: heard.count(types.PromptListChangedNotification) >= 3,
+            timeout=15,
+            what="prompts",
+        )
+        prompts_after = {p.name for p in (await client.list_prompts()).prompts}
+
+    assert len(tools_after - tools_before) == 1
+    assert len(resources_after - resources_before) == 1
+    assert len(prompts_after - prompts_before) == 1
