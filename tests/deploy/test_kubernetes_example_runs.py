@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -53,6 +54,7 @@ class Logged:
             start_new_session=True,
         )
         self.lines: list[str] = []
+        self.started = time.monotonic()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -217,6 +219,7 @@ async def cluster(tmp_path: Path) -> Iterator[Cluster]:
         await wait_until(lambda: _console_address(host)[0] != "", timeout=60, what="console up")
         await wait_until(lambda: _port_open(remote_port), timeout=30, what="runner port open")
         runner = Logged(_runner_command(tmp_path, remote_port, credential), tmp_path)
+        runner.started = time.monotonic()
         console, token = _console_address(host)
         made = Cluster(host, runner, remote_port, mcp_port, console, token, command, tmp_path)
         yield made
@@ -258,6 +261,15 @@ async def test_the_example_joins_serves_a_call_and_says_where_the_runner_is(
     allowed = [a.partition("==")[0] for a in _readme_allow_list()]
     assert allowed == ["plughost.example-units", "plughost.example-image"]
     await wait_until(lambda: _joined(cluster, allowed), timeout=60, what="the runner joined")
+    # Within minReadySeconds, the time Kubernetes gives a new runner pod before it
+    # stops an old one in a rollout (on a loaded test machine, with margin to spare).
+    ready = manifest("Deployment", "plughost-runner")["spec"]["minReadySeconds"]
+    assert time.monotonic() - cluster.runner.started < ready
+    joined = [json.loads(line) for line in cluster.host.lines if line.startswith("{")]
+    assert any(
+        "joined from" in str(j.get("message")) and f"credential {CREDENTIAL}" in str(j["message"])
+        for j in joined
+    ), cluster.host.text()
 
     status, body = _post(
         f"{cluster.console}/api/call",
