@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp.client.session
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -216,6 +217,60 @@ async def test_sampling_fails_with_the_reason_when_the_client_does_not_offer_it(
     assert result.is_error
     assert "did not offer sampling" in text_of(result)
     assert not logged.is_error  # no logging/setLevel: the call runs, no log messages are sent
+
+
+@pytest.mark.parametrize(
+    ("transport", "version"),
+    [
+        ("stdio", "2024-11-05"),
+        ("http", "2024-11-05"),
+        ("http", "2025-03-26"),
+        ("http", "2025-06-18"),
+    ],
+)
+async def test_clients_of_older_protocols_are_served_sampling_and_elicitation_where_it_exists(
+    transport: str,
+    version: str,
+    config: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The SDK client always offers its newest handshake version; this pins an older one.
+    monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", version)
+    peer = Peer()
+    async with connect(transport, config, request, peer) as client:
+        negotiated = client.protocol_version
+        sampled = await client.call_tool("test_sampling", {"prompt": "2+2?"})
+        elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+
+    assert negotiated == version
+    # sampling/createMessage exists since 2024-11-05: every handshake-era client is served.
+    assert not sampled.is_error, text_of(sampled)
+    assert text_of(sampled) == "LLM response: four"
+    if version >= "2025-06-18":
+        assert text_of(elicited).startswith("User response: action=accept")
+    else:
+        # elicitation/create came with 2025-06-18: refused with the reason, never sent.
+        assert elicited.is_error
+        assert f"its protocol {version} has no elicitation requests" in text_of(elicited)
+        assert peer.asked == []
+
+
+async def test_a_2026_client_is_told_why_it_gets_no_sampling(
+    config: Path, request: pytest.FixtureRequest
+) -> None:
+    peer = Peer()
+    served = request.getfixturevalue("http_server")
+    async with plughost_client(
+        config, served, mode="auto", sampling_callback=peer.sampling
+    ) as client:
+        negotiated = client.protocol_version
+        sampled = await client.call_tool("test_sampling", {"prompt": "2+2?"})
+
+    assert negotiated == "2026-07-28"
+    assert sampled.is_error
+    assert "cannot carry a request from the server in the middle of a call" in text_of(sampled)
+    assert peer.sampled == []
 
 
 async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(

@@ -12,10 +12,15 @@ opts in per request with the ``io.modelcontextprotocol/logLevel`` ``_meta`` key.
 Records are queued as they arrive and sent in order by one task; the queue is
 drained before the call's result goes out, so a client sees a call's logs first.
 
-Sampling and elicitation need a client that declared the capability and a
-channel that can carry a request from the server in the middle of a call (the
-handshake-era protocol has one; a 2026-07-28 connection does not): otherwise
-:class:`~plughost.tools.client_link.ClientRequestError` says which is missing.
+Sampling and elicitation need a client that declared the capability, a
+protocol version that has the method (``sampling/createMessage`` exists in every
+handshake-era version, 2024-11-05 on; ``elicitation/create`` from 2025-06-18),
+and a channel that can carry a request from the server in the middle of a call
+(every handshake-era version has one; a 2026-07-28 connection does not, its
+requests for input travel as an ``input_required`` result that the client
+answers by calling again, which a plugin call suspended mid-way cannot use):
+otherwise :class:`~plughost.tools.client_link.ClientRequestError` says which is
+missing, and nothing is sent.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.jsonrpc import INVALID_PARAMS
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
 
 from plughost.tools.client_link import ClientRequestError
 
@@ -53,6 +58,7 @@ LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
     "emergency",
 )
 _LEVEL_KEY = "plughost.log_level"
+_SINCE = {"sampling": "2024-11-05", "elicitation": "2025-06-18"}  # the method's first version
 _DRAIN_TIMEOUT = 2.0
 
 
@@ -176,11 +182,17 @@ class MCPClientLink:
             raise ClientRequestError(
                 f"the MCP client did not offer {name} (it declares no '{name}' capability)"
             )
-        if not session.can_send_request:
+        version = session.protocol_version
+        if version in MODERN_PROTOCOL_VERSIONS or not session.can_send_request:
             raise ClientRequestError(
-                f"the MCP client offers {name}, but its connection (protocol "
-                f"{session.protocol_version}) cannot carry a request from the server in the "
-                "middle of a call; connect with a handshake-era protocol (2025-11-25)"
+                f"the MCP client offers {name}, but its connection (protocol {version}) "
+                "cannot carry a request from the server in the middle of a call; connect "
+                "with the initialize handshake (protocol 2025-11-25 or earlier)"
+            )
+        if not is_version_at_least(version, _SINCE[name]):
+            raise ClientRequestError(
+                f"the MCP client offers {name}, but its protocol {version} has no "
+                f"{name} requests (they exist from protocol {_SINCE[name]} on)"
             )
 
     async def _send(self, request: Any, result_type: Any, method: str) -> Any:
