@@ -238,6 +238,13 @@ def _port_open(port: int) -> bool:
     return True
 
 
+def _confinement(pid: int) -> dict[str, str]:
+    """A process's seccomp mode, no_new_privs and capabilities, from /proc."""
+    fields = ("Seccomp", "NoNewPrivs", "CapEff", "CapBnd")
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines) if k in fields}
+
+
 def _rows(cluster: Cluster) -> dict[str, dict[str, Any]]:
     overview = _get(f"{cluster.console}/api/overview")
     return {row["plugin_id"]: row for row in overview["plugins"]}
@@ -293,6 +300,10 @@ async def test_the_example_joins_serves_a_call_and_says_where_the_runner_is(
     assert row["runners"] == [f"{CREDENTIAL}@{socket.gethostname()}:{pid}"]
     assert row["where"] == [f"127.0.0.1 (credential {CREDENTIAL}, pid {pid} there)"]
     assert "refused" not in cluster.host.text(), cluster.host.text()
+    # No sandbox of plughost's own around a runner it did not start: it is
+    # confined exactly as whatever started it (here this test; there, the pod).
+    assert len(_confinement(pid)) == 4
+    assert _confinement(pid) == _confinement(os.getpid())
 
 
 @pytest.mark.slow
