@@ -254,3 +254,17 @@ def test_the_readmes_timings_are_the_examples_and_the_defaults() -> None:
     assert f"`terminationGracePeriodSeconds: {grace}`" in README
     ready = manifest("Deployment", "plughost-runner")["spec"]["minReadySeconds"]
     assert f"`minReadySeconds: {ready}`" in README
+
+
+def test_the_docker_run_of_the_host_mounts_what_its_configuration_names(tmp_path: Path) -> None:
+    config, config_path = _host_config(tmp_path)
+    (command,) = re.findall(r"docker run [^`]+?plughost-host:\S+", README)
+    mounts = dict(re.findall(r'-v "?([^:"\s]+):([^:"\s]+)(?::ro)?"?', command))
+    assert config_path in mounts.values()
+    assert str(config.serve.mcp_token_file) in mounts.values()
+    assert str(config.host.remote.keys_dir).startswith(mounts["plughost-data"] + "/")
+    (volume,) = HOST.final.all("VOLUME")
+    assert volume.args == [mounts["plughost-data"]]
+    listen = urlsplit(str(config.host.remote.listen))
+    assert f"-p {listen.port}:{listen.port}" in command
+    assert "--tmpfs /tmp" in command and str(config.host.temp_dir).startswith("/tmp/")
