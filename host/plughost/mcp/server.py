@@ -60,7 +60,7 @@ from plughost.mcp.server_content import (
     ResourceSubscriptions,
     SourceListenHandler,
 )
-from plughost.mcp.shutdown import CallCounter, stop_requested
+from plughost.mcp.shutdown import CallCounter, HttpActivity, stop_requested
 from plughost.mcp.shutdown import written as written_out
 from plughost.tools import progress
 from plughost.tools.client_link import current_client
@@ -472,6 +472,8 @@ async def serve_http(
     )
     if bearer_token is not None:
         app = require_bearer(app, bearer_token)
+    activity = HttpActivity()
+    app = activity.wrap(app)
     started = anyio.Event()
     config = uvicorn.Config(
         _signal_startup(app, started),
@@ -497,6 +499,7 @@ async def serve_http(
                         ready.set()
                 if stopping is not None and await stop_requested(stopped, stopping):
                     await bridge.calls.quiet()  # every call answered; uvicorn sends the rest
+                    await activity.settled()  # and what clients ask on receiving an answer
                     server.should_exit = True
                 await stopped.wait()
             finally:

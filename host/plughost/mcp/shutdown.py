@@ -3,7 +3,12 @@
 ``plughost serve`` drains the host first (calls finish or are answered with
 ``shutting_down``); the servers then wait until every ``tools/call`` they were
 answering has returned (:class:`CallCounter`) and, over stdio, until the SDK's
-writer has written the last answer (:func:`written`), before they stop.
+writer has written the last answer (:func:`written`), before they stop. Over
+HTTP the server also waits until its clients fell quiet (:class:`HttpActivity`):
+an SDK client that receives a call's answer often asks one more thing before it
+hands the answer to its caller (``tools/list``, to validate the result against
+the tool's output schema), and a listener closed under that request would cost
+the caller an answer the server had already sent.
 
 What does not live here: the servers (:mod:`plughost.mcp.server`).
 """
@@ -11,12 +16,16 @@ What does not live here: the servers (:mod:`plughost.mcp.server`).
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["CallCounter", "stop_requested", "written"]
+__all__ = ["CallCounter", "HttpActivity", "stop_requested", "written"]
+
+HTTP_SETTLE = 0.5  # seconds without a request before a stopping HTTP server closes
 
 
 class CallCounter:
@@ -40,6 +49,44 @@ class CallCounter:
         while self._calls:
             self._quiet.clear()
             await self._quiet.wait()
+
+
+class HttpActivity:
+    """Tracks an ASGI app's HTTP requests, so that a server stops only once clients fell quiet.
+
+    Long-lived ``GET`` streams (server-to-client notifications) do not count:
+    they end only when the server does.
+    """
+
+    def __init__(self) -> None:
+        self._requests = 0
+        self._last = time.monotonic()
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """``app``, counting its HTTP requests other than ``GET``."""
+
+        async def counted(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http" or scope.get("method") == "GET":
+                await app(scope, receive, send)
+                return
+            self._requests += 1
+            self._last = time.monotonic()
+            try:
+                await app(scope, receive, send)
+            finally:
+                self._requests -= 1
+                self._last = time.monotonic()
+
+        return counted
+
+    async def settled(self, quiet: float = HTTP_SETTLE, patience: float = 2.0) -> None:
+        """Wait (at most ``patience`` s) until no request ran for ``quiet`` seconds."""
+        with anyio.move_on_after(patience):
+            while True:
+                idle = time.monotonic() - self._last
+                if not self._requests and idle >= quiet:
+                    return
+                await anyio.sleep(max(0.02, quiet - idle) if not self._requests else 0.02)
 
 
 async def written(stream: Any, patience: float = 2.0) -> None:
