@@ -18,6 +18,14 @@ TEST_PLUGINS = TESTS / "plugins"
 EXAMPLES = TESTS.parent / "plugins_example"
 
 
+HOST_PIDS: dict[str, Any] = {"pid_namespace": False}
+"""``sandbox`` settings for tests that compare pids a plugin reports with the host's.
+
+In its pid namespace (on by default) every runner is pid 2 and sees its
+children by pids the host does not know them by.
+"""
+
+
 def fast_settings(tmp_path: Path, **runner: Any) -> HostSettings:
     """Settings that notice hangs and restart quickly, for tests."""
     options: dict[str, Any] = {

@@ -60,16 +60,17 @@ def patient_settings(tmp_path: Path, **runner: Any) -> HostSettings:
     """Fast test settings that still do not take a runner starved of CPU for a hung one.
 
     Runners may also write ``tmp_path/pids``, where the spawn_children plugin records
-    its children for the test (as an operator grants a folder: sandbox.write_paths).
+    its children for the test (as an operator grants a folder: sandbox.write_paths);
+    a ``sandbox`` argument adds to that.
     """
     pids = tmp_path / "pids"
     pids.mkdir(exist_ok=True)
     options: dict[str, Any] = {
         "heartbeat_interval": 0.2,
         "heartbeat_misses": 10,
-        "sandbox": {"write_paths": [pids]},
     }
     options.update(runner)
+    options["sandbox"] = {"write_paths": [pids], **runner.get("sandbox", {})}
     return fast_settings(tmp_path, **options)
 
 

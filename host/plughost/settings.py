@@ -86,9 +86,10 @@ class SandboxSettings(BaseModel):
         default_factory=list, description="protections the host must not start without"
     )
     pid_namespace: bool = Field(
-        False,
-        description="also give each runner its own pid namespace (its plugins then see pids "
-        "that differ from the host's, and the runner is that namespace's init process)",
+        True,
+        description="give each runner its own pid namespace where the kernel allows it (its "
+        "plugins see only their own processes, which all end with the runner); false to "
+        "turn it off",
     )
     read_paths: list[Path] = Field(
         default_factory=list, description="extra paths every runner may read"

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             socket = args.endpoint[len("ipc://") :] if args.endpoint.startswith("ipc://") else ""
             if apply(SandboxPolicy.from_json(args.sandbox), socket):
-                args.parent_pid = os.getppid()  # 0: the parent is outside the pid namespace
+                args.parent_pid = os.getppid()  # 1: its pid namespace's init
         except (SandboxError, ValueError, TypeError) as exc:
             print(f"plughost runner: {exc}", file=sys.stderr)
             return 4

@@ -28,7 +28,7 @@ from plughost.host import PluginHost
 from plughost.settings import HostSettings, ResourceLimits
 from plughost_sdk.models import ToolExecutionResult
 from tests import fake_runner
-from tests.conftest import TEST_PLUGINS, fast_settings
+from tests.conftest import HOST_PIDS, TEST_PLUGINS, fast_settings
 from tests.fault_injection import (
     MARGIN,
     EventLog,
@@ -85,10 +85,16 @@ async def call_within(
     return result
 
 
-async def echo_pid(host: PluginHost, tool: str = "echo") -> int:
-    result = await host.invoke(tool, {"text": "still here"})
+async def echo_pid(host: PluginHost) -> int:
+    """The pid of the neighbour's runner as the host knows it, once it has answered a call.
+
+    Not the pid the plugin sees: in its pid namespace every runner is pid 2.
+    """
+    result = await host.invoke("echo", {"text": "still here"})
     assert result.success, result.error_message
-    return int(result.structured_content["pid"])
+    runner = host.runner_for("tests.echo")
+    assert runner is not None and runner.pid is not None
+    return runner.pid
 
 
 def use_fake_runner(monkeypatch: pytest.MonkeyPatch, plugin_id: str) -> None:
@@ -221,7 +227,8 @@ async def test_memory_growing_without_bound_costs_only_its_call_and_its_runner(
 async def test_children_a_plugin_leaves_behind_die_with_its_runners_process_group(
     tmp_path: Path, started: Starter
 ) -> None:
-    host, events = await started([ECHO, SPAWN_CHILDREN], patient_settings(tmp_path))
+    settings = patient_settings(tmp_path, sandbox=HOST_PIDS)  # the test checks the pids recorded
+    host, events = await started([ECHO, SPAWN_CHILDREN], settings)
     neighbour = await echo_pid(host)
     pid_dir, marker = tmp_path / "pids", f"plughost-test-{uuid.uuid4().hex}"
 
@@ -247,12 +254,12 @@ async def test_children_a_plugin_leaves_behind_die_with_its_runners_process_grou
 async def test_a_grandchild_that_starts_its_own_session_escapes_the_process_group_kill(
     tmp_path: Path, started: Starter
 ) -> None:
-    """The host's guarantee ends at the runner's process group: this pins where it ends.
+    """Without a pid namespace the host's guarantee ends at the runner's process group.
 
     A double fork into a new session leaves the group, so the group kill misses it
-    (containing it needs a cgroup per runner). When the host gains that, flip this test.
+    (the pid namespace, on by default, contains it: tests/security/test_processes.py).
     """
-    host, _ = await started([SPAWN_CHILDREN], patient_settings(tmp_path))
+    host, _ = await started([SPAWN_CHILDREN], patient_settings(tmp_path, sandbox=HOST_PIDS))
     pid_dir, marker = tmp_path / "pids", f"plughost-test-{uuid.uuid4().hex}"
     try:
         result = await call_within(
@@ -625,7 +632,7 @@ async def test_a_storm_of_faults_loses_no_call_and_leaves_neighbours_and_the_hos
         intruder.close()
     rss_after = rss_mb()
     spawned = {e.details["pid"] for e in events.events if e.kind is EventKind.RUNNER_SPAWNED}
-    children = {pid for d in (tmp_path / "pids").iterdir() for pid in pids_recorded(d).values()}
+    children = [pid for d in (tmp_path / "pids").iterdir() for pid in pids_recorded(d).values()]
     await host.aclose()
 
     ledger = storm.ledger
@@ -640,8 +647,8 @@ async def test_a_storm_of_faults_loses_no_call_and_leaves_neighbours_and_the_hos
     assert storm.injected["garbage"] > 0 and storm.injected["forged_hello"] > 0
     assert rss_after - rss_before < RSS_GROWTH_LIMIT_MB, (rss_before, rss_after)
     assert len(children) == 3 * STORM_ROUNDS
-    await wait_until(
-        lambda: not any(alive(p) for p in spawned | children), timeout=10, what="no leftovers"
-    )
+    # The children's pids are recorded from inside their runners' pid namespaces: the
+    # marker in their command lines finds them on the host instead.
+    await wait_until(lambda: not any(alive(p) for p in spawned), timeout=10, what="no leftovers")
     assert runners_of_this_process() == []
     assert processes_mentioning(storm.marker) == []

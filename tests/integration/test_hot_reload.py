@@ -14,7 +14,7 @@ import pytest
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
-from tests.conftest import HostFactory
+from tests.conftest import HOST_PIDS, HostFactory
 from tests.fault_injection import EventLog
 
 PLUGIN_ID = "tests.versioned"
@@ -92,7 +92,7 @@ async def watched(tmp_path: Path, make_host: HostFactory) -> AsyncIterator[Watch
     folder = root / "versioned"
     write_plugin(folder, "v1")
     recorder = EventLog()
-    async with make_host([root]) as host:
+    async with make_host([root], sandbox=HOST_PIDS) as host:  # a restart shows as a new pid
         host.events.add_callback(recorder)
         watch = asyncio.create_task(host.watch())
         await watch_is_live(host, root)

@@ -13,7 +13,7 @@ from plughost.host import PluginHost
 from plughost.runners.pool import RunnerPool
 from plughost.runners.supervisor import RunnerSupervisor
 from plughost_sdk.models import ToolExecutionResult
-from tests.conftest import HostFactory, fast_settings
+from tests.conftest import HOST_PIDS, HostFactory, fast_settings
 from tests.waiting import wait_until
 
 PLUGIN_ID = "tests.replicated"
@@ -67,7 +67,8 @@ def replicated_host(
 ) -> tuple[AbstractAsyncContextManager[PluginHost], Path]:
     root = tmp_path / "plugins"
     write_plugin(root / "replicated", "1.0.0")
-    settings = fast_settings(tmp_path).model_copy(update={"plugin_replicas": {PLUGIN_ID: replicas}})
+    settings = fast_settings(tmp_path, sandbox=HOST_PIDS)  # members are told apart by pid
+    settings = settings.model_copy(update={"plugin_replicas": {PLUGIN_ID: replicas}})
     return make_host([root], settings), root / "replicated"
 
 

@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from plughost.host import PluginHost
-from tests.conftest import TEST_PLUGINS, HostFactory
+from tests.conftest import HOST_PIDS, TEST_PLUGINS, HostFactory
 from tests.waiting import wait_until
 
 FAULTY = TEST_PLUGINS / "faulty"
@@ -19,7 +19,7 @@ MARGIN = 3.0  # seconds beyond a call's deadline within which its result must ar
 
 @pytest.fixture
 async def host(make_host: HostFactory) -> AsyncIterator[PluginHost]:
-    async with make_host([ECHO, FAULTY]) as started:
+    async with make_host([ECHO, FAULTY], sandbox=HOST_PIDS) as started:  # neighbour_pid
         yield started
 
 

@@ -2,19 +2,29 @@
 
 Every attempt succeeds without those: the intruder reads any process's command
 line in ``/proc``, a grandchild that starts its own session outlives the runner
-(the fault-storm test pins that default), and a fork bomb starts all it asks for.
+(the fault-storm test pins that, with the pid namespace turned off), and a fork
+bomb starts all it asks for. The pid namespace is on by default; these tests
+use the default settings, and skip where the kernel does not offer it.
+
+Inside its namespace the runner is pid 2 under a minimal init, so a plugin
+that kills itself, or spins past ``limits.cpu_seconds``, ends its runner as it
+would without the namespace (as the namespace's init it would be immune).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import uuid
 from pathlib import Path
 
 import pytest
 
+from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.runners.cgroups import own_cgroup
+from plughost.runners.memory import ProcMeter
 from plughost.settings import ResourceLimits
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.fault_injection import processes_mentioning
@@ -24,7 +34,7 @@ from tests.waiting import wait_until
 
 async def test_in_a_pid_namespace_a_plugin_cannot_see_the_host_process(tmp_path: Path) -> None:
     plugins = plant_plugins(tmp_path)
-    settings = fast_settings(tmp_path, sandbox={"pid_namespace": True})
+    settings = fast_settings(tmp_path)
     async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
         require(host, "pid_namespace")
         attack = Attack(host, plugins, settings.data_dir)
@@ -41,9 +51,7 @@ async def test_in_a_pid_namespace_a_detached_grandchild_dies_with_its_runner(
 ) -> None:
     pids, marker = tmp_path / "pids", f"plughost-test-{uuid.uuid4().hex}"
     pids.mkdir()
-    settings = fast_settings(
-        tmp_path, sandbox={"pid_namespace": True, "write_paths": [pids]}, max_restarts=0
-    )
+    settings = fast_settings(tmp_path, sandbox={"write_paths": [pids]}, max_restarts=0)
     async with PluginHost([TEST_PLUGINS / "spawn_children"], settings=settings) as host:
         require(host, "pid_namespace")
         arguments = {"pid_dir": str(pids), "marker": marker, "escape": True}
@@ -73,3 +81,130 @@ async def test_a_fork_bomb_stops_at_the_runners_process_limit(tmp_path: Path) ->
         assert not bomb["allowed"] and bomb["detail"] < 12
         assert "Resource temporarily unavailable" in bomb["refused"]
         assert after["allowed"] and after["detail"] == 2
+
+
+async def test_in_a_pid_namespace_a_plugin_sees_and_signals_only_its_own_processes(
+    tmp_path: Path,
+) -> None:
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path)
+    async with PluginHost(
+        [plugins / "hostile_intruder", plugins / "echo"], settings=settings
+    ) as host:
+        require(host, "pid_namespace")
+        attack = Attack(host, plugins, settings.data_dir)
+        neighbour = host.runner_for("tests.echo")
+        assert neighbour is not None and neighbour.pid is not None
+
+        listed = await attack.attempt("intrude_processes")
+        kill_host = await attack.attempt("intrude_signal", pid=os.getpid())
+        kill_neighbour = await attack.attempt("intrude_signal", pid=neighbour.pid)
+
+        assert listed["own"] == 2  # under its namespace's init
+        assert set(listed["detail"]) == {1, 2}  # the init and itself: nobody else's
+        assert not kill_host["allowed"] and "ProcessLookupError" in kill_host["detail"]
+        assert not kill_neighbour["allowed"] and "ProcessLookupError" in kill_neighbour["detail"]
+        assert (await host.invoke("echo", {"text": "still here"})).content == "still here"
+        assert all("pid_namespace" in status.sandbox for status in host.status())
+
+
+async def test_in_a_pid_namespace_a_plugin_that_kills_itself_crashes_and_restarts(
+    tmp_path: Path,
+) -> None:
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path)
+    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
+        require(host, "pid_namespace")
+        restarted = _next_event(host, EventKind.RUNNER_RESTARTED)
+
+        result = await host.invoke("intrude_kill_self", {})
+        await restarted
+        after = await host.invoke("intrude_processes", {})
+
+        assert result.error_code == "plugin_crashed"
+        assert "killed by signal SIGKILL" in result.error_message
+        assert after.success and after.structured_content is not None
+        assert after.structured_content["own"] == 2
+
+
+async def test_in_a_pid_namespace_sigterm_to_the_pid_the_host_shows_ends_the_runner(
+    tmp_path: Path,
+) -> None:
+    plugins = plant_plugins(tmp_path)
+    settings = fast_settings(tmp_path)
+    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
+        require(host, "pid_namespace")
+        runner = host.runner_for("tests.hostile-intruder")
+        assert runner is not None and runner.pid is not None
+        crashed = _next_event(host, EventKind.RUNNER_CRASHED)
+
+        os.kill(runner.pid, signal.SIGTERM)  # the waiter alone: it passes it on, via the init
+
+        assert "killed by signal SIGTERM" in (await crashed).message
+        after = await host.invoke("intrude_processes", {})
+        assert after.success
+
+
+async def test_in_a_pid_namespace_cpu_seconds_still_ends_a_busy_loop(tmp_path: Path) -> None:
+    settings = fast_settings(tmp_path, stuck_grace=30.0)
+    settings.plugin_limits["tests.limits"] = ResourceLimits(cpu_seconds=1)
+    async with PluginHost([TEST_PLUGINS / "limits"], settings=settings) as host:
+        require(host, "pid_namespace")
+
+        result = await host.invoke("burn", {})
+
+        assert result.error_code == "plugin_crashed"
+        assert "CPU time limit of 1 s exceeded (limits.cpu_seconds)" in result.error_message
+        assert (await host.invoke("fine", {})).content == "fine"
+
+
+async def test_in_a_pid_namespace_memory_mb_counts_the_runner_not_its_helpers(
+    tmp_path: Path,
+) -> None:
+    settings = fast_settings(tmp_path)
+    settings.plugin_limits["tests.limits"] = ResourceLimits(memory_mb=200)
+    async with PluginHost([TEST_PLUGINS / "limits"], settings=settings) as host:
+        require(host, "pid_namespace")
+        runner = host.runner_for("tests.limits")
+        assert runner is not None and runner.pid is not None
+        inner = _runner_inside(runner.pid)
+
+        counted = ProcMeter(runner.pid, pid_namespace=True).used()
+        alone = _memory_of(inner)
+        everything = ProcMeter(runner.pid).used()
+        result = await host.invoke("grow", {"mb": 400})
+
+        assert counted is not None and everything is not None
+        assert abs(counted - alone) < 2**20  # the runner alone, to 1 MiB
+        assert everything > counted  # the waiter and the init hold pages too
+        assert result.error_code == "plugin_crashed"
+        assert "memory limit exceeded" in result.error_message
+        assert "limits.memory_mb" in result.error_message
+
+
+def _next_event(host: PluginHost, kind: EventKind) -> asyncio.Future[LifecycleEvent]:
+    return asyncio.ensure_future(host.events.wait_for(lambda e: e.kind is kind, timeout=20))
+
+
+def _runner_inside(waiter: int) -> int:
+    """The host's pid of the runner under ``waiter``: the process that is pid 2 inside."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if (
+            fields.get("NSpid", "").split()[-1:] == ["2"]
+            and int(fields["NSsid"].split()[0]) == waiter
+        ):
+            return int(entry.name)
+    raise AssertionError(f"no runner under pid {waiter}")
+
+
+def _memory_of(pid: int) -> int:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    keys = ("RssAnon:", "RssShmem:")
+    return sum(int(line.split()[1]) * 1024 for line in lines if line.startswith(keys))

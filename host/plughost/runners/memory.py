@@ -16,7 +16,11 @@ meters, the best the machine offers:
   (readable even for a non-dumpable runner). Shared memory counts only while
   a process maps it: a file written to ``/dev/shm`` with ``write()`` and closed
   is invisible here, so operators who need that bound run the host as root or
-  give runners a private ``/dev/shm``.
+  give runners a private ``/dev/shm``. A runner in a pid namespace of its
+  own sits under two helpers that run no plugin code (the process the host
+  started, which waits outside, and the namespace's init, pid 1 inside): both
+  are forks of the same interpreter, so counting them would count its pages
+  twice more; they are left out.
 """
 
 from __future__ import annotations
@@ -51,10 +55,21 @@ class MemoryMeter(Protocol):
         ...
 
 
-def open_meter(pid: int, name: str) -> MemoryMeter:
-    """The best meter for runner process ``pid`` (and what it starts); ``name`` names its cgroup."""
-    meter = CgroupMeter.create(pid, name)
-    return meter if meter is not None else ProcMeter(pid)
+def open_meter(
+    pid: int, cgroup: CgroupMeter | None = None, *, pid_namespace: bool = False
+) -> MemoryMeter:
+    """The best meter for runner process ``pid`` (and what it starts).
+
+    ``cgroup``: the one :meth:`CgroupMeter.create` made for this runner before
+    it started (the runner joins it itself, before it forks anything); the
+    runner's session is moved in too, for a runner that did not. Without one
+    the host reads ``/proc``; ``pid_namespace`` says ``pid`` is the waiter of
+    a runner in a pid namespace of its own.
+    """
+    if cgroup is not None:
+        cgroup.adopt(pid)
+        return cgroup
+    return ProcMeter(pid, pid_namespace=pid_namespace)
 
 
 class ProcMeter:
@@ -62,14 +77,20 @@ class ProcMeter:
 
     source = "/proc"
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, *, pid_namespace: bool = False) -> None:
         self._pid = pid
+        self._nested = pid_namespace
 
     def used(self) -> int | None:
         """Anonymous plus mapped shared memory of the runner's processes, in bytes."""
-        pids = _tree(self._pid)
+        stats = _all_stats()
+        pids = _tree(self._pid, stats)
         if self._pid not in pids:
             return None
+        if self._nested:  # the waiter and the namespace's init run no plugin code
+            helpers = {self._pid}
+            helpers |= {p for p, (ppid, _) in stats.items() if ppid == self._pid and _is_init(p)}
+            pids -= helpers
         return sum(_status_bytes(pid, ("RssAnon:", "RssShmem:")) for pid in pids)
 
     def close(self) -> None:
@@ -84,24 +105,30 @@ class CgroupMeter:
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    @property
+    def procs(self) -> str:
+        """The file a process writes ``0`` to in order to join."""
+        return str(self.path / "cgroup.procs")
+
     @classmethod
-    def create(cls, pid: int, name: str) -> CgroupMeter | None:
-        """Create the cgroup and move the runner's session into it; None where unavailable."""
+    def create(cls, name: str) -> CgroupMeter | None:
+        """A fresh, empty memory cgroup for one runner; None where unavailable."""
         parent = _own_memory_cgroup()
         if parent is None:
             return None
         path = parent / f"plughost-{os.getpid()}-{name}"
         try:
             path.mkdir(exist_ok=True)
-            for member in sorted(_session(pid) | {pid}):
-                with contextlib.suppress(ProcessLookupError, OSError):
-                    (path / "cgroup.procs").write_text(str(member))
         except OSError as exc:
-            log.debug("no memory cgroup for runner pid %d: %s", pid, exc)
-            with contextlib.suppress(OSError):
-                path.rmdir()
+            log.debug("no memory cgroup for runner %s: %s", name, exc)
             return None
         return cls(path)
+
+    def adopt(self, pid: int) -> None:
+        """Move process ``pid`` and its session in (those already inside stay)."""
+        for member in sorted(_session(pid) | {pid}):
+            with contextlib.suppress(OSError):
+                Path(self.procs).write_text(str(member))
 
     def used(self) -> int | None:
         """The cgroup's anonymous and shared memory (``/dev/shm`` included), in bytes."""
@@ -145,9 +172,8 @@ def _all_stats() -> dict[int, tuple[int, int]]:
     return stats
 
 
-def _tree(root: int) -> set[int]:
+def _tree(root: int, stats: dict[int, tuple[int, int]]) -> set[int]:
     """``root``, the processes of its session, and all their descendants."""
-    stats = _all_stats()
     if root not in stats:
         return set()
     found = {root} | {pid for pid, (_, sid) in stats.items() if sid == root}
@@ -161,6 +187,15 @@ def _tree(root: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def _is_init(pid: int) -> bool:
+    """Whether ``pid`` is the first process of a pid namespace (its innermost pid is 1)."""
+    try:
+        lines = (_PROC / str(pid) / "status").read_text().splitlines()
+    except OSError:
+        return False
+    return any(line.startswith("NSpid:") and line.split()[-1] == "1" for line in lines)
 
 
 def _status_bytes(pid: int, keys: tuple[str, ...]) -> int:

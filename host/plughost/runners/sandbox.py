@@ -143,7 +143,7 @@ def sandbox_report(settings: SandboxSettings, support: SandboxSupport) -> Sandbo
             if p not in support.offered
         }
         if not settings.pid_namespace:
-            missing["pid_namespace"] = "off unless runner.sandbox.pid_namespace = true"
+            missing["pid_namespace"] = "turned off (runner.sandbox.pid_namespace = false)"
         result = SandboxReport(True, active, missing, support.landlock_abi)
     absent = [p for p in settings.require if p not in result.active]
     if absent:
@@ -164,14 +164,16 @@ def runner_policy(
     endpoint: str,
     *,
     processes: int | None = None,
-    cgroup: str | None = None,
+    cgroups: Sequence[str] = (),
 ) -> RunnerSandbox | None:
     """The policy for a runner serving ``sources``; None when the sandbox is off.
 
     Creates the plugins' data and temp directories: a confined runner could not
     create them itself, since their parents are not its own. ``processes`` is
-    ``limits.processes``; ``cgroup`` a ``cgroup.procs`` the runner joins first
-    (a root host's way to enforce it, see :mod:`plughost.runners.processes`).
+    ``limits.processes``; ``cgroups`` are ``cgroup.procs`` files the runner
+    joins before it forks anything (a root host's way to enforce
+    ``limits.processes`` and measure ``limits.memory_mb``, see
+    :mod:`plughost.runners.processes` and :mod:`plughost.runners.memory`).
     """
     if not sandbox.enabled or not sandbox.active:
         return None
@@ -195,7 +197,7 @@ def runner_policy(
         "connect_ports": connect,
         "bind_ports": bind,
         "processes": processes,
-        "cgroups": [cgroup] if cgroup else [],
+        "cgroups": list(cgroups),
     }
     if not policy["landlock"]:
         active -= {"landlock_network", "landlock_scopes"}

@@ -34,7 +34,7 @@ from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer
-from plughost.runners.memory import MemoryMeter, open_meter
+from plughost.runners.memory import CgroupMeter, MemoryMeter, open_meter
 from plughost.runners.output import MAX_LINE, RunnerOutput
 from plughost.runners.processes import ProcessCgroup
 from plughost.runners.reports import ProtocolViolation, check_report
@@ -221,6 +221,7 @@ class RunnerSupervisor:
         except BaseException as exc:  # the socket must not outlive a failed spawn of any kind
             self._channel = None
             channel.close()
+            self._close_meter()
             if curve is not None and keys is not None:
                 curve.revoke(keys)
             if not isinstance(exc, OSError):
@@ -267,11 +268,14 @@ class RunnerSupervisor:
         nice = min(19, self._settings.nice + probation)
         env = runner_env(self._settings.env_allowlist)
         confined = None
+        name = f"{self.runner_id}-{self.generation}"
+        memory = CgroupMeter.create(name) if self.limits.memory_mb is not None else None
+        self._watchdog.memory = memory  # closed with the runner, even if it never starts
         if self._sandbox is not None:
             data_root, temp_root = self._roots
             cap = self.limits.processes
             if cap is not None:
-                self._pids = ProcessCgroup.create(f"{self.runner_id}-{self.generation}", cap)
+                self._pids = ProcessCgroup.create(name, cap)
             confined = runner_policy(
                 self._sandbox,
                 self._settings.sandbox,
@@ -280,7 +284,7 @@ class RunnerSupervisor:
                 temp_root,
                 endpoint,
                 processes=cap,
-                cgroup=self._pids.procs if self._pids is not None else None,
+                cgroups=[c.procs for c in (self._pids, memory) if c is not None],
             )
         if confined is not None:
             env["TMPDIR"] = confined.tmpdir
@@ -291,7 +295,8 @@ class RunnerSupervisor:
         self._process = process
         self.pid = process.pid
         if self.limits.memory_mb is not None:  # measured by the host, from the kernel
-            self._watchdog.memory = open_meter(process.pid, f"{self.runner_id}-{self.generation}")
+            nested = "pid_namespace" in self.protections
+            self._watchdog.memory = open_meter(process.pid, memory, pid_namespace=nested)
         self._emit(
             EventKind.RUNNER_SPAWNED,
             f"runner {self.runner_id} started, pid {process.pid}"

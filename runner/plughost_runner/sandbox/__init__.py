@@ -7,7 +7,8 @@ package only carries it out, in this order:
 0. the cgroups the host made for it (``limits.processes`` on a root host);
 1. user, mount and IPC namespaces, plus a network namespace (no network at all,
    not even the host's loopback) unless a plugin's manifest asks for the
-   network, plus a pid namespace when the operator asks for one; inside them
+   network, plus a pid namespace (the runner under a minimal init, see
+   :mod:`.pidns`) unless the operator turned it off; inside them
    ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` covered by empty private
    mounts (no other program's Unix socket in reach), and ``RLIMIT_NPROC``;
 2. every capability dropped, ``no_new_privs`` set;
@@ -37,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost_runner.sandbox import landlock, namespaces, seccomp
+from plughost_runner.sandbox import landlock, namespaces, pidns, seccomp
 
 __all__ = [
     "SandboxError",
@@ -102,14 +103,15 @@ class SandboxPolicy:
 def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
     """Apply ``policy`` to this process; the caller must still have a single thread.
 
-    With a pid namespace this forks: the process that returns is the new
-    namespace's first process, and the original one stays outside as a waiter
-    that never returns (it exits as the runner does). ``socket_path`` is the
-    runner's own ``ipc://`` socket, kept reachable when ``/tmp`` is covered.
+    With a pid namespace this forks twice (:mod:`.pidns`): the process that
+    returns is the runner, pid 2 in the new namespace under a minimal init;
+    the original process stays outside as a waiter that never returns (it
+    exits as the runner does). ``socket_path`` is the runner's own ``ipc://``
+    socket, kept reachable when ``/tmp`` is covered.
 
     Returns:
-        Whether this process now runs in a new pid namespace (its parent is then
-        invisible to it: ``os.getppid()`` is 0).
+        Whether this process now runs in a new pid namespace (its parent is
+        then that namespace's init: ``os.getppid()`` is 1).
 
     Raises:
         SandboxError: a protection could not be applied.
@@ -126,9 +128,7 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
             if policy.processes and os.geteuid() != 0:  # counted per user namespace
                 _limit_processes(policy.processes)
             if policy.pid_namespace:
-                child = os.fork()
-                if child:
-                    os._exit(namespaces.wait_as_parent(child))
+                pidns.split()  # returns in the runner, pid 2 under a minimal init
                 inside = True
                 namespaces.mount_proc()
             namespaces.hide_shared_directories([*read, *write, *filter(None, [socket_path])])

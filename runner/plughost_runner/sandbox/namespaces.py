@@ -6,7 +6,8 @@ user namespace (an identity map), so files and logs show the same owner; what
 it loses is every capability outside that namespace. A new network namespace
 has only a loopback interface, down: the host's ``127.0.0.1`` is out of reach.
 A new pid namespace shows the runner only its own processes, and ``/proc``
-is mounted again inside it so that the host's entries are gone too.
+is mounted again inside it so that the host's entries are gone too (Landlock
+alone hides a process's ``environ`` and ``mem``, not its command line or status).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import signal
 import stat
 from collections.abc import Iterable
 
@@ -25,7 +25,6 @@ __all__ = [
     "enter",
     "hide_shared_directories",
     "mount_proc",
-    "wait_as_parent",
 ]
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
@@ -34,7 +33,6 @@ _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 409
 SHARED_DIRECTORIES = ("/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm")
 _PRIVATE_TMPFS_SIZE = "64m"
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
-_PR_SET_PDEATHSIG = 1
 _CAPABILITY_VERSION_3 = 0x20080522
 _LAST_CAPABILITY = 63
 
@@ -49,7 +47,7 @@ def enter(*, network: bool, pid: bool) -> None:
     """Move this process into new user, mount and IPC namespaces (and network, pid).
 
     With ``pid``, only the children created afterwards live in the new pid
-    namespace: the caller then forks (see :func:`wait_as_parent`).
+    namespace: the caller then forks (see :mod:`.pidns`).
 
     Raises:
         NamespaceError: the kernel refused (no user namespaces for this user, a threaded
@@ -128,37 +126,6 @@ def drop_capabilities() -> None:
     header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
     _check(_libc.capset(header, data), "capset")
-
-
-def wait_as_parent(child: int) -> int:
-    """In the process that stayed outside the pid namespace: mirror the child's end.
-
-    The runner inside is the namespace's first process; this one only waits
-    for it, dies with the host, and exits as the runner did (by the same
-    signal, so the host reads the same exit code). Signals the host sends to
-    the group reach both.
-    """
-    _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda number, _frame: _forward(child, number))
-    while True:
-        try:
-            _, status = os.waitpid(child, 0)
-            break
-        except ChildProcessError:
-            return 1
-        except InterruptedError:
-            continue
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
-    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
-
-
-def _forward(child: int, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(child, number)
 
 
 def _write(path: str, text: str) -> None:

@@ -112,12 +112,23 @@ def test_without_user_namespaces_the_rest_still_applies(tmp_path: Path) -> None:
     assert "landlock" in active and "user_namespace" not in active
 
 
-def test_the_pid_namespace_is_applied_only_when_asked_for() -> None:
+def test_the_pid_namespace_is_on_by_default_where_the_kernel_offers_it() -> None:
     default = sandbox_report(SandboxSettings(), EVERYTHING)
-    asked = sandbox_report(SandboxSettings(pid_namespace=True), EVERYTHING)
+    without_userns = sandbox_report(SandboxSettings(), NO_USERNS)
+    turned_off = sandbox_report(SandboxSettings(pid_namespace=False), EVERYTHING)
 
-    assert "pid_namespace" not in default.active and "pid_namespace" in default.missing
-    assert "pid_namespace" in asked.active
+    assert "pid_namespace" in default.active
+    assert "pid_namespace" not in without_userns.active
+    assert "pid_namespace" in without_userns.missing  # said in the banner, not an error
+    assert "pid_namespace" not in turned_off.active
+    assert "runner.sandbox.pid_namespace = false" in turned_off.missing["pid_namespace"]
+
+
+def test_requiring_a_pid_namespace_that_is_turned_off_refuses_to_start() -> None:
+    settings = SandboxSettings(pid_namespace=False, require=["pid_namespace"])
+
+    with pytest.raises(RunnerStartError, match="pid_namespace"):
+        sandbox_report(settings, EVERYTHING)
 
 
 def test_a_turned_off_sandbox_gives_runners_no_policy(tmp_path: Path) -> None:

@@ -96,6 +96,16 @@ class Intruder(Plugin):
     async def send_signal(self, pid: int, **kwargs: Any) -> dict[str, Any]:
         return _verdict(lambda: os.kill(pid, signal.SIGCONT))
 
+    @Tool("intrude_processes", brief_description="List the pids in /proc, and the own pid")
+    async def processes(self, **kwargs: Any) -> dict[str, Any]:
+        pids = sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+        return {"content": "pids", "allowed": True, "detail": pids, "own": os.getpid()}
+
+    @Tool("intrude_kill_self", brief_description="SIGKILL the own process")
+    async def kill_self(self, **kwargs: Any) -> dict[str, Any]:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return {"content": "still alive", "allowed": False, "detail": os.getpid()}
+
     @Tool(
         "intrude_spawn",
         brief_description="Start sleeping children until the kernel refuses (a fork bomb)",
