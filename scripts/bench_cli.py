@@ -22,7 +22,7 @@ from pathlib import Path
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
-from benchlib import ROOT, machine_line, median, write_section  # noqa: E402
+from benchlib import ROOT, load_line, machine_line, median, write_section  # noqa: E402
 
 COMMAND = ".venv/bin/python scripts/bench_cli.py"
 RUNS = 15
@@ -76,7 +76,7 @@ def main() -> None:
         m = median(values)
         verdict = _verdict(name, m, base)
         rows.append(f"| `{name}` | {m * 1000:.0f} ms | {m / base:.1f}x | {verdict} |")
-        print(f"{name:28s} median {m * 1000:7.1f} ms  {m / base:5.1f}x")
+        print(f"{name:28s} median {m * 1000:7.1f} ms  {m / base:5.1f}x  {verdict}")
     write_section(
         "cli",
         "\n".join(
@@ -88,6 +88,8 @@ def main() -> None:
                 "`plugins_example/unit_converter` in it.",
                 "",
                 machine_line(),
+                "",
+                load_line(),
                 "",
                 "| command | median | vs `python -c pass` | |",
                 "|---|---|---|---|",

@@ -527,6 +527,8 @@ def report(bench: Bench, args: argparse.Namespace, command: str) -> str:
         "",
         benchlib.machine_line(),
         "",
+        benchlib.load_line(),
+        "",
         "| measure | plughost (`host.tools.invoke`) | raw pyzmq + msgpack | MCP stdio |",
         "|---|---|---|---|",
         *(f"| {' | '.join(row)} |" for row in rows),

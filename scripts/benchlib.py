@@ -49,6 +49,14 @@ def machine_line() -> str:
     )
 
 
+def load_line() -> str:
+    """The machine's load when a run ended: above the CPU count, wall-clock figures mostly
+    measure other processes."""
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    verdict = "busy: wall-clock figures are inflated" if load > cpus else "quiet enough"
+    return f"1-minute load average when it ended: {load:.1f} on {cpus} CPUs ({verdict})."
+
+
 def write_section(name: str, markdown: str) -> None:
     """Replace (or append) the section ``name`` of docs/benchmarks.md."""
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"

@@ -35,7 +35,7 @@ import psutil
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
-from benchlib import ROOT, machine_line, write_section  # noqa: E402
+from benchlib import ROOT, load_line, machine_line, write_section  # noqa: E402
 
 from plughost.host import PluginHost  # noqa: E402
 from plughost.settings import HostSettings  # noqa: E402
@@ -124,8 +124,8 @@ def shares(stats: pstats.Stats) -> dict[str, float]:
     return {stage: seconds / total * 100 for stage, seconds in by_stage.items()}
 
 
-async def profiled(work: Path) -> dict[str, dict[str, float]]:
-    """Run 256-in-flight calls with both processes under cProfile; shares by stage."""
+async def profiled(work: Path, inflight: int) -> dict[str, dict[str, float]]:
+    """Run calls with both processes under cProfile; shares by stage."""
     import plughost.runners.supervisor as supervisor
 
     wrapper = work / "profiled_runner.py"
@@ -145,10 +145,10 @@ async def profiled(work: Path) -> dict[str, dict[str, float]]:
         if sandbox is not None:  # the profile is written where Landlock would refuse it
             sandbox.enabled = False
         async with PluginHost([ECHO], settings=settings) as host:
-            await run_calls(host, 1000, 256)
+            await run_calls(host, 1000, inflight)
             profile = cProfile.Profile()
             profile.enable()
-            await run_calls(host, CALLS, 256)
+            await run_calls(host, CALLS, inflight)
             profile.disable()
     finally:
         supervisor.runner_command = real  # type: ignore[assignment]
@@ -164,9 +164,11 @@ async def measure() -> dict[str, Any]:
         if runner is None or runner.pid is None:
             raise RuntimeError("the echo plugin did not start")
         cpu = await cpu_per_call(host, psutil.Process(runner.pid))
-    with tempfile.TemporaryDirectory() as work:
-        profile = await profiled(Path(work))
-    return {"cpu": cpu, "profile": profile}
+    figures: dict[str, Any] = {"cpu": cpu}
+    for inflight, key in ((256, "profile"), (1, "profile_1")):
+        with tempfile.TemporaryDirectory() as work:
+            figures[key] = await profiled(Path(work), inflight)
+    return figures
 
 
 def table(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
@@ -180,11 +182,21 @@ def table(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         cells = [f"{sum(run['cpu'][str(inflight)].values()):.0f} µs" for run in runs if run]
         lines.append(f"| CPU per call, both, {inflight} in flight | {' | '.join(cells)} |")
     stages = [stage for stage, _ in STAGES] + ["other"]
-    for side in ("host", "runner"):
-        for stage in stages:
-            cells = [f"{run['profile'][side].get(stage, 0.0):.0f} %" for run in runs if run]
-            lines.append(f"| {side} profile: {stage} | {' | '.join(cells)} |")
+    for key, inflight in (("profile_1", 1), ("profile", 256)):
+        for side in ("host", "runner"):
+            for stage in stages:
+                cells = [_share(run, key, side, stage) for run in runs if run]
+                lines.append(
+                    f"| {side} profile, {inflight} in flight: {stage} | {' | '.join(cells)} |"
+                )
     return lines
+
+
+def _share(run: dict[str, Any], key: str, side: str, stage: str) -> str:
+    """One stage's share, or a dash for a run saved before that profile existed."""
+    if key not in run:
+        return "—"
+    return f"{run[key][side].get(stage, 0.0):.0f} %"
 
 
 def main() -> None:
@@ -192,12 +204,14 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="write the figures to this JSON file")
     parser.add_argument("--baseline", type=Path, help="a --save file from another revision")
     parser.add_argument("--no-write", action="store_true", help="do not touch benchmarks.md")
+    parser.add_argument("--note", default="", help="a paragraph on the runs, put above the table")
     args = parser.parse_args()
     now = asyncio.run(measure())
     if args.save:
         args.save.write_text(json.dumps(now, indent=1), encoding="utf-8")
     before = json.loads(args.baseline.read_text(encoding="utf-8")) if args.baseline else None
-    command = " ".join([".venv/bin/python scripts/profile_call_path.py", *sys.argv[1:]])
+    command = ".venv/bin/python scripts/profile_call_path.py"
+    command += f" --baseline {args.baseline}" if args.baseline else ""
     markdown = "\n".join(
         [
             "## The call path, profiled",
@@ -206,12 +220,18 @@ def main() -> None:
             "",
             machine_line(),
             "",
-            f"{CALLS:,} echo calls through `host.tools.invoke` per figure. CPU time is the "
-            "kernel's (user + system) for each process, so it holds on a busy machine. "
-            "The profile shares are each function's own time under cProfile with 256 in "
-            "flight, charged to the stage its file belongs to (`STAGES` in the script); time "
-            "spent waiting in epoll is left out.",
+            load_line(),
             "",
+            f"{CALLS:,} echo calls through `host.tools.invoke` per figure. CPU time is the "
+            "kernel's (user + system) for each process, so it holds on a busy machine "
+            "better than wall-clock time does (contention still inflates it). "
+            "The profile shares are each function's own time under cProfile with 1 and with "
+            "256 in flight, charged to the stage its file belongs to (`STAGES` in the script); "
+            "time spent waiting in epoll is left out. pyzmq's socket calls are compiled "
+            "without profiling hooks, so their time counts as the own time of the function "
+            "that calls them (the pump).",
+            "",
+            *([args.note, ""] if args.note else []),
             *table(now, before),
         ]
     )
