@@ -300,7 +300,8 @@ class RunnerService:
         finally:
             self._tasks.pop(envelope["id"], None)
             self._served += 1
-        await self._transport.send(parts)
+        if not self._transport.try_post(parts):
+            await self._transport.send(parts)
 
     def _encode_reply(self, envelope: wire.Envelope, body: Any) -> list[bytes | memoryview]:
         try:

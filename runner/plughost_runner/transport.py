@@ -71,6 +71,18 @@ class Transport:
             lambda parts: on_message(parts[0].buffer, [part.buffer for part in parts[1:]])
         )
 
+    def try_post(self, parts: Sequence[bytes | memoryview]) -> bool:
+        """Post a one-frame message from the loop with no wait; False when that cannot be.
+
+        The common reply: no blob frames and no plugin step running (so no lock);
+        it then does what :meth:`send` would, without a coroutine. Anything else
+        goes through :meth:`send`.
+        """
+        if len(parts) != 1 or self.guarded():
+            return False
+        self._pump.post(parts)
+        return True
+
     async def send(self, parts: Sequence[bytes | memoryview]) -> None:
         """Send one message (envelope frame, blob frames).
 

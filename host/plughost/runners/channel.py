@@ -238,14 +238,37 @@ class RunnerChannel:
         Raises:
             RunnerCrashedError: there is no connected runner, or the socket failed.
         """
+        parts = self._posted_or_parts(envelope)
+        if parts:
+            await self._send_parts(parts)
+
+    def _posted_or_parts(self, envelope: wire.Envelope) -> list[bytes | memoryview]:
+        """Post a one-frame envelope at once when nothing waits; else return its parts.
+
+        Most messages: coalesced with the others sent in this iteration, without a
+        coroutine. An empty list means it was posted.
+
+        Raises:
+            RunnerCrashedError: there is no connected runner.
+        """
         if self._peer is None:
             raise RunnerCrashedError("the runner is not connected")
         parts = wire.encode_parts(envelope)
-        if len(parts) == 1:  # most messages: coalesced with others sent in this iteration
-            if self._pump.backlogged:  # the runner's queue is full: wait for room first
-                await self._pump.drained()
+        if len(parts) == 1 and not self._pump.backlogged:
+            self._pump.post((self._peer, parts[0]))
+            return []
+        return parts
+
+    async def _send_parts(self, parts: list[bytes | memoryview]) -> None:
+        """Send what :meth:`_posted_or_parts` could not post: wait for room, or send blobs."""
+        if len(parts) == 1:  # the runner's queue is full: wait for room first
+            await self._pump.drained()
+            if self._peer is None:
+                raise RunnerCrashedError("the runner is not connected")
             self._pump.post((self._peer, parts[0]))
             return
+        if self._peer is None:
+            raise RunnerCrashedError("the runner is not connected")
         try:
             await self._pump.send((self._peer, *parts))
         except zmq.ZMQError as exc:
@@ -281,9 +304,11 @@ class RunnerChannel:
         if method in _SERVING_METHODS and plugin is not None:
             self._serving[request_id] = plugin
         try:
-            await self.send(
+            parts = self._posted_or_parts(
                 wire.request(request_id, method, body, plugin=plugin, deadline_ms=deadline_ms)
             )
+            if parts:
+                await self._send_parts(parts)
             sent = True
             # A timer that fails the future: the same TimeoutError as asyncio.timeout(),
             # at a fraction of its cost on every call.
