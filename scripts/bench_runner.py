@@ -349,12 +349,21 @@ async def import_rss_mb() -> float:
     return int(out) / 2**20
 
 
+def _tree(process: psutil.Process) -> list[psutil.Process]:
+    return [process, *process.children(recursive=True)]
+
+
 def measure_rss(bench: Bench) -> None:
     """RSS of each loaded, idle echo runner (the largest is reported) and of a raw peer."""
     runners = [bench.host.runner_for(f"bench.echo{i}") for i in range(COPIES)]
-    processes = [psutil.Process(r.pid) for r in runners if r and r.pid]
-    bench.rss_mb["runner"] = max(p.memory_info().rss / 2**20 for p in processes)
-    bench.rss_mb["runner uss"] = max(p.memory_full_info().uss / 2**20 for p in processes)
+    # A runner in its own pid namespace is a waiter, an init and the runner itself
+    # (plughost_runner.sandbox.pidns); the host knows the waiter's pid. RSS is the
+    # runner process's, USS what all three add together.
+    trees = [_tree(psutil.Process(r.pid)) for r in runners if r and r.pid]
+    bench.rss_mb["runner"] = max(max(p.memory_info().rss for p in tree) / 2**20 for tree in trees)
+    bench.rss_mb["runner uss"] = max(
+        sum(p.memory_full_info().uss for p in tree) / 2**20 for tree in trees
+    )
     peer = bench.peers[0].process
     if peer is not None:
         bench.rss_mb["raw"] = psutil.Process(peer.pid).memory_info().rss / 2**20
