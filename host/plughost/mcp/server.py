@@ -39,7 +39,6 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -62,6 +61,7 @@ from plughost.mcp.server_content import (
 )
 from plughost.mcp.shutdown import CallCounter, HttpActivity, stop_requested
 from plughost.mcp.shutdown import written as written_out
+from plughost.mcp.stdio_server import stdio_streams
 from plughost.tools import progress
 from plughost.tools.client_link import current_client
 from plughost.tools.provider import ChangeListener, ToolProvider
@@ -377,19 +377,21 @@ async def serve_stdio(
 ) -> None:
     """Serve ``registry`` over this process's stdin and stdout until stdin closes.
 
-    While serving, stray writes to stdout are diverted to stderr by the SDK so
-    they cannot corrupt the protocol stream. Once ``stopping`` is set (the host
-    has drained its calls), the server waits until every call it was answering
-    has been answered and written out, then returns: no client loses a result
-    to a shutdown. ``written`` is set at that moment: leaving the SDK's stdio
-    context then still waits for stdin to close (its reader is a thread that
-    cannot be cancelled), so a program that exits need not wait for this to return.
+    While serving, stray writes to stdout go to stderr and reads of stdin find
+    end-of-file, so nothing corrupts the protocol stream
+    (:mod:`plughost.mcp.stdio_server`). Once ``stopping`` is set (the host has
+    drained its calls), the server waits until every call it was answering has
+    been answered and written out, then returns: no client loses a result to a
+    shutdown. ``written`` is set at that moment: when stdin is not a pipe, leaving
+    the SDK's stdio transport still waits for stdin to close (its reader is a
+    thread that cannot be cancelled), so a program that exits need not wait for
+    this to return.
     """
     bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
     log.info("mcp server serving on stdio name=%s", name)
     async with (
         bridge.running(),
-        stdio_server() as (read_stream, write_stream),
+        stdio_streams() as (read_stream, write_stream),
         anyio.create_task_group() as tg,
     ):
 
