@@ -196,11 +196,11 @@ def tools(
 
 
 async def _tools(config: _OneShot, as_json: bool, show_all: bool) -> int:
-    from rich.console import Console
+    async with _quiet_host(config) as host:  # first: it starts children, then imports
+        from rich.console import Console
 
-    from plughost.cli.console import print_json, stderr, tools_table
+        from plughost.cli.console import print_json, stderr, tools_table
 
-    async with _quiet_host(config) as host:
         specs = await host.tools.list_tools(include_hidden=show_all)
         status = host.status()
         failures = [row for row in status if row.state != "loaded"]
@@ -236,11 +236,11 @@ def components(plugin_dirs: tuple[Path, ...], as_json: bool) -> None:
 
 
 async def _components(config: _OneShot, as_json: bool) -> int:
-    from rich.console import Console
+    async with _quiet_host(config) as host:  # first: it starts children, then imports
+        from rich.console import Console
 
-    from plughost.cli.console import components_table, print_json, stderr
+        from plughost.cli.console import components_table, print_json, stderr
 
-    async with _quiet_host(config) as host:
         registry = host.components
         found = registry.components()
         failures = [row for row in host.status() if row.state != "loaded"]
@@ -313,10 +313,10 @@ async def _call(
     stream_id: str,
     as_json: bool,
 ) -> int:
-    from plughost.cli.console import print_json, result_to_json, stderr
-    from plughost_sdk.models import ToolExecutionContext
+    async with _quiet_host(config) as host:  # first: it starts children, then imports
+        from plughost.cli.console import print_json, result_to_json, stderr
+        from plughost_sdk.models import ToolExecutionContext
 
-    async with _quiet_host(config) as host:
         for row in host.status():
             if row.state != "loaded":
                 stderr.print(f"[yellow]! {row.error}[/yellow]")
@@ -360,13 +360,13 @@ def search(query: str, plugin_dirs: tuple[Path, ...], limit: int, as_json: bool)
 
 
 async def _search(config: _OneShot, query: str, limit: int, as_json: bool) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    async with _quiet_host(config) as host:  # first: it starts children, then imports
+        from rich.console import Console
+        from rich.table import Table
 
-    from plughost.cli.console import print_json
-    from plughost.search.service import search_tools
+        from plughost.cli.console import print_json
+        from plughost.search.service import search_tools
 
-    async with _quiet_host(config) as host:
         matches = await search_tools(host.tools, query, limit)
     if as_json:
         print_json(
@@ -522,7 +522,10 @@ class _OneShot:
     def load(self) -> ServeConfig:
         """Read the configuration, and import the host while at it (see ``_quiet_host``)."""
         config = _one_shot_config(self.plugin_dirs, self.config_file)
-        import plughost.host  # noqa: F401 - the costly part: done here, off the event loop
+        # The costly part, done here, off the event loop: the host, and the console
+        # (rich) every one-shot command prints with.
+        import plughost.cli.console
+        import plughost.host  # noqa: F401
 
         return config
 

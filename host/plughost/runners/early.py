@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,11 +54,17 @@ async def start_fork_server(
 
 
 async def _probe(env: Mapping[str, str]) -> SandboxSupport:
-    # Imported here: the probe module needs the settings, and this runs once the fork
-    # server's start is under way.
+    # The probe's module needs the settings (pydantic): imported in a worker thread, so
+    # the loop goes on starting the fork server, and beside the command's own imports
+    # (which import the settings first), so the probe starts once they are in.
+    probe_support = await asyncio.to_thread(_probe_function)
+    return await probe_support(env=env)
+
+
+def _probe_function() -> Callable[..., Awaitable[SandboxSupport]]:
     from plughost.runners.sandbox import probe_support
 
-    return await probe_support(env=env)
+    return probe_support
 
 
 @dataclass(slots=True)
