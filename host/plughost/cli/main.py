@@ -26,6 +26,8 @@ from plughost import __version__
 if TYPE_CHECKING:
     from plughost.cli.serve_config import ServeConfig
     from plughost.host import PluginHost
+    from plughost.mcp.config import MCPConfig
+    from plughost.settings import HostSettings
 
 __all__ = ["cli", "main"]
 
@@ -519,15 +521,26 @@ class _OneShot:
         self.plugin_dirs = plugin_dirs
         self.config_file = config_file
 
-    def load(self) -> ServeConfig:
-        """Read the configuration, and import the host while at it (see ``_quiet_host``)."""
-        config = _one_shot_config(self.plugin_dirs, self.config_file)
+    def load(self) -> tuple[HostSettings, MCPConfig | None]:
+        """The host's settings and, if any are configured, the upstream MCP servers.
+
+        Also imports the host while at it (see ``_quiet_host``). Without ``--config``
+        the settings are the defaults plus the ``--plugins`` folders, and the serve
+        configuration's modules (the MCP configuration among them) are not imported.
+        """
+        if self.config_file is None:
+            from plughost.settings import HostSettings
+
+            settings, mcp = HostSettings(plugin_dirs=list(self.plugin_dirs)), None
+        else:
+            config = _one_shot_config(self.plugin_dirs, self.config_file)
+            settings, mcp = config.host, (config.mcp if config.mcp.servers else None)
         # The costly part, done here, off the event loop: the host, and the console
         # (rich) every one-shot command prints with.
         import plughost.cli.console
         import plughost.host  # noqa: F401
 
-        return config
+        return settings, mcp
 
 
 def _one_shot(plugin_dirs: tuple[Path, ...], config_file: Path | None) -> _OneShot:
@@ -560,13 +573,13 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
         early = EarlyChildren.start()
         try:
             # In a thread, so the loop goes on starting the fork server meanwhile.
-            config = await asyncio.to_thread(self._one_shot.load)
+            settings, mcp = await asyncio.to_thread(self._one_shot.load)
             from plughost.cli.console import stderr
             from plughost.host import PluginHost  # imported by load() already
         except BaseException:
             await early.aclose()
             raise
-        self._host = PluginHost(settings=config.host, early=early)
+        self._host = PluginHost(settings=settings, early=early)
 
         logging.basicConfig(
             level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -577,10 +590,10 @@ class _quiet_host:  # noqa: N801 - used like a function: `async with _quiet_host
                 await self._host.start()
         else:
             await self._host.start()
-        if config.mcp.servers:
+        if mcp is not None:
             from plughost.mcp.provider import MCPToolProvider
 
-            self._host.tools.register_provider(MCPToolProvider(config.mcp))
+            self._host.tools.register_provider(MCPToolProvider(mcp))
         return self._host
 
     async def __aexit__(self, *exc: object) -> None:

@@ -18,7 +18,17 @@ import pytest
 
 from tests.conftest import EXAMPLES
 
-HEAVY = ("mcp", "jieba", "jsonschema", "watchfiles", "zmq", "rich", "pydantic", "plughost.host")
+HEAVY = (
+    "mcp",
+    "jieba",
+    "jsonschema",
+    "watchfiles",
+    "zmq",
+    "rich",
+    "pydantic",
+    "plughost.host",
+    "plughost.cli.serve_config",  # what a one-shot command reads only with --config
+)
 
 # Prints, as JSON, which of HEAVY the snippet before it imported.
 _REPORT = (
@@ -72,11 +82,17 @@ def test_the_mcp_names_are_still_there_when_asked_for() -> None:
 @pytest.mark.parametrize(
     ("command", "absent"),
     [
-        (["tools", "--plugins", "{plugins}"], {"mcp", "jieba", "jsonschema", "watchfiles"}),
-        (["components", "--plugins", "{plugins}"], {"mcp", "jieba", "jsonschema", "watchfiles"}),
+        (
+            ["tools", "--plugins", "{plugins}"],
+            {"mcp", "jieba", "jsonschema", "watchfiles", "plughost.cli.serve_config"},
+        ),
+        (
+            ["components", "--plugins", "{plugins}"],
+            {"mcp", "jieba", "jsonschema", "watchfiles", "plughost.cli.serve_config"},
+        ),
         (
             ["call", "unit_convert", "--plugins", "{plugins}", "--args", "{args}"],
-            {"mcp", "jieba", "watchfiles"},
+            {"mcp", "jieba", "watchfiles", "plughost.cli.serve_config"},
         ),
     ],
 )
