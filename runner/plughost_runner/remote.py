@@ -6,7 +6,9 @@ key and its endpoint. The runner finds the plugin folders under ``--plugins``,
 connects, and offers each (id, version, hash of its manifest); the host checks
 the key (ZAP) and the offers against that credential's allow-list, and answers
 which plugins it accepts. Only those are loaded. From then on it is served like
-a runner the host spawned: calls, heartbeats, deadlines.
+a runner the host spawned: calls, heartbeats, deadlines. On SIGTERM or SIGINT
+it tells the host it is leaving, finishes its calls in flight (within
+``--drain-timeout``) and exits 0 (:mod:`plughost_runner.leaving`).
 
 The runner keeps one ZeroMQ identity for its whole life, so a broken link that
 comes back resumes the same session. When the host refuses it (unknown or
@@ -34,9 +36,13 @@ from plughost_runner.loader import PluginSpec
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import MANIFEST_FILE, load_manifest, manifest_sha256
 
-__all__ = ["find_plugins", "main", "read_credential_file", "read_spec"]
+__all__ = ["DEFAULT_DRAIN_TIMEOUT", "find_plugins", "main", "read_credential_file", "read_spec"]
 
 log = logging.getLogger("plughost_runner")
+
+DEFAULT_DRAIN_TIMEOUT = 25.0
+"""Seconds calls in flight may finish after a SIGTERM: Kubernetes' 30 s grace, less 5 s
+to unload the plugins and exit before its SIGKILL."""
 
 
 def read_credential_file(path: Path) -> dict[str, str]:
@@ -110,7 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         default=Path("plughost-data"),
         help="where plugins keep their data and temp directories (default: ./plughost-data)",
     )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=DEFAULT_DRAIN_TIMEOUT,
+        help="on SIGTERM or SIGINT, seconds the calls in flight may finish before the runner "
+        f"exits (default: {DEFAULT_DRAIN_TIMEOUT:g}, inside Kubernetes' 30 s grace period)",
+    )
     args = parser.parse_args(argv)
+    if args.drain_timeout < 0:
+        parser.error("--drain-timeout must not be negative")
     try:
         credential = read_credential_file(args.credentials)
     except (OSError, ValueError) as exc:
@@ -142,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         offers=offers,
         watch=(args.plugins, args.data_dir),
     )
+    service.drain_timeout = args.drain_timeout
     return asyncio.run(service.run())
 
 

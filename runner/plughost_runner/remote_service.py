@@ -42,6 +42,7 @@ from typing import Any
 from plughost_runner.bridge import Bridge, HostError
 from plughost_runner.capture import LogCollector
 from plughost_runner.credentials import Credentials
+from plughost_runner.leaving import LeavingService
 from plughost_runner.loader import (
     LoadedPlugin,
     LoadFailure,
@@ -50,7 +51,6 @@ from plughost_runner.loader import (
     unload_plugin,
 )
 from plughost_runner.remote import read_spec
-from plughost_runner.service import RunnerService
 from plughost_sdk import wire
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import MANIFEST_FILE
@@ -64,8 +64,11 @@ _DRAIN = 300.0
 """Seconds an old version waits for its calls before it unloads anyway (each has a deadline)."""
 
 
-class RemoteService(RunnerService):
-    """Serves a host over the network; reloads edited plugins; rejoins a restarted host."""
+class RemoteService(LeavingService):
+    """Serves a host over the network; reloads edited plugins; rejoins a restarted host.
+
+    On SIGTERM or SIGINT it drains its calls and leaves (:mod:`plughost_runner.leaving`).
+    """
 
     def __init__(
         self,
@@ -83,6 +86,7 @@ class RemoteService(RunnerService):
         self._rejoining = False
 
     async def _serving(self, group: asyncio.TaskGroup) -> None:
+        await super()._serving(group)
         if self._watch_dirs is not None:
             group.create_task(self._watch(group, *self._watch_dirs))
             # watchfiles sets its watch up on the task's first step, before its first await:
@@ -90,7 +94,7 @@ class RemoteService(RunnerService):
             await asyncio.sleep(0)
 
     def _on_event(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
-        if envelope["method"] == "runner.rejoin" and not self._rejoining:
+        if envelope["method"] == "runner.rejoin" and not (self._rejoining or self.leaving):
             self._rejoining = True
             group.create_task(self._rejoin())
 

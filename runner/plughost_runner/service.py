@@ -267,6 +267,10 @@ class RunnerService:
     def _on_event(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
         """An event from the host other than ``call.cancel`` (``runner.rejoin``)."""
 
+    def _cut_off_error(self) -> wire.WireError | None:
+        """The answer to a call this runner cancelled itself (a drain ran out), or None."""
+        return None
+
     def _resolve(self, envelope: wire.Envelope) -> None:
         future = self._pending.get(envelope["id"])
         if future is None or future.done():
@@ -292,7 +296,10 @@ class RunnerService:
         except _Reply as reply:
             parts = wire.encode_parts(wire.response(envelope, error=reply.error))
         except asyncio.CancelledError:
-            return  # the host cancelled the call and no longer waits for it
+            error = self._cut_off_error()
+            if error is None:
+                return  # the host cancelled the call and no longer waits for it
+            parts = wire.encode_parts(wire.response(envelope, error=error))
         except Exception as exc:
             log.exception("runner failed serving %s", envelope["method"])
             error = wire.error_body("internal", f"runner error: {type(exc).__name__}: {exc}")

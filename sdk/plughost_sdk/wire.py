@@ -42,6 +42,9 @@ Changelog:
        say hello again), ``plugin.offer`` and ``plugin.reloaded`` (a plugin edited on
        the runner's machine, offered and then reported like ``runner.ready``), and
        ``capabilities`` in each offer (cut down to the credential's grants).
+    9: a remote runner leaving on SIGTERM: ``runner.draining`` (runner to host: send
+       it no new call; its calls in flight will still be answered) and the event
+       ``runner.drained`` (every call answered; the runner exits now).
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 8
+PROTOCOL_VERSION: Final = 9
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""
@@ -120,6 +123,8 @@ Method = Literal[
     "progress",
     "plugin.offer",
     "plugin.reloaded",
+    "runner.draining",
+    "runner.drained",
 ]
 
 ErrorCode = Literal[

@@ -55,11 +55,19 @@ def plugin_dir(root: Path, version: str = "1.0.0", plugin_id: str = PLUGIN_ID) -
 
 
 def start_runner(
-    endpoint: str, credential: Path, plugins: Path, work: Path, prefix: tuple[str, ...] = ()
+    endpoint: str,
+    credential: Path,
+    plugins: Path,
+    work: Path,
+    prefix: tuple[str, ...] = (),
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start ``plughost-runner --connect`` (optionally inside ``prefix``, e.g. ip netns exec)."""
+    """Start ``plughost-runner --connect`` (optionally inside ``prefix``, e.g. ip netns exec).
+
+    ``extra`` are more options of the runner's command line (``--drain-timeout 1``).
+    """
     with (work / f"runner-{os.urandom(3).hex()}.log").open("wb") as log:
-        return _popen(prefix, endpoint, credential, plugins, work, log)
+        return _popen(prefix, endpoint, credential, plugins, work, log, extra)
 
 
 def _popen(
@@ -69,6 +77,7 @@ def _popen(
     plugins: Path,
     work: Path,
     log: BinaryIO,
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
@@ -82,6 +91,7 @@ def _popen(
             str(plugins),
             "--data-dir",
             str(work / "runner-data"),
+            *extra,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -94,6 +104,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
+
+
+def listening_at(host: PluginHost) -> str:
+    """The endpoint the host accepts remote runners on."""
+    assert host.remote is not None
+    return host.remote.listener.endpoint
 
 
 def remote_pool(host: PluginHost, plugin_id: str = PLUGIN_ID) -> RunnerPool[RemoteRunner] | None:

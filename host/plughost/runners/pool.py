@@ -10,6 +10,13 @@ while new calls go to the others. A reload replaces members one at a time
 (:meth:`RunnerPool.replace`): the new member joins before the old one leaves,
 and the old one drains its calls before it stops.
 
+A remote member that is leaving (``draining``: its pod got a SIGTERM) takes no
+new call, as one that is stopping: the other members take them. When it was
+the only member, a new call is answered at once with ``shutting_down`` (nothing
+ran; retry once a new runner has joined) rather than waiting: a remote runner's
+replacement is a new process that may never come, unlike a local member,
+which a reload replaces before the old one leaves.
+
 Why in-flight count rather than round-robin: tool calls differ by orders of
 magnitude in cost, and a member busy with a slow call should not be handed the
 next one while another sits idle.
@@ -29,8 +36,8 @@ from plughost_sdk.models import ToolExecutionResult
 
 __all__ = ["Member", "Pools", "RunnerPool"]
 
-_GONE = frozenset({"failed", "stopping", "stopped"})
-"""States (by value) of a member that will never take a call again."""
+_GONE = frozenset({"failed", "stopping", "stopped", "draining"})
+"""States (by value) of a member that will never take a new call again."""
 
 
 class Member(Protocol):
@@ -143,9 +150,7 @@ class RunnerPool(Generic[M]):
         while True:
             member = self._pick_untried(tried)
             if member is None:
-                return ToolExecutionResult.failure(
-                    tool, f"plugin {plugin_id} has no runner left to serve it", "plugin_crashed"
-                )
+                return ToolExecutionResult.failure(tool, *self._none_left(plugin_id))
             result = await member.invoke(plugin_id, tool, arguments, timeout)
             if result.error_code != "shutting_down":
                 return result
@@ -159,8 +164,8 @@ class RunnerPool(Generic[M]):
         while True:
             member = self._pick_untried(tried)
             if member is None:
-                message = f"plugin {plugin_id} has no runner left to serve it"
-                return {"success": False, "error": message, "error_code": "plugin_crashed"}
+                message, code = self._none_left(plugin_id)
+                return {"success": False, "error": message, "error_code": code}
             reply = await member.invoke_component(plugin_id, kind, name, args, timeout)
             if reply.get("error_code") != "shutting_down":
                 return reply
@@ -178,6 +183,16 @@ class RunnerPool(Generic[M]):
         if member is None:
             raise RunnerCrashedError(f"plugin {plugin_id} has no runner left to serve it")
         return await member.request_content(method, plugin_id, body, timeout)
+
+    def _none_left(self, plugin_id: str) -> tuple[str, wire.ErrorCode]:
+        """Why no member takes a call now (message, code): its runners left, or are leaving."""
+        if any(str(member.state.value) == "draining" for member in self.members):
+            return (
+                f"plugin {plugin_id} has no runner to take new calls: its runners are leaving "
+                "(draining after a stop); retry once a new runner has joined",
+                "shutting_down",
+            )
+        return f"plugin {plugin_id} has no runner left to serve it", "plugin_crashed"
 
     def _pick_untried(self, tried: list[M]) -> M | None:
         member = self.pick()

@@ -18,6 +18,11 @@ left loses its tools). Any message from it later resumes it, tools included:
 the runner keeps one ZeroMQ identity, so a link that comes back is the same
 session. A revoked credential ends its sessions at once.
 
+A runner that is stopped (SIGTERM) says so first (``runner.draining``): no new
+call goes to it, its calls in flight are answered, and its ``runner.drained``
+event ends its session at once, with no grace period; frames it sends after
+that are dropped. One that falls silent while draining is ended at once too.
+
 A remote plugin's ``capability.call`` goes through the host's capability
 router like a local plugin's, but may reach only what its manifest asks *and*
 its credential grants (``--grant``): the manifest of a remote plugin is only
@@ -67,6 +72,7 @@ _MAX_PARTS = 2 + wire.MAX_BLOBS
 _MAX_PARKED = 1000
 """Runners past their grace remembered for a return; the oldest is forgotten first."""
 _REJOIN_EVERY = 1.0
+_DEPARTED = "remote runner {} drained its calls and left"
 """Seconds between two ``runner.rejoin`` to one stranger (it beats more often than that)."""
 
 
@@ -108,6 +114,8 @@ class RemoteListener:
         self._parked: dict[bytes, RemoteRunner] = {}
         # Identities with no session, and when each was last told to say hello again.
         self._strangers: dict[bytes, float] = {}
+        # Identities that drained and left: their last frames are not a stranger's.
+        self._departed: dict[bytes, None] = {}
         self._next_id = 0
         self._context: zmq.asyncio.Context | None = None
         self._auth: AsyncioAuthenticator | None = None
@@ -175,6 +183,8 @@ class RemoteListener:
             envelopes = wire.decode_many(frame.buffer, [p.buffer for p in parts[2:]])
         except ProtocolError as exc:
             log.warning("rejected a frame from a remote runner: %s", exc)
+            return
+        if identity in self._departed:
             return
         session = self._sessions.get(identity) or self._unpark(identity, key)
         if session is not None and session.credential.public != key:
@@ -340,6 +350,8 @@ class RemoteListener:
             self._requests.handle(runner, envelope)
         elif method == "log.batch" and runner.output is not None:
             runner.output.forward_records((envelope["body"] or {}).get("records"))
+        elif method == "runner.drained":
+            self._depart(runner)
 
     def _resume(self, runner: RemoteRunner) -> None:
         runner.last_beat = asyncio.get_running_loop().time()
@@ -369,6 +381,10 @@ class RemoteListener:
                     self._end(runner, f"credential {runner.credential.name} was revoked")
                     # Tell it to stop: it would be refused at its next connection anyway.
                     self._post(runner.identity, wire.request(0, "runner.shutdown", {"drain": 0}))
+                elif runner.state is RemoteState.DRAINING and now - runner.last_beat > silence:
+                    reason = f"remote runner {runner.runner_id} fell silent while leaving"
+                    log.warning("%s (%s)", reason, runner.address)
+                    self._end(runner, reason)
                 elif runner.state is RemoteState.READY and now - runner.last_beat > silence:
                     runner.state = RemoteState.LOST
                     runner.lost_since = now
@@ -383,6 +399,15 @@ class RemoteListener:
                 ):
                     self._end(runner, f"remote runner {runner.runner_id} did not come back")
                     self._park(runner)
+
+    def _depart(self, runner: RemoteRunner) -> None:
+        """A runner that drained: out of its pools now, and its identity not resumed."""
+        reason = _DEPARTED.format(runner.runner_id)
+        log.info("%s (%s)", reason, runner.address)
+        self._end(runner, reason)
+        self._departed[runner.identity] = None
+        while len(self._departed) > _MAX_PARKED:
+            del self._departed[next(iter(self._departed))]
 
     def _park(self, runner: RemoteRunner) -> None:
         self._parked[runner.identity] = runner

@@ -43,10 +43,12 @@ class Sender(Protocol):
 
 
 class RemoteState(Enum):
-    """Where a remote runner is: loading, serving, silent, or gone for good."""
+    """Where a remote runner is: loading, serving, leaving, silent, or gone for good."""
 
     STARTING = "starting"
     READY = "ready"
+    DRAINING = "draining"
+    """It said it is leaving (``runner.draining``): it gets no new call, finishes its own."""
     LOST = "lost"
     STOPPED = "stopped"
 

@@ -16,6 +16,10 @@ accepted from that runner:
 - ``plugin.reloaded``: the offered version loaded (its tools replace the old
   ones) or failed (the old version keeps serving; the reason is logged and
   kept for ``host.status()``).
+- ``runner.draining``: the runner got a SIGTERM and is leaving. It gets no new
+  call from now on (its pools pick other members), and answers those in flight;
+  its ``runner.drained`` event then ends the session
+  (:class:`~plughost.runners.remote.RemoteListener`).
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ class RunnerRequests:
             self._offer(runner, envelope)
         elif method == "plugin.reloaded":
             self._reloaded(runner, envelope)
+        elif method == "runner.draining":
+            self._draining(runner, envelope)
         else:
             self._refuse(runner, envelope, "bad_payload", f"a runner does not send {method!r}")
 
@@ -153,6 +159,20 @@ class RunnerRequests:
         self._log_failures(runner, report["failed"], "could not reload", RELOAD_FAILED)
         self._answer(runner, envelope, {"ok": True})
         self._on_reload(runner, report)
+
+    def _draining(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
+        if runner.state in (RemoteState.STARTING, RemoteState.READY, RemoteState.LOST):
+            runner.state = RemoteState.DRAINING
+        body = envelope["body"] if isinstance(envelope["body"], dict) else {}
+        timeout = body.get("drain_timeout")
+        log.info(
+            "remote runner %s is leaving: no new calls go to it; its %d calls in flight may "
+            "finish within %s s",
+            runner.runner_id,
+            runner.inflight,
+            f"{timeout:g}" if isinstance(timeout, int | float) else "?",
+        )
+        self._answer(runner, envelope, {"ok": True})
 
     def _checked(
         self, runner: RemoteRunner, body: Any, allowed: dict[str, Offer]

@@ -1,0 +1,115 @@
+"""A remote runner stopped with SIGTERM or SIGINT drains: no call it took fails.
+
+Real runner processes over loopback CurveZMQ, as a Kubernetes rollout or
+scale-down stops a runner pod: the runner tells the host it is leaving, the
+host sends new calls to the pool's other members at once, the calls in flight
+return their results, the runner exits 0 and its member leaves the pool at
+once, without the ``[host.remote] grace`` wait (30 s in these settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from plughost.host import PluginHost
+from plughost.runners.remote import RemoteRunner, RemoteState
+from tests.integration.remote_helpers import (
+    PLUGIN_ID,
+    exited,
+    healthy_members,
+    issue,
+    listening_at,
+    logged,
+    pause,
+    plugin_dir,
+    remote_pool,
+    start_runner,
+)
+from tests.waiting import wait_until
+
+
+def members(host: PluginHost) -> list[RemoteRunner]:
+    pool = remote_pool(host)
+    return pool.members if pool is not None else []
+
+
+async def test_a_runner_stopped_mid_call_finishes_it_while_the_other_takes_new_calls(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    credential = issue(tmp_path / "keys", "pods", [PLUGIN_ID], tmp_path / "pods.json")
+    plugins = plugin_dir(tmp_path / "remote-plugins")
+    for _ in range(2):
+        runners.append(start_runner(listening_at(host), credential, plugins, tmp_path))
+    await wait_until(lambda: healthy_members(host) == 2, timeout=30, what="two runners joined")
+
+    slow = asyncio.create_task(pause(host, 3.0))
+    await wait_until(
+        lambda: any(m.inflight == 1 for m in members(host)), timeout=5, what="slow call sent"
+    )
+    a = next(m for m in members(host) if m.inflight == 1)
+    b = next(m for m in members(host) if m is not a)
+    process_a = next(p for p in runners if p.pid == a.remote_pid)
+    os.kill(process_a.pid, signal.SIGTERM)  # what the kubelet sends a pod's process
+    await wait_until(
+        lambda: a.state is RemoteState.DRAINING, timeout=5, what="the host heard A is leaving"
+    )
+    assert not slow.done()
+
+    after = await asyncio.gather(*(pause(host, 0.05) for _ in range(10)))
+    assert all(r.success for r in after), [r.error_message for r in after]
+    assert Counter(r.structured_content["pid"] for r in after) == {b.remote_pid: 10}
+
+    result = await slow
+    assert result.success, result.error_message
+    assert result.structured_content["pid"] == a.remote_pid
+    assert await exited(process_a, timeout=15) == 0
+    # Out of the pool at once: the grace period (30 s here) is for runners that vanish.
+    await wait_until(lambda: members(host) == [b], timeout=5, what="A left the pool")
+    assert a.state is RemoteState.STOPPED
+    assert logged(caplog.records, f"remote runner {a.runner_id} drained its calls and left")
+    assert not logged(caplog.records, "fell silent")
+    assert not logged(caplog.records, "say hello again")
+    assert (await pause(host, 0)).success
+
+
+async def test_a_drain_that_runs_out_fails_the_call_and_an_only_runner_refuses_new_ones(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    credential = issue(tmp_path / "keys", "solo", [PLUGIN_ID], tmp_path / "solo.json")
+    plugins = plugin_dir(tmp_path / "remote-plugins")
+    runner = start_runner(
+        listening_at(host), credential, plugins, tmp_path, extra=("--drain-timeout", "2")
+    )
+    runners.append(runner)
+    await wait_until(lambda: healthy_members(host) == 1, timeout=30, what="the runner joined")
+    (only,) = members(host)
+
+    stuck = asyncio.create_task(pause(host, 30.0))
+    await wait_until(lambda: only.inflight == 1, timeout=5, what="the long call sent")
+    os.kill(runner.pid, signal.SIGINT)  # Ctrl-C in a terminal drains the same way
+    await wait_until(lambda: only.state is RemoteState.DRAINING, timeout=5, what="draining")
+
+    # The only runner is leaving: a new call is told so at once, not queued behind it.
+    refused = await pause(host, 0)
+    assert not refused.success and refused.error_code == "shutting_down"
+    assert "runners are leaving" in (refused.error_message or "")
+
+    cut = await stuck
+    assert not cut.success and cut.error_code == "plugin_crashed"
+    assert "--drain-timeout" in (cut.error_message or "")
+    assert await exited(runner, timeout=15) == 0
+    await wait_until(lambda: remote_pool(host) is None, timeout=5, what="its tools went")
