@@ -72,6 +72,7 @@ USER 10001:10001
 # fixed here: the credential file is a secret mounted at a known path (a Docker
 # secret, a Kubernetes Secret), the plugins are at /plugins. --connect comes from
 # CMD so `docker run IMAGE --connect tcp://HOST:PORT` or a pod's `args` sets it.
-# Exec form: the runner is PID 1 and gets SIGTERM itself.
+# Exec form: the runner is PID 1 and gets SIGTERM itself; it handles it (a PID 1
+# without a handler would ignore it) by draining its calls, then exiting 0.
 ENTRYPOINT ["plughost-runner", "--credentials", "/run/secrets/plughost/credentials.json", "--plugins", "/plugins", "--data-dir", "/var/lib/plughost"]
 CMD ["--connect", "tcp://plughost-host:7700"]

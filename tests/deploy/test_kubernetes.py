@@ -256,6 +256,20 @@ def test_the_readmes_timings_are_the_examples_and_the_defaults() -> None:
     assert f"`minReadySeconds: {ready}`" in README
 
 
+def test_a_runner_pod_drains_within_its_grace_period_as_the_readme_says() -> None:
+    from plughost_runner.remote import DEFAULT_DRAIN_TIMEOUT
+
+    args = container("plughost-runner", "runner")["args"]
+    drain = float(_flag(args, "--drain-timeout"))
+    grace = pod_spec("plughost-runner")["terminationGracePeriodSeconds"]
+    # Kubernetes' default grace, and the runner's default drain with time to exit after it.
+    assert grace == 30 and drain == DEFAULT_DRAIN_TIMEOUT
+    assert drain + 5 <= grace
+    assert f"`--drain-timeout` ({drain:g} s by default" in README
+    assert f"`terminationGracePeriodSeconds: {grace}`" in README
+    assert "SIGTERM" in README and "no call fails" in README
+
+
 def test_the_docker_run_of_the_host_mounts_what_its_configuration_names(tmp_path: Path) -> None:
     config, config_path = _host_config(tmp_path)
     (command,) = re.findall(r"docker run [^`]+?plughost-host:\S+", README)

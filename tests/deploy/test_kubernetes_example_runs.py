@@ -7,8 +7,8 @@ runner starts with its image's entrypoint and the Deployment's args, serving
 the plugins ``runner-plugins.Dockerfile`` copies. Then what the README promises
 is checked: the runner joins, the console says where it is, a call goes
 through, a TCP probe of the runner port is not taken for a runner, MCP HTTP
-wants its bearer token, and a runner stopped as a rollout stops a pod fails
-over as a disappearing runner does.
+wants its bearer token, and a runner stopped as a rollout stops a pod drains,
+exits 0 and leaves its pools at once.
 """
 
 from __future__ import annotations
@@ -32,7 +32,15 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.example import DEPLOY, HOST, RUNNER, RUNNER_PLUGINS, container, manifest
+from tests.deploy.example import (
+    DEPLOY,
+    HOST,
+    RUNNER,
+    RUNNER_PLUGINS,
+    container,
+    manifest,
+    pod_spec,
+)
 from tests.waiting import wait_until
 
 README = (DEPLOY / "README.md").read_text(encoding="utf-8")
@@ -308,19 +316,26 @@ async def test_the_example_joins_serves_a_call_and_says_where_the_runner_is(
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-async def test_a_runner_stopped_like_a_pod_exits_at_once_and_the_host_finds_it_lost(
+async def test_a_runner_stopped_like_a_pod_drains_exits_0_and_leaves_at_once(
     cluster: Cluster,
 ) -> None:
     allowed = [a.partition("==")[0] for a in _readme_allow_list()]
     await wait_until(lambda: _joined(cluster, allowed), timeout=60, what="the runner joined")
-    # Kubernetes stops a container with SIGTERM; the runner exits on it at once.
-    code = cluster.runner.stop(signal.SIGTERM)
-    assert code == -signal.SIGTERM
+    # Kubernetes stops a container with SIGTERM; the runner drains and exits 0, within
+    # the pod's grace period (the example's runner has nothing in flight to wait for).
+    grace = pod_spec("plughost-runner")["terminationGracePeriodSeconds"]
+    stopped = time.monotonic()
+    assert cluster.runner.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - stopped < grace
+    assert "draining 0 calls in flight (up to 25 s)" in cluster.runner.text()
+    # Its plugins go at once: not "lost" for the heartbeat window, then the grace.
     await wait_until(
-        lambda: all(_rows(cluster)[p]["state"] == "lost" for p in allowed),
-        timeout=60,
-        what="the host noticed the runner's silence",
+        lambda: not set(allowed) & set(_rows(cluster)),
+        timeout=5,
+        what="the runner's plugins left with it",
     )
+    assert "drained its calls and left" in cluster.host.text()
+    assert "fell silent" not in cluster.host.text()
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import pytest
 
 from plughost.host import PluginHost
 from plughost.runners.remote import RemoteRunner, RemoteState
+from plughost_sdk.models import ToolExecutionResult
 from tests.integration.remote_helpers import (
     PLUGIN_ID,
     exited,
@@ -39,6 +40,27 @@ from tests.waiting import wait_until
 def members(host: PluginHost) -> list[RemoteRunner]:
     pool = remote_pool(host)
     return pool.members if pool is not None else []
+
+
+async def draining_with_a_call(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+    sig: signal.Signals,
+    *extra: str,
+) -> tuple[subprocess.Popen[bytes], asyncio.Task[ToolExecutionResult]]:
+    """One runner with a long call in flight, sent ``sig``; returns once the host knows."""
+    credential = issue(tmp_path / "keys", "solo", [PLUGIN_ID], tmp_path / "solo.json")
+    plugins = plugin_dir(tmp_path / "remote-plugins")
+    runner = start_runner(listening_at(host), credential, plugins, tmp_path, extra=extra)
+    runners.append(runner)
+    await wait_until(lambda: healthy_members(host) == 1, timeout=30, what="the runner joined")
+    (only,) = members(host)
+    stuck = asyncio.create_task(pause(host, 60.0))
+    await wait_until(lambda: only.inflight == 1, timeout=5, what="the long call sent")
+    os.kill(runner.pid, sig)
+    await wait_until(lambda: only.state is RemoteState.DRAINING, timeout=5, what="draining")
+    return runner, stuck
 
 
 async def test_a_runner_stopped_mid_call_finishes_it_while_the_other_takes_new_calls(
@@ -89,19 +111,10 @@ async def test_a_drain_that_runs_out_fails_the_call_and_an_only_runner_refuses_n
     runners: list[subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
-    credential = issue(tmp_path / "keys", "solo", [PLUGIN_ID], tmp_path / "solo.json")
-    plugins = plugin_dir(tmp_path / "remote-plugins")
-    runner = start_runner(
-        listening_at(host), credential, plugins, tmp_path, extra=("--drain-timeout", "2")
+    # Ctrl-C in a terminal drains as a SIGTERM does.
+    runner, stuck = await draining_with_a_call(
+        host, runners, tmp_path, signal.SIGINT, "--drain-timeout", "2"
     )
-    runners.append(runner)
-    await wait_until(lambda: healthy_members(host) == 1, timeout=30, what="the runner joined")
-    (only,) = members(host)
-
-    stuck = asyncio.create_task(pause(host, 30.0))
-    await wait_until(lambda: only.inflight == 1, timeout=5, what="the long call sent")
-    os.kill(runner.pid, signal.SIGINT)  # Ctrl-C in a terminal drains the same way
-    await wait_until(lambda: only.state is RemoteState.DRAINING, timeout=5, what="draining")
 
     # The only runner is leaving: a new call is told so at once, not queued behind it.
     refused = await pause(host, 0)
@@ -113,3 +126,15 @@ async def test_a_drain_that_runs_out_fails_the_call_and_an_only_runner_refuses_n
     assert "--drain-timeout" in (cut.error_message or "")
     assert await exited(runner, timeout=15) == 0
     await wait_until(lambda: remote_pool(host) is None, timeout=5, what="its tools went")
+
+
+async def test_a_second_signal_ends_the_drain_at_once(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    runner, stuck = await draining_with_a_call(host, runners, tmp_path, signal.SIGTERM)
+    os.kill(runner.pid, signal.SIGTERM)  # well inside the default 25 s drain
+    cut = await asyncio.wait_for(stuck, timeout=15)
+    assert not cut.success and cut.error_code == "plugin_crashed"
+    assert await exited(runner, timeout=15) == 0
