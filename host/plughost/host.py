@@ -630,7 +630,7 @@ class PluginHost:
                     plugin_id=plugin_id,
                     version=self.remote.versions.get(plugin_id, "") if self.remote else "",
                     path="",
-                    state="loaded" if pool.healthy() else "lost",
+                    state="loaded" if pool.healthy() else "draining" if pool.leaving else "lost",
                     runner_id=pool.runner_id or None,
                     pid=None,
                     tools=tools,

@@ -33,6 +33,7 @@ from tests.integration.remote_helpers import (
     plugin_dir,
     remote_pool,
     start_runner,
+    status_of,
 )
 from tests.waiting import wait_until
 
@@ -120,6 +121,7 @@ async def test_a_drain_that_runs_out_fails_the_call_and_an_only_runner_refuses_n
     refused = await pause(host, 0)
     assert not refused.success and refused.error_code == "shutting_down"
     assert "runners are leaving" in (refused.error_message or "")
+    assert status_of(host).state == "draining"
 
     cut = await stuck
     assert not cut.success and cut.error_code == "plugin_crashed"

@@ -103,6 +103,11 @@ class RunnerPool(Generic[M]):
         """Calls in flight across every member."""
         return sum(member.inflight for member in self.members)
 
+    @property
+    def leaving(self) -> bool:
+        """Whether a member is draining: it finishes its calls, then leaves (a stopped pod)."""
+        return any(str(member.state.value) == "draining" for member in self.members)
+
     def healthy(self) -> list[M]:
         """Members that take calls now: ready, with their process alive."""
         return [member for member in self.members if member.healthy]
@@ -186,7 +191,7 @@ class RunnerPool(Generic[M]):
 
     def _none_left(self, plugin_id: str) -> tuple[str, wire.ErrorCode]:
         """Why no member takes a call now (message, code): its runners left, or are leaving."""
-        if any(str(member.state.value) == "draining" for member in self.members):
+        if self.leaving:
             return (
                 f"plugin {plugin_id} has no runner to take new calls: its runners are leaving "
                 "(draining after a stop); retry once a new runner has joined",

@@ -113,3 +113,4 @@ async def test_a_remote_runner_is_listed_with_its_address_and_credential_and_whe
     assert member["runner_id"].startswith("console-box@")
     (gone,) = after["members"]
     assert gone["runner_id"] == member["runner_id"] and gone["healthy"] is False
+    assert after["state"] == "lost"
