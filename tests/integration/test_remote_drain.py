@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -140,3 +141,24 @@ async def test_a_second_signal_ends_the_drain_at_once(
     cut = await asyncio.wait_for(stuck, timeout=15)
     assert not cut.success and cut.error_code == "plugin_crashed"
     assert await exited(runner, timeout=15) == 0
+
+
+async def test_a_runner_stopped_before_it_joined_exits_0_at_once(
+    tmp_path: Path, runners: list[subprocess.Popen[bytes]]
+) -> None:
+    # A pod stopped while its host is unreachable: nothing is in flight, nothing to drain.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        silent = f"tcp://127.0.0.1:{probe.getsockname()[1]}"  # nobody listens there
+        credential = issue(tmp_path / "keys", "early", [PLUGIN_ID], tmp_path / "early.json")
+        runner = start_runner(silent, credential, plugin_dir(tmp_path / "p"), tmp_path)
+        runners.append(runner)
+        log = next(tmp_path.glob("runner-*.log"))
+        await wait_until(
+            lambda: "no answer from the host yet" in log.read_text(),
+            timeout=30,
+            what="the runner waiting for its host",
+        )
+        os.kill(runner.pid, signal.SIGTERM)
+        assert await exited(runner, timeout=10) == 0
+    assert "SIGTERM before joining: stopping" in log.read_text()
