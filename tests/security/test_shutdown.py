@@ -162,6 +162,11 @@ class _Polled:
     def poll(self) -> int | None:
         return self._process.returncode
 
+    @property
+    def returncode(self) -> int | None:
+        """What ``wait_for_port`` names when the server exited before listening."""
+        return self._process.returncode
+
 
 _INITIALIZE = {
     "protocolVersion": "2025-06-18",

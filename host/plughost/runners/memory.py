@@ -56,18 +56,23 @@ class MemoryMeter(Protocol):
 
 
 def open_meter(
-    pid: int, cgroup: CgroupMeter | None = None, *, pid_namespace: bool = False
+    pid: int,
+    cgroup: CgroupMeter | None = None,
+    *,
+    joined: bool = False,
+    pid_namespace: bool = False,
 ) -> MemoryMeter:
     """The best meter for runner process ``pid`` (and what it starts).
 
     ``cgroup``: the one :meth:`CgroupMeter.create` made for this runner before
-    it started (the runner joins it itself, before it forks anything); the
-    runner's session is moved in too, for a runner that did not. Without one
-    the host reads ``/proc``; ``pid_namespace`` says ``pid`` is the waiter of
-    a runner in a pid namespace of its own.
+    it started; ``joined`` says the runner joined it itself, before it forked
+    anything (a sandboxed runner does), else its session is moved in now.
+    Without one the host reads ``/proc``; ``pid_namespace`` says ``pid`` is
+    the waiter of a runner in a pid namespace of its own.
     """
     if cgroup is not None:
-        cgroup.adopt(pid)
+        if not joined:  # a search of every process on the machine: only when needed
+            cgroup.adopt(pid)
         return cgroup
     return ProcMeter(pid, pid_namespace=pid_namespace)
 
@@ -83,15 +88,35 @@ class ProcMeter:
 
     def used(self) -> int | None:
         """Anonymous plus mapped shared memory of the runner's processes, in bytes."""
-        stats = _all_stats()
-        pids = _tree(self._pid, stats)
-        if self._pid not in pids:
+        if self._nested:
+            pids = self._nested_tree()
+        else:
+            pids = _tree(self._pid, _all_stats())
+            if self._pid not in pids:
+                return None
+        if not pids:
             return None
-        if self._nested:  # the waiter and the namespace's init run no plugin code
-            helpers = {self._pid}
-            helpers |= {p for p, (ppid, _) in stats.items() if ppid == self._pid and _is_init(p)}
-            pids -= helpers
         return sum(_status_bytes(pid, ("RssAnon:", "RssShmem:")) for pid in pids)
+
+    def _nested_tree(self) -> set[int] | None:
+        """The processes below the waiter and the namespace's init, which run no plugin code.
+
+        Every process of the namespace descends from its init (orphans are
+        reparented to it), so the walk follows ``children`` files down from the
+        waiter instead of reading every process on the machine, as the session
+        search must otherwise (a few milliseconds of the host's loop per beat).
+        """
+        inits = [pid for pid in _children(self._pid) if _is_init(pid)]
+        if not inits:
+            return None  # gone, or not started yet
+        found: set[int] = set()
+        todo = inits
+        while todo:
+            for child in _children(todo.pop()):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
 
     def close(self) -> None:
         """Nothing to release."""
@@ -187,6 +212,22 @@ def _tree(root: int, stats: dict[int, tuple[int, int]]) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``, from its threads' ``children`` files (none if it is gone)."""
+    try:
+        threads = os.listdir(_PROC / str(pid) / "task")
+    except OSError:
+        return []
+    children = []
+    for thread in threads:
+        with contextlib.suppress(OSError):
+            children += [
+                int(c)
+                for c in (_PROC / str(pid) / "task" / thread / "children").read_text().split()
+            ]
+    return children
 
 
 def _is_init(pid: int) -> bool:

@@ -295,8 +295,12 @@ class RunnerSupervisor:
         self._process = process
         self.pid = process.pid
         if self.limits.memory_mb is not None:  # measured by the host, from the kernel
-            nested = "pid_namespace" in self.protections
-            self._watchdog.memory = open_meter(process.pid, memory, pid_namespace=nested)
+            self._watchdog.memory = open_meter(
+                process.pid,
+                memory,
+                joined=confined is not None,  # its policy lists the cgroup: joined first
+                pid_namespace="pid_namespace" in self.protections,
+            )
         self._emit(
             EventKind.RUNNER_SPAWNED,
             f"runner {self.runner_id} started, pid {process.pid}"
