@@ -34,6 +34,7 @@ import collections
 import contextlib
 import itertools
 import logging
+import os
 import random
 import shlex
 import shutil
@@ -480,10 +481,12 @@ class Report:
     leftovers: list[str]
     fault_seconds: float
     runners_spawned: int
+    load: float = 0.0
 
 
 async def soak_run(args: argparse.Namespace) -> Report:
     root = Path(tempfile.mkdtemp(prefix="plughost-soak-"))
+    load_average = os.getloadavg()[0]
     counting = _Counting()
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s %(message)s")
     logging.getLogger().addHandler(counting)
@@ -539,6 +542,7 @@ async def soak_run(args: argparse.Namespace) -> Report:
         leftovers,
         fault_seconds,
         len(spawned),
+        load_average,
     )
 
 
@@ -546,7 +550,14 @@ async def _leftovers(soak: Soak, spawned: set[int]) -> list[str]:
     """Processes the run started that are still alive after shutdown (waits up to 10 s)."""
 
     def still_alive() -> list[str]:
-        found = {f"pid {p}" for p in spawned | soak.children if alive(p)}
+        # The children's recorded pids are their runners' namespace's when the sandbox gives
+        # runners a pid namespace (the default): there the marker in their command lines finds
+        # them on the host.
+        pid_namespace = (
+            soak.host.sandbox is not None and "pid_namespace" in soak.host.sandbox.active
+        )
+        children = set() if pid_namespace else soak.children
+        found = {f"pid {p}" for p in spawned | children if alive(p)}
         found |= {f"pid {p.pid}" for p in runners_of_this_process()}
         found |= {f"pid {p.pid}" for p in processes_mentioning(soak.marker)}
         return sorted(found)
@@ -661,7 +672,9 @@ def render(report: Report) -> tuple[str, dict[str, float]]:
         f"{SETTINGS.stuck_grace:g} s, on_load may take {SETTINGS.on_load_timeout:g} s; restarts "
         f"back off from {SETTINGS.backoff_initial:g} s to {SETTINGS.backoff_max:g} s and are never "
         "given up on here (the give-up path has its own test in "
-        "tests/integration/test_fault_storm.py).",
+        "tests/integration/test_fault_storm.py). "
+        f"Load average when it started: {report.load:.1f} on {os.cpu_count()} CPUs (the ratio "
+        "compares windows of one run, but a loaded machine stretches both tails).",
         "",
         "| figure | value | target |",
         "|---|---:|---:|",
@@ -760,6 +773,14 @@ def main() -> int:
         )
     if not args.no_write:
         benchlib.write_section("soak", markdown)
+    print(
+        f"\nsoak: neighbour p99 ratio (faults / quiet) {figures['ratio']:.2f}x "
+        f"(target <= {TARGET_P99_RATIO:g}x), lost {figures['lost']}, host crashes "
+        f"{figures['crashes']}, neighbour failures {figures['neighbour_failures']}, leftovers "
+        f"{figures['leftovers']}; load average at start {report.load:.1f} on {os.cpu_count()} CPUs"
+        + ("" if args.no_write else "; written to docs/benchmarks.md (soak)"),
+        file=sys.stderr,
+    )
     met = (
         figures["lost"] <= TARGET_LOST
         and figures["crashes"] <= TARGET_CRASHES
