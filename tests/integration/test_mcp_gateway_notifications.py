@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import sys
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +29,7 @@ from tests.waiting import wait_until
 
 WATCHED = HERE / "watched_server.py"
 URI = "test://watched/a"
+MODERN_URI = "test://modern/a"  # served by a 2026-07-28 upstream
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,10 @@ def config(upstream_log: Path) -> Path:
         f"[host]\nplugin_dirs = [{json.dumps(str(plugins))}]\n\n"
         f"[mcp.servers.watched]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(WATCHED))}, {json.dumps(str(upstream_log))}]\n"
-        'protocol = "legacy"\n'
+        'protocol = "legacy"\n\n'
+        # The same server on the 2026-07-28 protocol (what "auto" picks against SDK 2.x).
+        f"[mcp.servers.modern]\ncommand = {json.dumps(sys.executable)}\n"
+        f'args = [{json.dumps(str(WATCHED))}, {json.dumps(str(upstream_log))}, "modern"]\n'
     )
     return path
 
@@ -197,3 +203,48 @@ async def test_upstream_list_changes_reach_the_client(
     assert len(tools_after - tools_before) == 1
     assert len(resources_after - resources_before) == 1
     assert len(prompts_after - prompts_before) == 1
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_subscription_to_a_2026_upstream_rides_its_listen_stream(
+    transport: str, config: Path, upstream_log: Path, request: pytest.FixtureRequest
+) -> None:
+    heard = Heard()
+    before = upstream_lines(upstream_log)
+    async with connect(transport, config, request, heard, "legacy") as client:
+        await subscribe(client, MODERN_URI)
+        listened = upstream_lines(upstream_log)[len(before) :]
+        await client.call_tool("mcp_modern_touch", {"uri": MODERN_URI})
+        await wait_until(lambda: MODERN_URI in heard.updated(), timeout=15, what="relayed")
+        await subscribe(client, MODERN_URI, unsubscribe=True)
+        await until_logged(
+            upstream_log, f"unlisten {MODERN_URI}", before.count(f"unlisten {MODERN_URI}") + 1
+        )
+
+    # Acknowledged before resources/subscribe returned: the stream carried the URI by then.
+    assert f"listen {MODERN_URI}" in listened
+    assert heard.updated() == [MODERN_URI]
+
+
+async def test_an_upstream_subscription_is_made_again_after_the_server_restarts(
+    config: Path, upstream_log: Path, request: pytest.FixtureRequest
+) -> None:
+    heard = Heard()
+    async with connect("stdio", config, request, heard, "legacy") as client:
+        await subscribe(client, URI)
+        first = await client.call_tool("mcp_watched_whoami", {})
+        made = upstream_lines(upstream_log).count(f"subscribe {URI}")
+        os.kill(int(text_of(first)), signal.SIGKILL)
+        # The next call reconnects (a new process): the subscription is made there again.
+        await wait_until(lambda: _answers(client), timeout=15, what="a new upstream process")
+        await until_logged(upstream_log, f"subscribe {URI}", made + 1)
+        await client.call_tool("mcp_watched_touch", {"uri": URI})
+        await wait_until(lambda: URI in heard.updated(), timeout=15, what="the update relayed")
+
+
+async def _answers(client: Client) -> bool:
+    return not (await client.call_tool("mcp_watched_whoami", {})).is_error
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))

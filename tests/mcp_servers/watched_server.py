@@ -1,20 +1,25 @@
 """An MCP server (the SDK's lowlevel ``Server``, stdio) whose resources change on request.
 
-Run as ``python watched_server.py LOG``. Every ``resources/subscribe`` and
-``resources/unsubscribe`` it receives is written to LOG as ``subscribe URI`` /
-``unsubscribe URI``, so a test can see what plughost asked of it.
+Run as ``python watched_server.py LOG [PREFIX]``. Every ``resources/subscribe``
+and ``resources/unsubscribe`` it receives is written to LOG as ``subscribe URI`` /
+``unsubscribe URI``, and each URI of a 2026-07-28 ``subscriptions/listen`` stream
+as ``listen URI`` when it opens and ``unlisten URI`` when it ends, so a test can
+see what plughost asked of it.
 
-Resources: ``test://watched/a`` and ``test://watched/b``; a subscribed one is told
-of with ``notifications/resources/updated``. Tools:
+Resources: ``test://PREFIX/a`` and ``test://PREFIX/b`` (PREFIX defaults to
+``watched``); a subscribed one is told of with ``notifications/resources/updated``
+(or, on 2026-07-28, an event on the listen streams that name it). Tools:
 
 - ``touch(uri)``: the resource changed: a subscribed session hears
   ``notifications/resources/updated``;
 - ``grow(kind)``: add one tool, resource or prompt (``kind``) and send the matching
-  ``notifications/*/list_changed``.
+  ``notifications/*/list_changed``;
+- ``whoami()``: the process id, to kill it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,12 +28,16 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 LOG = Path(sys.argv[1])
-resources = ["test://watched/a", "test://watched/b"]
-tools = ["touch", "grow"]
+PREFIX = sys.argv[2] if len(sys.argv) > 2 else "watched"
+resources = [f"test://{PREFIX}/a", f"test://{PREFIX}/b"]
+tools = ["touch", "grow", "whoami"]
 prompts = ["greet"]
 subscribed: set[str] = set()
+bus = InMemorySubscriptionBus()
 
 
 def _note(line: str) -> None:
@@ -77,11 +86,33 @@ async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types
     return types.EmptyResult()
 
 
+class LoggedListen:
+    """The SDK's listen handler, logging the URIs of each stream."""
+
+    def __init__(self) -> None:
+        self._handler = ListenHandler(bus)
+
+    async def __call__(self, ctx: Any, params: Any) -> Any:
+        uris = list(params.notifications.resource_subscriptions or ())
+        for uri in uris:
+            _note(f"listen {uri}")
+        try:
+            return await self._handler(ctx, params)
+        finally:
+            for uri in uris:
+                _note(f"unlisten {uri}")
+
+
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     arguments = params.arguments or {}
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    if params.name == "whoami":
+        return types.CallToolResult(content=[types.TextContent(text=str(os.getpid()))])
     if params.name == "touch":
         uri = str(arguments["uri"])
-        if uri in subscribed:
+        if modern:
+            await bus.publish(ResourceUpdated(uri=uri))
+        elif uri in subscribed:
             await ctx.session.send_resource_updated(uri)
         return types.CallToolResult(content=[types.TextContent(text=f"touched {uri}")])
     kind = str(arguments.get("kind", ""))
@@ -89,7 +120,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         tools.append(f"tool{len(tools)}")
         await ctx.session.send_tool_list_changed()
     elif kind == "resource":
-        resources.append(f"test://watched/r{len(resources)}")
+        resources.append(f"test://{PREFIX}/r{len(resources)}")
         await ctx.session.send_resource_list_changed()
     elif kind == "prompt":
         prompts.append(f"prompt{len(prompts)}")
@@ -106,6 +137,7 @@ server = Server(
     on_list_prompts=list_prompts,
     on_subscribe_resource=subscribe,
     on_unsubscribe_resource=unsubscribe,
+    on_subscriptions_listen=LoggedListen(),
 )
 
 

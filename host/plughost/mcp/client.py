@@ -43,22 +43,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from plughost.mcp import delivery
-from plughost.mcp.config import MCPServerConfig, TransportKind
+from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.delivery import OutcomeUnknownError
 from plughost.mcp.session import (
     Catalog,
@@ -68,7 +68,7 @@ from plughost.mcp.session import (
     open_client,
     tracks_delivery,
 )
-from plughost_sdk.errors import PlugHostError
+from plughost.mcp.status import ServerState, ServerStatus, ServerUnavailableError
 
 __all__ = [
     "MCPConnection",
@@ -85,46 +85,8 @@ T = TypeVar("T")
 _MAX_RETRY_DELAY = 60.0
 _CONNECT_SLACK = 0.5  # past connect_timeout, for the owner to record its own verdict
 _STOP_GRACE = 5.0
-_Command = Literal["refresh", "stop", "lost"]
+_Command = Literal["refresh", "stop", "lost", "relisten"]
 _ABANDONED: set[asyncio.Task[None]] = set()  # owners that would not stop, kept until they do
-
-
-class ServerState(enum.StrEnum):
-    """Where a connection is in its lifecycle."""
-
-    IDLE = "idle"
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    DISCONNECTED = "disconnected"
-    FAILED = "failed"
-    CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    """A snapshot of one server's connection, for operators.
-
-    Attributes:
-        state: The lifecycle state.
-        transport: ``stdio``, ``sse`` or ``streamable_http``.
-        reason: Why it failed or was lost; empty when all is well.
-        tools: Tools, resources and prompts the server offered at the last listing.
-        failures: Connect failures in a row (0 once connected).
-        retry_in: Seconds until the next connect attempt (FAILED only).
-        protocol_version: The MCP protocol version negotiated at the last connect.
-    """
-
-    state: ServerState
-    transport: TransportKind
-    reason: str = ""
-    tools: int = 0
-    failures: int = 0
-    retry_in: float | None = None
-    protocol_version: str | None = None
-
-
-class ServerUnavailableError(PlugHostError):
-    """The MCP server could not be reached; the message says why."""
 
 
 class MCPConnection:
@@ -140,6 +102,9 @@ class MCPConnection:
         on_connected: Awaited with ``name`` and the client after each connect, in
             the owner task, before the connection serves commands (to restore
             subscriptions); its failures are its own to handle.
+        listen_uris: The resource URIs a 2026-07-28 connection's listen stream asks
+            updates for (they reach ``on_notification`` like any notification);
+            read at each (re)opening of the stream, see :meth:`relisten`.
     """
 
     def __init__(
@@ -151,12 +116,15 @@ class MCPConnection:
         callbacks: Mapping[str, Any] | None = None,
         on_notification: Callable[[str, Any], None] | None = None,
         on_connected: Callable[[str, Client], Awaitable[None]] | None = None,
+        listen_uris: Callable[[str], frozenset[str]] | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self._on_change = on_change
         self._on_notification = on_notification
         self._on_connected = on_connected
+        self._listen_uris = listen_uris
+        self._listening = anyio.Event()
         self._callbacks = dict(callbacks or {})  # sampling, elicitation, roots (mcp.Client)
         self._lock = anyio.Lock()
         self._state = ServerState.IDLE
@@ -286,6 +254,22 @@ class MCPConnection:
         if self._client is client:
             self._lost_reason = reason
             self._send("lost")
+
+    async def relisten(self, timeout: float) -> None:
+        """Reopen a 2026-07-28 connection's listen stream with the current ``listen_uris``.
+
+        Returns once the server acknowledged the new stream.
+
+        Raises:
+            ServerUnavailableError: No connection could be had.
+            TimeoutError: No acknowledgement within ``timeout`` seconds.
+        """
+        await self.connect()
+        self._listening = anyio.Event()
+        listening = self._listening
+        self._send("relisten")
+        with anyio.fail_after(timeout):
+            await listening.wait()
 
     async def close(self) -> None:
         """Close the connection from any task; the owner task does the closing."""
@@ -453,18 +437,31 @@ class MCPConnection:
         """Serve commands until ``stop`` (returns "") or ``lost`` (returns the reason)."""
         lost = ""
         async with anyio.create_task_group() as tg:
-            if _wants_listen(client):
-                tg.start_soon(self._listen, client)
+            listening = self._start_listen(tg, client)
             async for command in commands:
                 if command == "stop":
                     break
                 if command == "lost":
                     lost = self._lost_reason or "the server closed the connection"
                     break
+                if command == "relisten":
+                    listening.cancel()
+                    listening = self._start_listen(tg, client)
+                    continue
                 self._refresh_pending = False
                 await self._refresh(client)
             tg.cancel_scope.cancel()
         return lost
+
+    def _start_listen(self, tg: anyio.abc.TaskGroup, client: Client) -> anyio.CancelScope:
+        scope = anyio.CancelScope()
+        uris = self._listen_uris(self.name) if self._listen_uris is not None else frozenset()
+        acknowledged = self._listening  # this stream's, even once a newer one is asked for
+        if _wants_listen(client, uris):
+            tg.start_soon(self._listen, client, scope, uris, acknowledged)
+        else:
+            acknowledged.set()
+        return scope
 
     async def _refresh(self, client: Client) -> None:
         try:
@@ -478,25 +475,45 @@ class MCPConnection:
         self._catalog = catalog
         self._publish()
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(
+        self,
+        client: Client,
+        scope: anyio.CancelScope,
+        uris: frozenset[str],
+        acknowledged: anyio.Event,
+    ) -> None:
         """Follow change events on a 2026-era connection (they come only on a listen stream)."""
+        with scope:
+            try:
+                await self._follow(client, uris, acknowledged)
+            except Exception as exc:
+                self._listen_ended(exc)
+
+    async def _follow(
+        self, client: Client, uris: frozenset[str], acknowledged: anyio.Event
+    ) -> None:
         everything = self.config.exposes_everything
-        try:
-            async with client.listen(
-                tools_list_changed=True,
-                prompts_list_changed=everything,
-                resources_list_changed=everything,
-            ) as subscription:
-                async for _event in subscription:
+        async with client.listen(
+            tools_list_changed=True,
+            prompts_list_changed=everything,
+            resources_list_changed=everything,
+            resource_subscriptions=sorted(uris),
+        ) as subscription:
+            acknowledged.set()
+            async for event in subscription:
+                # A resource update also reaches _on_message as a notification (the
+                # SDK passes the stream's notifications to the message handler too).
+                if not isinstance(event, ResourceUpdated):
                     self._request_refresh()
-        except Exception as exc:
-            log.debug("mcp change stream ended server=%s reason=%s", self.name, describe_error(exc))
-            cause = exc.__cause__ if exc.__cause__ is not None else exc
-            if is_connection_lost(cause):
-                # The stream died with the connection: let the owner close it now, so
-                # the status says so and the next call reconnects without a failed try.
-                self._lost_reason = describe_error(cause)
-                self._send("lost")
+
+    def _listen_ended(self, exc: Exception) -> None:
+        log.debug("mcp change stream ended server=%s reason=%s", self.name, describe_error(exc))
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        if is_connection_lost(cause):
+            # The stream died with the connection: let the owner close it now, so
+            # the status says so and the next call reconnects without a failed try.
+            self._lost_reason = describe_error(cause)
+            self._send("lost")
 
     async def _on_message(self, message: Any) -> None:
         """Session callback: change notifications on handshake-era connections."""
@@ -587,10 +604,10 @@ class MCPConnection:
             self._on_change(self.name)
 
 
-def _wants_listen(client: Client) -> bool:
+def _wants_listen(client: Client, uris: frozenset[str]) -> bool:
     tools = client.server_capabilities.tools
     modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
-    return modern and tools is not None and bool(tools.list_changed)
+    return modern and (bool(uris) or (tools is not None and bool(tools.list_changed)))
 
 
 class _LostError(Exception):

@@ -124,6 +124,7 @@ class MCPToolProvider:
                 callbacks=self._requests.callbacks(name),
                 on_notification=self._subscriptions.notification,
                 on_connected=self._connected,
+                listen_uris=self._subscriptions.subscribed,
             )
             for name, server in config.servers.items()
             if server.enabled

@@ -9,13 +9,17 @@ asks here only for the first and after the last. The server's
 ``notify_resource_updated``), which tells the subscribed clients, under the URI
 the server used: re-served resources keep their URIs.
 
-A subscription outlives a lost connection: it is made again on every new one
-(:meth:`UpstreamSubscriptions.restore`). A server that does not declare
-``resources.subscribe`` is refused with a :class:`ContentError` saying so.
+Handshake-era servers get ``resources/subscribe`` and ``resources/unsubscribe``;
+a server that does not declare ``resources.subscribe`` is refused with a
+:class:`ContentError` saying so. A 2026-07-28 server has no such requests: its
+updates come on the connection's ``subscriptions/listen`` stream, which is
+reopened with the new set of URIs (:meth:`~plughost.mcp.client.MCPConnection.relisten`)
+whenever a URI is added or dropped; a subscription returns once the server
+acknowledged the stream that carries it.
 
-Handshake-era servers only: a 2026-07-28 server has no ``resources/subscribe``
-(updates come on a ``subscriptions/listen`` stream), and plughost does not yet
-listen for resource updates there; such a subscription is refused, saying so.
+A subscription outlives a lost connection: it is made again on every new one
+(:meth:`UpstreamSubscriptions.restore`; a 2026-07-28 connection opens its
+stream with every held URI).
 
 What does not live here: which upstream server serves a URI
 (:mod:`plughost.mcp.provider_content`), the counting of plughost's own clients
@@ -35,7 +39,7 @@ from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from plughost.mcp.client import MCPConnection
+from plughost.mcp.client import MCPConnection, ServerUnavailableError
 from plughost.mcp.provider_content import content_request
 from plughost.tools.resources import ContentError
 
@@ -67,6 +71,11 @@ class UpstreamSubscriptions:
                 protocol), is unavailable, or refused.
         """
         server = connection.name
+        if await _modern(connection):
+            self._uris.setdefault(server, set()).add(uri)
+            await _relisten(connection, f"the subscription to {uri}")
+            log.info("mcp resource listened to upstream server=%s uri=%s", server, uri)
+            return
 
         async def subscribe(client: Client) -> None:
             _check_can_subscribe(server, client)
@@ -83,6 +92,14 @@ class UpstreamSubscriptions:
         if uri not in held:
             return
         held.discard(uri)
+        if connection.status().protocol_version in MODERN_PROTOCOL_VERSIONS:
+            try:
+                await _relisten(connection, f"the unsubscription from {uri}")
+            except ContentError as exc:
+                log.info(
+                    "mcp resource unlisten failed server=%s uri=%s reason=%s", server, uri, exc
+                )
+            return
 
         async def unsubscribe(client: Client) -> None:
             await _send(client, "resources/unsubscribe", uri)
@@ -98,6 +115,8 @@ class UpstreamSubscriptions:
 
     async def restore(self, server: str, client: Client, timeout: float) -> None:
         """Subscribe again, on a new connection, to every URI held at ``server``."""
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # the connection's listen stream opens with them
         for uri in sorted(self._uris.get(server, ())):
             try:
                 with anyio.fail_after(timeout):
@@ -116,13 +135,27 @@ class UpstreamSubscriptions:
                 self._on_updated(uri)
 
 
-def _check_can_subscribe(server: str, client: Client) -> None:
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+async def _modern(connection: MCPConnection) -> bool:
+    try:
+        client = await connection.connect()
+    except ServerUnavailableError as exc:
+        raise ContentError(f"MCP server {connection.name!r} is unavailable: {exc}") from None
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+async def _relisten(connection: MCPConnection, what: str) -> None:
+    timeout = connection.config.tool_timeout
+    try:
+        await connection.relisten(timeout)
+    except TimeoutError:
         raise ContentError(
-            f"MCP server {server!r} speaks {client.protocol_version}, where resource updates "
-            "come on a listen stream that plughost does not relay; configure "
-            'protocol = "legacy" for it to subscribe'
-        )
+            f"MCP server {connection.name!r} did not acknowledge {what} within {timeout:g} s"
+        ) from None
+    except ServerUnavailableError as exc:
+        raise ContentError(f"MCP server {connection.name!r} is unavailable: {exc}") from None
+
+
+def _check_can_subscribe(server: str, client: Client) -> None:
     resources = client.server_capabilities.resources
     if resources is None or not resources.subscribe:
         raise ContentError(f"MCP server {server!r} does not offer resource subscriptions")
