@@ -570,6 +570,14 @@ def notes(bench: Bench) -> list[str]:
         f"- MCP stdio, measured in the same run: {mcp / raw:.1f}× the raw asyncio round trip; "
         f"a plughost call is {mcp / host:.1f}× faster than the same tool over MCP stdio."
     ]
+    if host > TARGET_OVERHEAD * raw:
+        found.append(
+            f"- A call through plughost costs {duration(host - raw)} more than the raw round "
+            "trip at p50: the host's tool layer (registry, argument check, supervisor, "
+            "channel) and the runner's service (dispatch, deadline, result normalization) on "
+            'top of the same ZeroMQ path; where it goes is in "The call path, profiled" '
+            "(scripts/profile_call_path.py)."
+        )
     if tp["host 256"] < TARGET_THROUGHPUT_RATIO * tp["raw 256"]:
         found.append(
             f"- With 256 in flight the raw peers answer {tp['raw 256']:,.0f} calls/s; host and "
