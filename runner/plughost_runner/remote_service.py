@@ -133,6 +133,9 @@ class RemoteService(LeavingService):
 
     async def _reload(self, group: asyncio.TaskGroup, folder: Path, data_root: Path) -> None:
         """Offer, load and swap in the new version of the plugin in ``folder``; never raises."""
+        if self.leaving:  # the process is about to exit: no new code, no offer to the host
+            log.info("%s changed; not reloaded: this runner is leaving", folder)
+            return
         current = next((p for p in self._plugins.values() if p.spec.path == folder), None)
         if current is None:
             log.info("%s changed; it is not served here (restart the runner to offer it)", folder)

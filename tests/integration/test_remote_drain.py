@@ -36,7 +36,62 @@ from tests.integration.remote_helpers import (
     start_runner,
     status_of,
 )
+from tests.integration.test_replicas import write_plugin
 from tests.waiting import wait_until
+
+HOLDING_PLUGIN = """
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+from plughost_sdk import Plugin, Tool
+from plughost_sdk.types import ToolParameterInfo, ToolParamType
+
+class Holding(Plugin):
+    @Tool(
+        "pause",
+        brief_description="Wait, then say who answered",
+        parameters=[ToolParameterInfo(name="seconds", param_type=ToolParamType.FLOAT)],
+    )
+    async def pause(self, seconds: float, **kwargs: Any) -> dict[str, Any]:
+        await asyncio.sleep(seconds)
+        return {"content": "paused", "pid": os.getpid()}
+
+    @Tool(
+        "hold",
+        brief_description="Say it started (a file), wait, then say who answered",
+        parameters=[
+            ToolParameterInfo(name="seconds", param_type=ToolParamType.FLOAT),
+            ToolParameterInfo(name="marker", param_type=ToolParamType.STRING),
+        ],
+    )
+    async def hold(self, seconds: float, marker: str, **kwargs: Any) -> dict[str, Any]:
+        Path(marker + ".part").write_text(str(os.getpid()))
+        os.replace(marker + ".part", marker)  # seen whole or not at all
+        await asyncio.sleep(seconds)
+        return {"content": "held", "pid": os.getpid()}
+
+def create_plugin() -> Holding:
+    return Holding()
+"""
+
+
+def holding_plugins(root: Path) -> Path:
+    """The test plugin, plus ``hold``: a call that shows when it has started in its runner."""
+    plugin_dir(root)
+    (root / PLUGIN_ID / "plugin.py").write_text(HOLDING_PLUGIN)
+    return root
+
+
+async def held(
+    host: PluginHost, seconds: float, marker: Path
+) -> tuple[asyncio.Task[ToolExecutionResult], int]:
+    """A ``hold`` call, once it runs in a runner; returns it and that runner's pid."""
+    call = asyncio.create_task(
+        host.invoke("hold", {"seconds": seconds, "marker": str(marker)}, trusted=True)
+    )
+    await wait_until(marker.exists, timeout=10, what="the long call started in its runner")
+    return call, int(marker.read_text())
 
 
 def members(host: PluginHost) -> list[RemoteRunner]:
@@ -53,13 +108,12 @@ async def draining_with_a_call(
 ) -> tuple[subprocess.Popen[bytes], asyncio.Task[ToolExecutionResult]]:
     """One runner with a long call in flight, sent ``sig``; returns once the host knows."""
     credential = issue(tmp_path / "keys", "solo", [PLUGIN_ID], tmp_path / "solo.json")
-    plugins = plugin_dir(tmp_path / "remote-plugins")
+    plugins = holding_plugins(tmp_path / "remote-plugins")
     runner = start_runner(listening_at(host), credential, plugins, tmp_path, extra=extra)
     runners.append(runner)
     await wait_until(lambda: healthy_members(host) == 1, timeout=30, what="the runner joined")
     (only,) = members(host)
-    stuck = asyncio.create_task(pause(host, 60.0))
-    await wait_until(lambda: only.inflight == 1, timeout=5, what="the long call sent")
+    stuck, _ = await held(host, 60.0, tmp_path / "started")
     os.kill(runner.pid, sig)
     await wait_until(lambda: only.state is RemoteState.DRAINING, timeout=5, what="draining")
     return runner, stuck
@@ -73,16 +127,13 @@ async def test_a_runner_stopped_mid_call_finishes_it_while_the_other_takes_new_c
 ) -> None:
     caplog.set_level(logging.INFO)
     credential = issue(tmp_path / "keys", "pods", [PLUGIN_ID], tmp_path / "pods.json")
-    plugins = plugin_dir(tmp_path / "remote-plugins")
+    plugins = holding_plugins(tmp_path / "remote-plugins")
     for _ in range(2):
         runners.append(start_runner(listening_at(host), credential, plugins, tmp_path))
     await wait_until(lambda: healthy_members(host) == 2, timeout=30, what="two runners joined")
 
-    slow = asyncio.create_task(pause(host, 3.0))
-    await wait_until(
-        lambda: any(m.inflight == 1 for m in members(host)), timeout=5, what="slow call sent"
-    )
-    a = next(m for m in members(host) if m.inflight == 1)
+    slow, pid_a = await held(host, 5.0, tmp_path / "started")
+    a = next(m for m in members(host) if m.remote_pid == pid_a)
     b = next(m for m in members(host) if m is not a)
     process_a = next(p for p in runners if p.pid == a.remote_pid)
     os.kill(process_a.pid, signal.SIGTERM)  # what the kubelet sends a pod's process
@@ -162,3 +213,24 @@ async def test_a_runner_stopped_before_it_joined_exits_0_at_once(
         os.kill(runner.pid, signal.SIGTERM)
         assert await exited(runner, timeout=10) == 0
     assert "SIGTERM before joining: stopping" in log.read_text()
+
+
+async def test_an_edit_during_the_drain_loads_nothing(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
+    runner, stuck = await draining_with_a_call(
+        host, runners, tmp_path, signal.SIGTERM, "--drain-timeout", "30"
+    )
+    write_plugin(tmp_path / "remote-plugins" / PLUGIN_ID, "2.0.0")
+    log = next(tmp_path.glob("runner-*.log"))
+    await wait_until(
+        lambda: "not reloaded: this runner is leaving" in log.read_text(),
+        timeout=15,
+        what="the edit seen and set aside",
+    )
+    os.kill(runner.pid, signal.SIGTERM)  # end the drain
+    await asyncio.wait_for(stuck, timeout=15)
+    assert await exited(runner, timeout=15) == 0
+    assert "reloaded to" not in log.read_text()
