@@ -234,3 +234,18 @@ async def test_an_edit_during_the_drain_loads_nothing(
     await asyncio.wait_for(stuck, timeout=15)
     assert await exited(runner, timeout=15) == 0
     assert "reloaded to" not in log.read_text()
+
+
+async def test_a_runner_killed_while_draining_is_ended_without_the_grace_wait(
+    host: PluginHost,
+    runners: list[subprocess.Popen[bytes]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runner, stuck = await draining_with_a_call(host, runners, tmp_path, signal.SIGTERM)
+    os.kill(runner.pid, signal.SIGKILL)  # the engine's kill after its grace period
+    cut = await asyncio.wait_for(stuck, timeout=15)
+    assert not cut.success and cut.error_code == "plugin_crashed"
+    # Ended once silent for the heartbeat window, not after [host.remote] grace (30 s).
+    await wait_until(lambda: remote_pool(host) is None, timeout=10, what="its tools went")
+    assert logged(caplog.records, "fell silent while leaving")
