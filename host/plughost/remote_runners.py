@@ -9,7 +9,8 @@ for the plugins the host accepted), stay while it is silent within the grace,
 and go when it leaves its pool last.
 
 A plugin edited on a runner's machine and reloaded there replaces its tools
-when the runner reports the new version loaded; a reload that failed (or a
+when the runner reports the new version loaded; a plugin added there joins its
+pool (or starts one) the same way, and one removed there leaves it; a reload that failed (or a
 version the allow-list refused) leaves the old version serving and is kept in
 :attr:`RemoteRunners.problems` for ``host.status()`` until the next success.
 While several runners serve one plugin, each reloads on its own, so calls may
@@ -64,6 +65,7 @@ class RemoteRunners:
             on_silent=self._silent,
             on_leave=self._left,
             on_reload=self._reloaded,
+            on_remove=self._removed,
             capabilities=capabilities,
             redactor=redactor,
             is_local=is_local,
@@ -79,36 +81,38 @@ class RemoteRunners:
 
     def _joined(self, runner: RemoteRunner) -> None:
         for loaded in runner.report.get("loaded", []):
-            plugin_id = str(loaded["plugin_id"])
-            version = runner.accepted[plugin_id]
-            pool = self.pools.get(plugin_id)
-            served = (
-                {m.accepted.get(plugin_id) for m in pool.members if m is not runner}
-                if pool
-                else set()
-            )
-            if served and version not in served:
-                log.warning(
-                    "remote runner %s offers %s %s, but its pool serves version %s: not added",
-                    runner.runner_id,
-                    plugin_id,
-                    version,
-                    ", ".join(sorted(str(v) for v in served)),
-                )
-                continue
-            if pool is None:
-                pool = self.pools[plugin_id] = RunnerPool[RemoteRunner](plugin_id, [])
-            self.versions[plugin_id] = version
-            if runner not in pool:
-                pool.add(runner)
-            tools = self._register(plugin_id, pool, loaded)
-            self._emit(
-                EventKind.PLUGIN_LOADED,
-                f"plugin {plugin_id} {version} served by remote runner {runner.runner_id} at "
-                f"{runner.address} ({', '.join(t.name for t in tools) or 'no tools'})",
-                runner,
+            self._join(runner, loaded)
+
+    def _join(self, runner: RemoteRunner, loaded: dict[str, Any]) -> None:
+        """Add ``runner`` to a plugin's pool, unless the pool serves another version."""
+        plugin_id = str(loaded["plugin_id"])
+        version = runner.accepted[plugin_id]
+        pool = self.pools.get(plugin_id)
+        served = (
+            {m.accepted.get(plugin_id) for m in pool.members if m is not runner} if pool else set()
+        )
+        if served and version not in served:
+            log.warning(
+                "remote runner %s offers %s %s, but its pool serves version %s: not added",
+                runner.runner_id,
                 plugin_id,
+                version,
+                ", ".join(sorted(str(v) for v in served)),
             )
+            return
+        if pool is None:
+            pool = self.pools[plugin_id] = RunnerPool[RemoteRunner](plugin_id, [])
+        self.versions[plugin_id] = version
+        if runner not in pool:
+            pool.add(runner)
+        tools = self._register(plugin_id, pool, loaded)
+        self._emit(
+            EventKind.PLUGIN_LOADED,
+            f"plugin {plugin_id} {version} served by remote runner {runner.runner_id} at "
+            f"{runner.address} ({', '.join(t.name for t in tools) or 'no tools'})",
+            runner,
+            plugin_id,
+        )
 
     def _register(
         self, plugin_id: str, pool: RunnerPool[RemoteRunner], loaded: dict[str, Any]
@@ -128,7 +132,9 @@ class RemoteRunners:
             ] + [loaded]
             pool = self.pools.get(plugin_id)
             if pool is None or runner not in pool:
-                continue  # it serves nothing now (silent past its grace): its return re-joins
+                if runner.healthy:  # a plugin added there (or now of its pool's version)
+                    self._join(runner, loaded)
+                continue  # else silent past its grace: its return re-joins
             version = runner.accepted[plugin_id]
             self.versions[plugin_id] = version
             self.problems.pop(plugin_id, None)
@@ -159,21 +165,33 @@ class RemoteRunners:
 
     def _left(self, runner: RemoteRunner, reason: str) -> None:
         for plugin_id in runner.plugin_ids:
-            pool = self.pools.get(plugin_id)
-            if pool is None or runner not in pool:
-                continue
-            pool.remove(runner)
-            if not pool.members:
-                del self.pools[plugin_id]
-                if self._components.owner(plugin_id) is pool:
-                    self._components.remove_plugin(plugin_id)
-                    self._emit(
-                        EventKind.PLUGIN_UNLOADED,
-                        f"plugin {plugin_id} unloaded: {reason}",
-                        runner,
-                        plugin_id,
-                    )
+            self._leave(runner, plugin_id, reason)
         self._emit(EventKind.RUNNER_STOPPED, reason, runner, None, reason=reason)
+
+    def _removed(self, runner: RemoteRunner, plugin_id: str) -> None:
+        """The plugin's folder was removed on the runner's machine: no more calls go there."""
+        self._leave(
+            runner, plugin_id, f"its folder was removed on remote runner {runner.runner_id}"
+        )
+
+    def _leave(self, runner: RemoteRunner, plugin_id: str, reason: str) -> None:
+        """Take ``runner`` out of the plugin's pool; the plugin's tools go with the last member."""
+        pool = self.pools.get(plugin_id)
+        if pool is None or runner not in pool:
+            return
+        pool.remove(runner)
+        if pool.members:
+            return
+        del self.pools[plugin_id]
+        self.versions.pop(plugin_id, None)
+        if self._components.owner(plugin_id) is pool:
+            self._components.remove_plugin(plugin_id)
+            self._emit(
+                EventKind.PLUGIN_UNLOADED,
+                f"plugin {plugin_id} unloaded: {reason}",
+                runner,
+                plugin_id,
+            )
 
     def _emit(
         self,

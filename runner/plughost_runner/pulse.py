@@ -53,7 +53,7 @@ class Pulse:
     ) -> None:
         self._transport = transport
         self._invoker = invoker
-        self._interval = interval
+        self.interval = interval  # a rejoined host may set another (read each turn)
         self._counters = counters
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="plughost-pulse", daemon=True)
@@ -66,11 +66,11 @@ class Pulse:
         """Stop watching and wait for the thread (at most one interval)."""
         self._stopping.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=self._interval + 1.0)
+            self._thread.join(timeout=self.interval + 1.0)
 
     def _run(self) -> None:
         invoker = self._invoker
-        while not self._stopping.wait(self._interval):
+        while not self._stopping.wait(self.interval):
             with self._transport.lock:
                 invoker.pulsing = True  # before reading the step: see plughost_runner.invoker
                 try:
@@ -87,7 +87,7 @@ class Pulse:
             return None
         now = time.monotonic()
         seconds = now - step.started
-        if seconds < self._interval:
+        if seconds < self.interval:
             return None  # the loop's own beat is due soon enough
         blocked = {
             "plugin": step.plugin_id,

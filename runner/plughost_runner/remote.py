@@ -123,6 +123,21 @@ def main(argv: list[str] | None = None) -> int:
         help="on SIGTERM or SIGINT, seconds the calls in flight may finish before the runner "
         f"exits (default: {DEFAULT_DRAIN_TIMEOUT:g}, inside Kubernetes' 30 s grace period)",
     )
+    watching = parser.add_mutually_exclusive_group()
+    watching.add_argument(
+        "--watch-poll",
+        action="store_true",
+        default=os.environ.get("PLUGHOST_RUNNER_WATCH") == "poll",
+        help="look for changes by polling (for bind mounts, network shares and volumes "
+        "that send no filesystem events); also PLUGHOST_RUNNER_WATCH=poll",
+    )
+    watching.add_argument(
+        "--no-watch",
+        action="store_true",
+        default=os.environ.get("PLUGHOST_RUNNER_WATCH") == "off",
+        help="do not watch --plugins: edits, new and removed folders wait for a restart; "
+        "also PLUGHOST_RUNNER_WATCH=off",
+    )
     args = parser.parse_args(argv)
     if args.drain_timeout < 0:
         parser.error("--drain-timeout must not be negative")
@@ -139,14 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plughost-runner: no plugin folder in {args.plugins}", file=sys.stderr)
         return 2
     from plughost_runner.capture import LogCollector
-    from plughost_runner.remote_service import RemoteService
+    from plughost_runner.remote_service import RemoteService, Watch
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     keys = (credential["server_public"], credential["public"], credential["secret"])
     runner_id = f"{credential['name']}@{socket.gethostname()}:{os.getpid()}"
     print(
         f"plughost-runner {runner_id}: offering {', '.join(s.plugin_id for s in offers)} "
-        f"to {args.connect}",
+        f"to {args.connect}"
+        + (" (not watching --plugins: restart to pick up changes)" if args.no_watch else ""),
         file=sys.stderr,
     )
     service = RemoteService(
@@ -155,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         Credentials(bytearray(), keys),
         LogCollector(),
         offers=offers,
-        watch=(args.plugins, args.data_dir),
+        watch=None if args.no_watch else Watch(args.plugins, args.data_dir, args.watch_poll),
     )
     service.drain_timeout = args.drain_timeout
     return asyncio.run(service.run())

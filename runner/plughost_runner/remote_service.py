@@ -23,11 +23,25 @@ modules are fresh on every load; what is shared is the interpreter (third-party
 modules already imported, threads a plugin left running), which a restart of
 the runner clears.
 
+**New and removed folders.** A plugin folder that appears under ``--plugins``
+is offered the same way (the host checks it against the allow-list and pins as
+at the hello, and logs a refusal as it does there), loaded when accepted, and
+reported; it then joins its pool on the host. A folder that disappears is
+reported first (``plugin.removed``): the host takes this runner out of the
+plugin's pool before it answers, so every call it sent before has arrived, and
+the plugin unloads once those calls have finished. A folder whose manifest is
+missing or broken is a broken edit, not a removal: the old version keeps serving.
+
+**Watching.** Events (inotify) by default; ``poll`` for filesystems that send
+none (bind mounts, network shares, some container volumes); or not at all.
+
 **Rejoining.** A host that restarted has no session for this runner; it answers
 the runner's heartbeat with ``runner.rejoin``, and the runner says hello again,
 offering the plugins it serves now, and sends its ready report with what it
-has loaded (nothing is reloaded). A refusal then ends the runner with code 3,
-as at the first hello.
+has loaded (nothing is reloaded). The new host's answer sets the heartbeat
+interval, message size, log level and limits, as at the first hello (a limit
+can be lowered, not raised again: ``setrlimit``'s rule for an unprivileged
+process). A refusal then ends the runner with code 3, as at the first hello.
 """
 
 from __future__ import annotations
@@ -36,6 +50,7 @@ import asyncio
 import logging
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,17 +70,28 @@ from plughost_sdk import wire
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import MANIFEST_FILE
 
-__all__ = ["RemoteService"]
+__all__ = ["POLL_DELAY_MS", "RemoteService", "Watch"]
 
 log = logging.getLogger("plughost_runner")
 
 _IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".swx", ".tmp", "~")
 _DRAIN = 300.0
 """Seconds an old version waits for its calls before it unloads anyway (each has a deadline)."""
+POLL_DELAY_MS = 500
+"""How often a polling watch looks at the folder (``--watch-poll``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """What a remote runner watches, and how."""
+
+    plugins: Path
+    data: Path
+    poll: bool = False
 
 
 class RemoteService(LeavingService):
-    """Serves a host over the network; reloads edited plugins; rejoins a restarted host.
+    """Serves a host over the network; reloads, adds and removes plugins; rejoins a new host.
 
     On SIGTERM or SIGINT it drains its calls and leaves (:mod:`plughost_runner.leaving`).
     """
@@ -77,18 +103,18 @@ class RemoteService(LeavingService):
         credentials: Credentials,
         collector: LogCollector,
         offers: list[PluginSpec],
-        watch: tuple[Path, Path] | None = None,
+        watch: Watch | None = None,
     ) -> None:
-        """``watch`` is (plugins folder, data folder), or None to serve without reloading."""
+        """``watch`` is None to serve without watching (``--no-watch``)."""
         super().__init__(endpoint, runner_id, credentials, collector, offers=offers)
-        self._watch_dirs = watch
+        self._watching = watch
         self._changes = asyncio.Lock()  # one reload or rejoin at a time
         self._rejoining = False
 
     async def _serving(self, group: asyncio.TaskGroup) -> None:
         await super()._serving(group)
-        if self._watch_dirs is not None:
-            group.create_task(self._watch(group, *self._watch_dirs))
+        if self._watching is not None:
+            group.create_task(self._watch(group, self._watching))
             # watchfiles sets its watch up on the task's first step, before its first await:
             # one turn of the loop, and an edit made once the host has our report is seen.
             await asyncio.sleep(0)
@@ -112,6 +138,10 @@ class RemoteService(LeavingService):
                 print("plughost runner: the host asks this runner to rejoin", file=sys.__stderr__)
                 self._offers = [plugin.spec for plugin in self._plugins.values()]
                 welcome = await self._hello()
+                self._configure(welcome)  # this host's heartbeat interval and limits
+                if self._pulse is not None:
+                    self._pulse.interval = self._heartbeat_interval
+                log.info("heartbeat interval %g s, as the host asks", self._heartbeat_interval)
                 accepted = {str(p) for p in welcome.get("accepted", [])}
                 for plugin_id in [p for p in self._plugins if p not in accepted]:
                     await unload_plugin(self._plugins.pop(plugin_id), timeout=5.0)
@@ -121,25 +151,41 @@ class RemoteService(LeavingService):
         finally:
             self._rejoining = False
 
-    async def _watch(self, group: asyncio.TaskGroup, root: Path, data_root: Path) -> None:
+    async def _watch(self, group: asyncio.TaskGroup, watch: Watch) -> None:
         import watchfiles  # only a runner that watches loads its Rust extension
 
+        how = f"by polling every {POLL_DELAY_MS} ms" if watch.poll else "by filesystem events"
+        log.info("watching %s %s", watch.plugins, how)
         async for batch in watchfiles.awatch(
-            root, debounce=400, step=50, recursive=True, ignore_permission_denied=True
+            watch.plugins,
+            debounce=400,
+            step=50,
+            recursive=True,
+            ignore_permission_denied=True,
+            force_polling=watch.poll or None,  # None: watchfiles' own choice and env variable
+            poll_delay_ms=POLL_DELAY_MS,
         ):
-            for folder in _changed_folders(root, {Path(path) for _, path in batch}):
+            for folder in _changed_folders(watch.plugins, {Path(path) for _, path in batch}):
                 async with self._changes:
-                    await self._reload(group, folder, data_root)
+                    await self._changed(group, folder, watch.data)
 
-    async def _reload(self, group: asyncio.TaskGroup, folder: Path, data_root: Path) -> None:
-        """Offer, load and swap in the new version of the plugin in ``folder``; never raises."""
+    async def _changed(self, group: asyncio.TaskGroup, folder: Path, data_root: Path) -> None:
+        """Reload, add or remove the plugin of ``folder``, as it is now; never raises."""
         if self.leaving:  # the process is about to exit: no new code, no offer to the host
             log.info("%s changed; not reloaded: this runner is leaving", folder)
             return
         current = next((p for p in self._plugins.values() if p.spec.path == folder), None)
         if current is None:
-            log.info("%s changed; it is not served here (restart the runner to offer it)", folder)
-            return
+            await self._add(folder, data_root)
+        elif _gone(folder):
+            await self._remove(group, current)
+        else:
+            await self._reload(group, current, folder, data_root)
+
+    async def _reload(
+        self, group: asyncio.TaskGroup, current: LoadedPlugin, folder: Path, data_root: Path
+    ) -> None:
+        """Offer, load and swap in the new version of the plugin in ``folder``."""
         try:
             spec = read_spec(folder, data_root)
         except (ManifestError, OSError, ValueError) as exc:
@@ -149,28 +195,83 @@ class RemoteService(LeavingService):
             reason = f"the id changed to {spec.plugin_id}; restart the runner to serve it"
             await self._report_failure(current.spec, "manifest", reason, folder / MANIFEST_FILE)
             return
-        try:
-            await self.request(
-                "plugin.offer", {"offer": spec.offer()}, plugin=spec.plugin_id, timeout=10.0
-            )
-        except (HostError, TimeoutError) as exc:
-            log.warning("plugin %s %s: not reloaded: %s", spec.plugin_id, spec.version, exc)
-            return  # the host logged its refusal and keeps it for its status
-        outcome = await load_plugin(spec, Bridge(self, spec.plugin_id))
-        if isinstance(outcome, LoadFailure):
-            log.error(
-                "plugin %s failed to reload at %s: %s",
-                spec.plugin_id,
-                outcome.stage,
-                outcome.reason,
-            )
-            await self._report({"loaded": [], "failed": [outcome.to_wire()]})
+        outcome = await self._offer_and_load(spec, "reload")
+        if outcome is None:
             return
         in_flight = list(self._tasks.values())  # calls that may be running on the old version
         self._plugins[spec.plugin_id] = outcome
         log.info("plugin %s reloaded to %s", spec.plugin_id, spec.version)
         await self._report({"loaded": [outcome.summary()], "failed": []})
         group.create_task(_retire(current, in_flight))
+
+    async def _add(self, folder: Path, data_root: Path) -> None:
+        """Offer and load the plugin of a folder that is not served here (a new one)."""
+        if not (folder / MANIFEST_FILE).is_file():
+            return  # not a plugin folder, or not one yet
+        try:
+            spec = read_spec(folder, data_root)
+        except (ManifestError, OSError, ValueError) as exc:
+            log.error("%s: not offered: %s", folder, exc)
+            return
+        served = self._plugins.get(spec.plugin_id)
+        if served is not None:
+            log.error(
+                "%s: not offered: plugin %s is served from %s",
+                folder,
+                spec.plugin_id,
+                served.spec.path,
+            )
+            return
+        outcome = await self._offer_and_load(spec, "add")
+        if outcome is None:
+            return
+        self._plugins[spec.plugin_id] = outcome
+        log.info("plugin %s %s added from %s", spec.plugin_id, spec.version, folder)
+        await self._report({"loaded": [outcome.summary()], "failed": []})
+
+    async def _remove(self, group: asyncio.TaskGroup, current: LoadedPlugin) -> None:
+        """Stop serving a plugin whose folder is gone, once the host sends it no more calls."""
+        plugin_id = current.spec.plugin_id
+        try:
+            await self.request(
+                "plugin.removed", {"plugin_id": plugin_id}, plugin=plugin_id, timeout=10.0
+            )
+        except (HostError, TimeoutError) as exc:
+            log.warning("the host did not take the removal of %s: %s", plugin_id, exc)
+        # The host answered after taking this runner out of the pool: the calls it sent
+        # before have arrived, and their tasks run before this one resumed.
+        in_flight = list(self._tasks.values())
+        del self._plugins[plugin_id]
+        log.info(
+            "plugin %s removed (%s is gone); it unloads after its calls",
+            plugin_id,
+            current.spec.path,
+        )
+        group.create_task(_retire(current, in_flight))
+
+    async def _offer_and_load(self, spec: PluginSpec, what: str) -> LoadedPlugin | None:
+        """Offer ``spec`` to the host and load it if accepted; None (reported) if not."""
+        try:
+            await self.request(
+                "plugin.offer", {"offer": spec.offer()}, plugin=spec.plugin_id, timeout=10.0
+            )
+        except (HostError, TimeoutError) as exc:
+            log.warning(
+                "plugin %s %s: not loaded (%s): %s", spec.plugin_id, spec.version, what, exc
+            )
+            return None  # the host logged its refusal (and keeps a reload's for its status)
+        outcome = await load_plugin(spec, Bridge(self, spec.plugin_id))
+        if isinstance(outcome, LoadFailure):
+            log.error(
+                "plugin %s failed to load (%s) at %s: %s",
+                spec.plugin_id,
+                what,
+                outcome.stage,
+                outcome.reason,
+            )
+            await self._report({"loaded": [], "failed": [outcome.to_wire()]})
+            return None
+        return outcome
 
     async def _report_failure(self, spec: PluginSpec, stage: str, reason: str, file: Path) -> None:
         log.error("plugin %s failed to reload at %s: %s", spec.plugin_id, stage, reason)
@@ -191,6 +292,11 @@ async def _retire(old: LoadedPlugin, in_flight: list[asyncio.Task[None]]) -> Non
     problem = await unload_plugin(old, timeout=5.0)
     if problem:
         log.warning("plugin %s (old version): %s", old.spec.plugin_id, problem)
+
+
+def _gone(folder: Path) -> bool:
+    """Whether a served plugin's folder was removed (a missing manifest is a broken edit)."""
+    return not folder.is_dir()
 
 
 def _changed_folders(root: Path, paths: set[Path]) -> list[Path]:

@@ -45,6 +45,9 @@ Changelog:
     9: a remote runner leaving on SIGTERM: ``runner.draining`` (runner to host: send
        it no new call; its calls in flight will still be answered) and the event
        ``runner.drained`` (every call answered; the runner exits now).
+    10: ``plugin.offer`` may name a plugin the session does not serve yet (a folder
+        added on the runner's machine); ``plugin.removed`` (runner to host: a folder
+        removed there; the host takes the plugin out of its pool first).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 9
+PROTOCOL_VERSION: Final = 10
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""
@@ -125,6 +128,7 @@ Method = Literal[
     "plugin.reloaded",
     "runner.draining",
     "runner.drained",
+    "plugin.removed",
 ]
 
 ErrorCode = Literal[

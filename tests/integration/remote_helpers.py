@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from plughost.host import PluginHost, PluginStatus
 from plughost.runners.pool import RunnerPool
@@ -26,10 +26,15 @@ PLUGIN_ID = "tests.replicated"
 RUNNER = Path(sys.executable).parent / "plughost-runner"
 
 
-def remote_settings(tmp_path: Path, listen: str = "tcp://127.0.0.1:*") -> HostSettings:
-    """Fast settings for a host that listens for remote runners on loopback."""
+def remote_settings(
+    tmp_path: Path, listen: str = "tcp://127.0.0.1:*", **runner: Any
+) -> HostSettings:
+    """Fast settings for a host that listens for remote runners on loopback.
+
+    ``runner`` overrides fields of ``[host.runner]`` (heartbeat interval, limits).
+    """
     remote = RemoteSettings(listen=listen, keys_dir=tmp_path / "keys", grace=30.0)
-    return fast_settings(tmp_path).model_copy(update={"remote": remote})
+    return fast_settings(tmp_path, **runner).model_copy(update={"remote": remote})
 
 
 def issue(
@@ -61,13 +66,25 @@ def start_runner(
     work: Path,
     prefix: tuple[str, ...] = (),
     extra: tuple[str, ...] = (),
+    *,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``plughost-runner --connect`` (optionally inside ``prefix``, e.g. ip netns exec).
 
-    ``extra`` are more options of the runner's command line (``--drain-timeout 1``).
+    ``extra`` are more options of the runner's command line (``--drain-timeout 1``),
+    ``env`` more environment variables. Its output goes to ``work/runner-<pid>.log``
+    (see :func:`runner_log`).
     """
-    with (work / f"runner-{os.urandom(3).hex()}.log").open("wb") as log:
-        return _popen(prefix, endpoint, credential, plugins, work, log, extra)
+    log_file = work / f"runner-{os.urandom(3).hex()}.log"
+    with log_file.open("wb") as log:
+        process = _popen(prefix, endpoint, credential, plugins, work, log, extra, env)
+    log_file.rename(work / f"runner-{process.pid}.log")
+    return process
+
+
+def runner_log(work: Path, process: subprocess.Popen[bytes]) -> str:
+    """What a runner started by :func:`start_runner` has written so far."""
+    return (work / f"runner-{process.pid}.log").read_text(errors="replace")
 
 
 def _popen(
@@ -78,6 +95,7 @@ def _popen(
     work: Path,
     log: BinaryIO,
     extra: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
@@ -93,6 +111,7 @@ def _popen(
             str(work / "runner-data"),
             *extra,
         ],
+        env={**os.environ, **env} if env else None,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

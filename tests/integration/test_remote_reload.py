@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from plughost.host import PluginHost
+from plughost.runners.remote import RemoteRunner
+from plughost_sdk import wire
 from tests.integration.remote_helpers import (
     PLUGIN_ID,
     healthy_members,
@@ -151,3 +154,53 @@ async def test_a_config_edit_on_the_runners_machine_reloads_the_plugin_there(
         return result.structured_content["greeting"] == "hello from the GPU box"
 
     await wait_until(greeting, timeout=30, what="the runner's config.toml is used")
+
+
+async def test_a_rejoined_runner_takes_the_new_hosts_heartbeat_interval_and_limits(
+    tmp_path: Path, runners: list[subprocess.Popen[bytes]]
+) -> None:
+    credential = issue(tmp_path / "keys", "tuned", [PLUGIN_ID], tmp_path / "tuned.json")
+    plugins = plugin_dir(tmp_path / "remote-plugins")
+    slow = remote_settings(tmp_path, heartbeat_interval=1.0, limits={"open_files": 400})
+    async with PluginHost(settings=slow) as first:
+        assert first.remote is not None
+        address = first.remote.listener.endpoint
+        runners.append(start_runner(address, credential, plugins, tmp_path))
+        await wait_until(lambda: healthy_members(first) == 1, timeout=30, what="the runner joined")
+        assert open_files_limit(runners[0].pid) == 400
+    fast = remote_settings(
+        tmp_path, listen=address, heartbeat_interval=0.1, limits={"open_files": 300}
+    )
+    async with PluginHost(settings=fast) as second:
+        assert second.remote is not None
+        listener = second.remote.listener
+        beats: list[float] = []
+        dispatch = listener._dispatch
+
+        def counting(runner: RemoteRunner, envelope: wire.Envelope) -> None:
+            if envelope["method"] == "runner.heartbeat":
+                beats.append(asyncio.get_running_loop().time())
+            dispatch(runner, envelope)
+
+        listener._dispatch = counting  # type: ignore[method-assign]
+        await wait_until(lambda: healthy_members(second) == 1, timeout=30, what="it rejoined")
+        start = len(beats)
+        # At the first host's 1 s these 20 beats would take 20 s.
+        await wait_until(lambda: len(beats) >= start + 20, timeout=10, what="20 beats")
+        gaps = [b - a for a, b in itertools.pairwise(beats[start:])]
+        assert sum(gaps) / len(gaps) < 0.5, gaps
+        assert open_files_limit(runners[0].pid) == 300
+        assert runners[0].poll() is None  # the same process
+    # A limit, once lowered, is not raised again by an unprivileged runner.
+    loose = remote_settings(tmp_path, listen=address, limits={"open_files": 400})
+    async with PluginHost(settings=loose) as third:
+        await wait_until(lambda: healthy_members(third) == 1, timeout=30, what="it rejoined")
+        assert open_files_limit(runners[0].pid) == 300
+
+
+def open_files_limit(pid: int) -> int:
+    """The soft open-files limit of process ``pid``, from /proc."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError(f"no open-files limit for {pid}")

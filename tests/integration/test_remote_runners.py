@@ -187,7 +187,7 @@ async def test_a_runner_is_believed_only_about_accepted_plugins_and_gets_no_capa
             "error"
         ] is None
         assert [c.name for c in host.components.by_plugin(PLUGIN_ID)] == ["pause"]
-        # A new plugin, or one off the allow-list, is refused before anything loads.
+        # A plugin off the allow-list is refused before anything loads.
         offer = {"offer": {"plugin_id": "tests.smuggled", "version": "1.0.0"}}
         refused = await ask(5, "plugin.offer", offer)
         assert refused["error"] is not None and refused["error"]["code"] == "unauthorized"

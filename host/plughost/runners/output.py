@@ -84,6 +84,10 @@ class RunnerOutput:
         self._reported = 0.0
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=30)
 
+    def allow(self, plugin_id: str) -> None:
+        """Log records of ``plugin_id`` under its own name too (a plugin the runner added)."""
+        self._plugins = self._plugins | {plugin_id}
+
     async def read_pipe(self, stream: asyncio.StreamReader, level: int) -> None:
         """Log what the runner writes to its real stdout/stderr until the pipe closes."""
         partial = b""

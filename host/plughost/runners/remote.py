@@ -29,9 +29,11 @@ its credential grants (``--grant``): the manifest of a remote plugin is only
 what the runner says it is, so the operator's grant is what counts.
 
 Hot reload on the runner's side: the runner offers the new version of a
-plugin (``plugin.offer``), which is checked against the allow-list like an
-offer of the hello, and then reports it loaded, or why not (``plugin.reloaded``,
-shaped like ``runner.ready``); see :mod:`plughost.runners.remote_requests`.
+plugin, or a plugin of a folder added there (``plugin.offer``), which is
+checked against the allow-list like an offer of the hello, and then reports it
+loaded, or why not (``plugin.reloaded``, shaped like ``runner.ready``); a
+folder removed there is reported with ``plugin.removed``; see
+:mod:`plughost.runners.remote_requests`.
 
 A host that restarts knows none of the runners of its previous life: it
 answers a stranger (a key it admits, an identity with no session) with
@@ -56,7 +58,7 @@ from plughost.runners.channel import RemoteError
 from plughost.runners.output import RunnerOutput
 from plughost.runners.remote_keys import ClientCredential, RemoteKeyStore
 from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
-from plughost.runners.remote_requests import ReloadCallback, RunnerRequests
+from plughost.runners.remote_requests import ReloadCallback, RemoveCallback, RunnerRequests
 from plughost.settings import HostSettings
 from plughost.tools.client_link import current_client
 from plughost_sdk import wire
@@ -92,6 +94,7 @@ class RemoteListener:
         on_silent: LeaveCallback,
         on_leave: LeaveCallback,
         on_reload: ReloadCallback = lambda runner, report: None,
+        on_remove: RemoveCallback = lambda runner, plugin_id: None,
         capabilities: CapabilityRouter | None = None,
         redactor: SecretRedactor | None = None,
         is_local: Callable[[str], bool] = lambda _: False,
@@ -107,6 +110,7 @@ class RemoteListener:
             capabilities=capabilities,
             on_join=on_join,
             on_reload=on_reload,
+            on_remove=on_remove,
             redact=self._redact,
         )
         self._sessions: dict[bytes, RemoteRunner] = {}

@@ -129,6 +129,7 @@ class RemoteRunner:
         self.remote_pid = int(hello.get("pid") or 0)
         self.offers = accepted  # plugin id -> the offer the allow-list accepted
         self.reloading: dict[str, Offer] = {}  # accepted new versions, not loaded yet
+        self.retiring: dict[str, Offer] = {}  # removed there; their last calls may run
         self.address = address
         self.state = RemoteState.STARTING
         self.report: dict[str, Any] = {"loaded": [], "failed": []}
@@ -167,8 +168,14 @@ class RemoteRunner:
         return len(self.pending)
 
     def grants(self, plugin_id: str) -> RemotePlugin | None:
-        """What accepted plugin ``plugin_id`` may call; None if it was not accepted."""
+        """What accepted plugin ``plugin_id`` may call; None if it was not accepted.
+
+        A plugin removed on the runner's machine keeps its grants while calls the host
+        sent it before are still running there.
+        """
         offer = self.offers.get(plugin_id)
+        if offer is None and any(p == plugin_id for p, _ in self.serving.values()):
+            offer = self.retiring.get(plugin_id)
         if offer is None:
             return None
         return RemotePlugin(plugin_id, offer.capabilities, self.credential)

@@ -11,11 +11,16 @@ accepted from that runner:
   (:class:`~plughost.runners.remote_member.RemotePlugin`). ``ctx.call_tool``
   then meets ``[host.tool_grants]`` like any plugin's.
 - ``plugin.offer``: a new version of a plugin the runner serves (its folder
-  was edited there), checked against the credential's allow-list (version and
-  manifest pin) before the runner loads any of its code.
+  was edited there), or a plugin it does not serve yet (a folder added there),
+  checked against the credential's allow-list (version and manifest pin)
+  before the runner loads any of its code. A new plugin refused is logged with
+  the same line as a refusal at the hello.
 - ``plugin.reloaded``: the offered version loaded (its tools replace the old
-  ones) or failed (the old version keeps serving; the reason is logged and
-  kept for ``host.status()``).
+  ones, or a new plugin joins its pool) or failed (the old version keeps
+  serving; the reason is logged and kept for ``host.status()``).
+- ``plugin.removed``: the plugin's folder is gone there. The runner leaves the
+  plugin's pool before the answer goes out, so no call follows it; the calls in
+  flight keep their capabilities until they finish.
 - ``runner.draining``: the runner got a SIGTERM and is leaving. It gets no new
   call from now on (its pools pick other members), and answers those in flight;
   its ``runner.drained`` event then ends the session
@@ -34,7 +39,7 @@ from plughost.runners.channel import RemoteError
 from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
 from plughost_sdk import wire
 
-__all__ = ["ReloadCallback", "RunnerRequests"]
+__all__ = ["ReloadCallback", "RemoveCallback", "RunnerRequests"]
 
 log = logging.getLogger("plughost.runners.remote")
 
@@ -42,6 +47,8 @@ RELOAD_FAILED = "; the old version keeps serving"
 Post = Callable[[bytes, wire.Envelope], None]
 ReloadCallback = Callable[[RemoteRunner, dict[str, Any]], None]
 """Called with a runner and its ``plugin.reloaded`` report (loaded, failed), checked."""
+RemoveCallback = Callable[[RemoteRunner, str], None]
+"""Called with a runner and a plugin it no longer serves (its folder was removed)."""
 
 
 class RunnerRequests:
@@ -55,6 +62,7 @@ class RunnerRequests:
         capabilities: CapabilityRouter | None,
         on_join: Callable[[RemoteRunner], None],
         on_reload: ReloadCallback,
+        on_remove: RemoveCallback,
         redact: Callable[[str], str],
     ) -> None:
         self._post = post
@@ -62,6 +70,7 @@ class RunnerRequests:
         self._capabilities = capabilities
         self._on_join = on_join
         self._on_reload = on_reload
+        self._on_remove = on_remove
         self._redact = redact
         self._calls: set[asyncio.Task[None]] = set()  # capability calls being answered
 
@@ -84,6 +93,8 @@ class RunnerRequests:
             self._reloaded(runner, envelope)
         elif method == "runner.draining":
             self._draining(runner, envelope)
+        elif method == "plugin.removed":
+            self._removed(runner, envelope)
         else:
             self._refuse(runner, envelope, "bad_payload", f"a runner does not send {method!r}")
 
@@ -122,43 +133,76 @@ class RunnerRequests:
 
     def _offer(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
         offer = Offer.from_wire((envelope["body"] or {}).get("offer"))
-        if offer is None or offer.plugin_id not in runner.offers:
-            what = offer.plugin_id if offer else "?"
-            message = f"plugin {what} is not served by this runner: restart it to offer new ones"
-            self._refuse(runner, envelope, "unauthorized", message)
+        if offer is None:
+            self._refuse(runner, envelope, "bad_payload", "plugin.offer without an offer")
             return
         reason = self._check_offer(runner, offer)
         if reason is not None:
-            log.warning(
-                "refused the new version of plugin %s offered by remote runner %s (credential "
-                "%s): %s%s",
-                offer.plugin_id,
-                runner.runner_id,
-                runner.credential.name,
-                reason,
-                RELOAD_FAILED,
-            )
-            failure = {"plugin_id": offer.plugin_id, "stage": "allow-list", "reason": reason}
-            self._on_reload(runner, {"loaded": [], "failed": [failure]})
+            self._refuse_offer(runner, offer, reason)
             self._refuse(runner, envelope, "unauthorized", reason)
             return
         runner.reloading[offer.plugin_id] = offer
         self._answer(runner, envelope, {"accepted": True})
 
+    def _refuse_offer(self, runner: RemoteRunner, offer: Offer, reason: str) -> None:
+        if offer.plugin_id not in runner.offers:  # a new folder: logged as at the hello
+            log.warning(
+                "refused plugin %s offered by credential %s: %s",
+                offer.plugin_id,
+                runner.credential.name,
+                reason,
+            )
+            return
+        log.warning(
+            "refused the new version of plugin %s offered by remote runner %s (credential "
+            "%s): %s%s",
+            offer.plugin_id,
+            runner.runner_id,
+            runner.credential.name,
+            reason,
+            RELOAD_FAILED,
+        )
+        failure = {"plugin_id": offer.plugin_id, "stage": "allow-list", "reason": reason}
+        self._on_reload(runner, {"loaded": [], "failed": [failure]})
+
     def _reloaded(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
-        # New tools only for an accepted offer; a failure for any plugin it serves
-        # (a manifest that does not parse is never offered).
+        # New tools only for an accepted offer; a failure for any plugin it serves or
+        # was accepted (a manifest that does not parse is never offered).
+        failed = self._checked(runner, envelope["body"], {**runner.offers, **runner.reloading})
         report = {
             "loaded": self._checked(runner, envelope["body"], runner.reloading)["loaded"],
-            "failed": self._checked(runner, envelope["body"], runner.offers)["failed"],
+            "failed": [p for p in failed["failed"] if p["plugin_id"] in runner.offers],
         }
         for loaded in report["loaded"]:
-            runner.offers[loaded["plugin_id"]] = runner.reloading.pop(loaded["plugin_id"])
-        for problem in report["failed"]:
+            plugin_id = loaded["plugin_id"]
+            runner.offers[plugin_id] = runner.reloading.pop(plugin_id)
+            runner.retiring.pop(plugin_id, None)
+            if runner.output is not None:
+                runner.output.allow(plugin_id)
+        for problem in failed["failed"]:
             runner.reloading.pop(str(problem["plugin_id"]), None)
         self._log_failures(runner, report["failed"], "could not reload", RELOAD_FAILED)
+        added = [p for p in failed["failed"] if p not in report["failed"]]
+        self._log_failures(runner, added, "could not load the new plugin")
         self._answer(runner, envelope, {"ok": True})
         self._on_reload(runner, report)
+
+    def _removed(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
+        plugin_id = (envelope["body"] or {}).get("plugin_id")
+        offer = runner.offers.pop(plugin_id, None) if isinstance(plugin_id, str) else None
+        if offer is not None and isinstance(plugin_id, str):
+            runner.retiring[plugin_id] = offer  # for the capability calls of calls in flight
+            runner.reloading.pop(plugin_id, None)
+            runner.report["loaded"] = [
+                p for p in runner.report["loaded"] if p.get("plugin_id") != plugin_id
+            ]
+            log.info(
+                "remote runner %s no longer serves %s: its folder was removed there",
+                runner.runner_id,
+                plugin_id,
+            )
+            self._on_remove(runner, plugin_id)
+        self._answer(runner, envelope, {"ok": True})
 
     def _draining(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
         if runner.state in (RemoteState.STARTING, RemoteState.READY, RemoteState.LOST):
