@@ -165,7 +165,9 @@ class RemoteService(LeavingService):
             force_polling=watch.poll or None,  # None: watchfiles' own choice and env variable
             poll_delay_ms=POLL_DELAY_MS,
         ):
-            for folder in _changed_folders(watch.plugins, {Path(path) for _, path in batch}):
+            folders = _changed_folders(watch.plugins, {Path(path) for _, path in batch})
+            # Gone folders first: a folder renamed in place leaves before it comes back.
+            for folder in sorted(folders, key=lambda f: not _gone(f)):
                 async with self._changes:
                     await self._changed(group, folder, watch.data)
 

@@ -138,6 +138,14 @@ async def test_a_folder_removed_on_the_runner_unloads_after_its_calls_and_its_to
     again = await call(host, "wave")
     assert again.success and again.structured_content["pid"] == runners[0].pid
 
+    (plugins / ADDED).rename(plugins / "renamed")  # renamed in place: it leaves, then returns
+    added_again = f"plugin {ADDED} 1.0.0 added from {plugins.resolve() / 'renamed'}"
+    await wait_until(
+        lambda: added_again in runner_log(tmp_path, runners[0]), timeout=30, what="re-added"
+    )
+    renamed = await call(host, "wave")
+    assert renamed.success, renamed.error_message
+
 
 async def watched(
     host: PluginHost,
