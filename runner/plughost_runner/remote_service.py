@@ -50,6 +50,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ from plughost_runner.loader import (
     load_plugin,
     unload_plugin,
 )
+from plughost_runner.polling import Poller
 from plughost_runner.remote import read_spec
 from plughost_sdk import wire
 from plughost_sdk.errors import ManifestError
@@ -113,11 +115,19 @@ class RemoteService(LeavingService):
 
     async def _serving(self, group: asyncio.TaskGroup) -> None:
         await super()._serving(group)
-        if self._watching is not None:
-            group.create_task(self._watch(group, self._watching))
-            # watchfiles sets its watch up on the task's first step, before its first await:
-            # one turn of the loop, and an edit made once the host has our report is seen.
-            await asyncio.sleep(0)
+        if self._watching is None:
+            return
+        if self._watching.poll:
+            poller = Poller(self._watching.plugins, POLL_DELAY_MS / 1000)
+            await poller.start()  # its first look, before the ready report: no edit slips by
+            log.info("watching %s by polling every %d ms", self._watching.plugins, POLL_DELAY_MS)
+            group.create_task(self._watch(group, poller.batches()))
+            return
+        log.info("watching %s by filesystem events", self._watching.plugins)
+        group.create_task(self._watch(group, _events(self._watching.plugins)))
+        # watchfiles sets its watch up on the task's first step, before its first await:
+        # one turn of the loop, and an edit made once the host has our report is seen.
+        await asyncio.sleep(0)
 
     def _on_event(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
         if envelope["method"] == "runner.rejoin" and not (self._rejoining or self.leaving):
@@ -151,25 +161,14 @@ class RemoteService(LeavingService):
         finally:
             self._rejoining = False
 
-    async def _watch(self, group: asyncio.TaskGroup, watch: Watch) -> None:
-        import watchfiles  # only a runner that watches loads its Rust extension
-
-        how = f"by polling every {POLL_DELAY_MS} ms" if watch.poll else "by filesystem events"
-        log.info("watching %s %s", watch.plugins, how)
-        async for batch in watchfiles.awatch(
-            watch.plugins,
-            debounce=400,
-            step=50,
-            recursive=True,
-            ignore_permission_denied=True,
-            force_polling=watch.poll or None,  # None: watchfiles' own choice and env variable
-            poll_delay_ms=POLL_DELAY_MS,
-        ):
-            folders = _changed_folders(watch.plugins, {Path(path) for _, path in batch})
+    async def _watch(self, group: asyncio.TaskGroup, batches: AsyncIterator[set[str]]) -> None:
+        assert self._watching is not None
+        async for batch in batches:
+            folders = _changed_folders(self._watching.plugins, {Path(path) for path in batch})
             # Gone folders first: a folder renamed in place leaves before it comes back.
             for folder in sorted(folders, key=lambda f: not _gone(f)):
                 async with self._changes:
-                    await self._changed(group, folder, watch.data)
+                    await self._changed(group, folder, self._watching.data)
 
     async def _changed(self, group: asyncio.TaskGroup, folder: Path, data_root: Path) -> None:
         """Reload, add or remove the plugin of ``folder``, as it is now; never raises."""
@@ -294,6 +293,16 @@ async def _retire(old: LoadedPlugin, in_flight: list[asyncio.Task[None]]) -> Non
     problem = await unload_plugin(old, timeout=5.0)
     if problem:
         log.warning("plugin %s (old version): %s", old.spec.plugin_id, problem)
+
+
+async def _events(root: Path) -> AsyncIterator[set[str]]:
+    """The changed paths under ``root``, from the filesystem's events (inotify)."""
+    import watchfiles  # only a runner that watches loads its Rust extension
+
+    async for batch in watchfiles.awatch(
+        root, debounce=400, step=50, recursive=True, ignore_permission_denied=True
+    ):
+        yield {path for _, path in batch}
 
 
 def _gone(folder: Path) -> bool:
