@@ -143,6 +143,10 @@ async def test_a_folder_removed_on_the_runner_unloads_after_its_calls_and_its_to
     await wait_until(
         lambda: added_again in runner_log(tmp_path, runners[0]), timeout=30, what="re-added"
     )
+    # Logged once the host had taken the removal, before the runner reports the new load.
+    await wait_until(
+        lambda: host.components.owner(ADDED) is not None, timeout=10, what="served renamed"
+    )
     renamed = await call(host, "wave")
     assert renamed.success, renamed.error_message
 
