@@ -25,6 +25,7 @@ from tests.integration.remote_helpers import (
     remote_pool,
     runner_log,
     start_runner,
+    status_of,
 )
 from tests.integration.test_replicas import write_plugin
 from tests.waiting import wait_until
@@ -102,6 +103,8 @@ async def test_a_folder_added_on_the_runner_is_offered_then_served_or_refused_wi
     pool = remote_pool(host, ADDED)
     assert pool is not None and len(pool.healthy()) == 1
     assert host.remote is not None and host.remote.versions[ADDED] == "1.0.0"
+    row = status_of(host, ADDED)
+    assert row.version == "1.0.0" and row.state == "loaded" and row.error == "", row
     assert host.components.owner("tests.unlisted") is None
 
 
@@ -130,6 +133,7 @@ async def test_a_folder_removed_on_the_runner_unloads_after_its_calls_and_its_to
     still = await pause(host, 0)
     assert still.success and still.content == "1.0.0"  # the other plugin serves on
     assert host.remote is not None and ADDED not in host.remote.pools
+    assert ADDED not in {row.plugin_id for row in host.status()}
 
     shutil.move(parked, plugins / ADDED)  # put back: offered and served again
     await wait_until(
