@@ -123,6 +123,13 @@ def stage_of(key: tuple[str, int, str]) -> str:
     return "other"
 
 
+def loop_turns(stats: pstats.Stats, calls: int) -> float:
+    """Event-loop iterations (``BaseEventLoop._run_once``) per call in a profile."""
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    turns: int = sum(entry[1] for key, entry in raw.items() if key[2] == "_run_once")
+    return turns / calls
+
+
 def shares(stats: pstats.Stats) -> dict[str, float]:
     by_stage: dict[str, float] = defaultdict(float)
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
@@ -162,9 +169,15 @@ async def profiled(work: Path, inflight: int) -> dict[str, dict[str, float]]:
             profile.disable()
     finally:
         supervisor.runner_command = real  # type: ignore[assignment]
+    host_stats, runner_stats_ = pstats.Stats(profile), pstats.Stats(str(runner_stats))
     return {
-        "host": shares(pstats.Stats(profile)),
-        "runner": shares(pstats.Stats(str(runner_stats))),
+        "host": shares(host_stats),
+        "runner": shares(runner_stats_),
+        # The runner's profile covers its whole life: the warm-up calls count too.
+        "turns": {
+            "host": loop_turns(host_stats, CALLS),
+            "runner": loop_turns(runner_stats_, CALLS + 1000),
+        },
     }
 
 
@@ -191,6 +204,13 @@ def table(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
             lines.append(f"| CPU per call, {side}, {inflight} in flight | {' | '.join(cells)} |")
         cells = [f"{sum(run['cpu'][str(inflight)].values()):.0f} µs" for run in runs if run]
         lines.append(f"| CPU per call, both, {inflight} in flight | {' | '.join(cells)} |")
+    for key, inflight in (("profile_1", 1), ("profile", 256)):
+        for side in ("host", "runner"):
+            cells = [_turns(run, key, side) for run in runs if run]
+            lines.append(
+                f"| event-loop iterations per call, {side}, {inflight} in flight "
+                f"| {' | '.join(cells)} |"
+            )
     stages = [stage for stage, _ in STAGES] + ["other"]
     for key, inflight in (("profile_1", 1), ("profile", 256)):
         for side in ("host", "runner"):
@@ -200,6 +220,12 @@ def table(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
                     f"| {side} profile, {inflight} in flight: {stage} | {' | '.join(cells)} |"
                 )
     return lines
+
+
+def _turns(run: dict[str, Any], key: str, side: str) -> str:
+    """Loop iterations per call, or a dash for a run saved before they were counted."""
+    turns = run.get(key, {}).get("turns")
+    return "—" if turns is None else f"{turns[side]:.2f}"
 
 
 def _share(run: dict[str, Any], key: str, side: str, stage: str) -> str:

@@ -18,7 +18,14 @@ Under load, most of a call's cost is the socket send itself, so :meth:`SocketPum
 coalesces: the first message posted in an event-loop iteration goes out at
 once (an isolated call waits for nothing), and the messages posted after it in
 the same iteration leave together at the end of it, their last parts joined
-into one frame. The protocol allows this because an envelope is a complete
+into one frame. The window for them opens only when a second message is
+posted, so a lone message schedules nothing and costs no extra loop
+iteration. asyncio does not say which iteration is running, so "the same
+iteration" is approximated from the socket's side: a message posted after a
+lone one and before anything was received or a window closed opens a window.
+At worst (two posts in different iterations with nothing received between)
+the second one leaves one iteration later, which is what every first message
+cost before. The protocol allows this because an envelope is a complete
 msgpack map, so a frame may hold several back to back
 (:func:`plughost_sdk.wire.decode_many`).
 
@@ -90,6 +97,9 @@ class SocketPump:
         # Messages posted in this loop iteration, as (routing parts, body); None when no
         # iteration window is open. The backlog holds what a full queue held back.
         self._window: list[_Posted] | None = None
+        # A message went out alone since the last receive or window: the next post
+        # opens a window instead of sending at once.
+        self._sent_alone = False
         self._backlog: list[_Posted] = []
         self._draining: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
@@ -122,6 +132,7 @@ class SocketPump:
     def _on_events(self) -> None:
         """Drain waiting messages and wake blocked senders (the socket's reader callback)."""
         self._check_scheduled = False
+        self._sent_alone = False
         sock, on_message, failed = self._sock, self._on_message, self._failed
         if sock.closed or on_message is None or failed is None or failed.done():
             return
@@ -212,26 +223,29 @@ class SocketPump:
         reported to ``on_send_error``, since the caller has moved on.
         """
         route, body = tuple(parts[:-1]), parts[-1]
-        if self._window is None and not self._backlog:
-            loop = self._loop or asyncio.get_running_loop()
-            self._window = []
-            loop.call_soon(self._close_window)
-            try:
-                self._send_now(route, body)
+        window = self._window
+        if window is None:
+            if self._backlog:
+                self._backlog.append((route, body))
                 return
-            except zmq.Again:
-                pass  # the peer's queue is full: wait in the window like the rest
-            except zmq.ZMQError as exc:
-                self._report(exc)
-                return
-        if self._window is None:
-            self._backlog.append((route, body))
-            return
-        self._window.append((route, body))
-        if len(self._window) >= _EARLY_FLUSH:
+            if not self._sent_alone:
+                try:
+                    self._send_now(route, body)
+                    self._sent_alone = True
+                    return
+                except zmq.Again:
+                    pass  # the peer's queue is full: wait in a window like the rest
+                except zmq.ZMQError as exc:
+                    self._report(exc)
+                    return
+            # A second message in this iteration: the rest leave together at its end.
+            window = self._window = []
+            (self._loop or asyncio.get_running_loop()).call_soon(self._close_window)
+        window.append((route, body))
+        if len(window) >= _EARLY_FLUSH:
             # Let the peer start on these while the rest of this iteration runs: two
             # processes on two cores overlap instead of taking turns.
-            window, self._window = self._window, []
+            self._window = []
             self._backlog.extend(_joined(window))
             self._kick()
 
@@ -250,6 +264,7 @@ class SocketPump:
     def _close_window(self) -> None:
         """End of the iteration: send what was posted in it, joined per peer."""
         window, self._window = self._window or [], None
+        self._sent_alone = False
         self._backlog.extend(_joined(window))
         self._kick()
 

@@ -92,6 +92,38 @@ async def test_messages_posted_in_one_iteration_after_the_first_leave_as_one_fra
     assert rest == [b"<1><2><3><4>"]
 
 
+async def test_a_lone_message_schedules_no_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone call costs no extra loop iteration: nothing is scheduled to flush after it."""
+    async with pumped_pair(max_parts=2) as (receiver, sender, received):
+        replies: Inbox = asyncio.Queue()
+        answering = asyncio.create_task(
+            sender.run(lambda parts: replies.put_nowait([p.bytes for p in parts]))
+        )
+        loop = asyncio.get_running_loop()
+        scheduled: list[object] = []
+        real = loop.call_soon
+
+        def counting(callback: object, *args: object, **kwargs: object) -> asyncio.Handle:
+            scheduled.append(callback)
+            return real(callback, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(loop, "call_soon", counting)
+        try:
+            for number in range(3):  # request, reply, request: what one call at a time does
+                sender.post([b"<%d>" % number])
+                assert await asyncio.wait_for(received.get(), timeout=10) == [b"<%d>" % number]
+                receiver.post([b"reply"])
+                assert await asyncio.wait_for(replies.get(), timeout=10) == [b"reply"]
+        finally:
+            monkeypatch.undo()
+            answering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await answering
+
+    flushes = [each for each in scheduled if getattr(each, "__name__", "") == "_close_window"]
+    assert flushes == []
+
+
 async def test_a_post_while_the_peer_queue_is_full_waits_its_turn_in_order() -> None:
     context = zmq.Context()
     server, client = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
