@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.mcp_servers.harness import DEMO_SERVER, plughost_client, plughost_serve_http
+from tests.mcp_servers.harness import DEMO_SERVER, Peer, plughost_client, plughost_serve_http
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,40 +55,6 @@ def http_server(config: Path) -> Iterator[tuple[str, str]]:
     """One plughost serve over HTTP for the module (URL, token): each test opens its own session."""
     with plughost_serve_http(config.parent / "token", "--config", str(config)) as served:
         yield served
-
-
-class Peer:
-    """The client side's model and user, and what the server sent it."""
-
-    def __init__(self) -> None:
-        self.logs: list[types.LoggingMessageNotificationParams] = []
-        self.updated: list[str] = []
-        self.sampled: list[str] = []
-        self.asked: list[str] = []
-
-    async def sampling(
-        self, context: Any, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult:
-        content = params.messages[0].content
-        self.sampled.append(content.text if isinstance(content, types.TextContent) else "")
-        return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(text="four"), model="test-model"
-        )
-
-    async def elicitation(
-        self, context: Any, params: types.ElicitRequestParams
-    ) -> types.ElicitResult:
-        self.asked.append(params.message)
-        return types.ElicitResult(
-            action="accept", content={"username": "ada", "email": "ada@example.com"}
-        )
-
-    async def logging(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.logs.append(params)
-
-    async def messages(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.updated.append(message.params.uri)
 
 
 @asynccontextmanager
@@ -254,23 +220,6 @@ async def test_clients_of_older_protocols_are_served_sampling_and_elicitation_wh
         assert elicited.is_error
         assert f"its protocol {version} has no elicitation requests" in text_of(elicited)
         assert peer.asked == []
-
-
-async def test_a_2026_client_is_told_why_it_gets_no_sampling(
-    config: Path, request: pytest.FixtureRequest
-) -> None:
-    peer = Peer()
-    served = request.getfixturevalue("http_server")
-    async with plughost_client(
-        config, served, mode="auto", sampling_callback=peer.sampling
-    ) as client:
-        negotiated = client.protocol_version
-        sampled = await client.call_tool("test_sampling", {"prompt": "2+2?"})
-
-    assert negotiated == "2026-07-28"
-    assert sampled.is_error
-    assert "cannot carry a request from the server in the middle of a call" in text_of(sampled)
-    assert peer.sampled == []
 
 
 async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp_types
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 DEMO_SERVER = HERE / "demo_server.py"
@@ -157,3 +159,37 @@ async def plughost_client(
             target = streamable_http_client(url, http_client=http)
         client = Client(target, mode=mode, cache=None, **callbacks)
         yield await stack.enter_async_context(client)
+
+
+class Peer:
+    """An MCP client's model and user (its callbacks), and what the server sent it."""
+
+    def __init__(self) -> None:
+        self.logs: list[mcp_types.LoggingMessageNotificationParams] = []
+        self.updated: list[str] = []
+        self.sampled: list[str] = []
+        self.asked: list[str] = []
+
+    async def sampling(
+        self, context: Any, params: mcp_types.CreateMessageRequestParams
+    ) -> mcp_types.CreateMessageResult:
+        content = params.messages[0].content
+        self.sampled.append(content.text if isinstance(content, mcp_types.TextContent) else "")
+        return mcp_types.CreateMessageResult(
+            role="assistant", content=mcp_types.TextContent(text="four"), model="test-model"
+        )
+
+    async def elicitation(
+        self, context: Any, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        self.asked.append(params.message)
+        return mcp_types.ElicitResult(
+            action="accept", content={"username": "ada", "email": "ada@example.com"}
+        )
+
+    async def logging(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    async def messages(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            self.updated.append(message.params.uri)

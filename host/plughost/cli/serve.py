@@ -133,6 +133,7 @@ async def _serve_started(
             serve_stdio(
                 host.tools,
                 page_size=config.serve.mcp_page_size,
+                input_timeout=config.serve.mcp_input_timeout,
                 stopping=stopping,
                 written=written,
             )
@@ -212,6 +213,7 @@ def _start_workers(
                     session_idle_timeout=config.serve.mcp_session_idle_timeout,
                     max_sessions=config.serve.mcp_max_sessions,
                     page_size=config.serve.mcp_page_size,
+                    input_timeout=config.serve.mcp_input_timeout,
                     stopping=stopping,
                 )
             )

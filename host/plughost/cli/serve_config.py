@@ -83,6 +83,12 @@ class ServeSettings(BaseModel):
         500, gt=0, description="live MCP HTTP sessions at most; a new one past it gets HTTP 503"
     )
     mcp_page_size: int = Field(100, ge=1, description="tools per MCP tools/list page")
+    mcp_input_timeout: float = Field(
+        300.0,
+        gt=0,
+        description="seconds a tool call parked for a 2026-07-28 client's sampling or "
+        "elicitation answer waits for the client's retry before it is cancelled",
+    )
 
 
 class ServeConfig(BaseModel):

@@ -15,12 +15,14 @@ drained before the call's result goes out, so a client sees a call's logs first.
 Sampling and elicitation need a client that declared the capability, a
 protocol version that has the method (``sampling/createMessage`` exists in every
 handshake-era version, 2024-11-05 on; ``elicitation/create`` from 2025-06-18),
-and a channel that can carry a request from the server in the middle of a call
-(every handshake-era version has one; a 2026-07-28 connection does not, its
+and a channel that can carry a request from the server in the middle of a call.
+Every handshake-era version has one. A 2026-07-28 connection does not: its
 requests for input travel as an ``input_required`` result that the client
-answers by calling again, which a plugin call suspended mid-way cannot use):
-otherwise :class:`~plughost.tools.client_link.ClientRequestError` says which is
-missing, and nothing is sent.
+answers by calling again, which the server serves for ``tools/call`` by parking
+the plugin call between rounds (:mod:`plughost.mcp.input_rounds`, handed in as
+``ask``); ``resources/read`` and ``prompts/get`` do not park. Otherwise
+:class:`~plughost.tools.client_link.ClientRequestError` says which is missing,
+and nothing is sent.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -40,6 +42,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
+from pydantic import ValidationError
 
 from plughost.tools.client_link import ClientRequestError
 
@@ -60,6 +63,9 @@ LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
 _LEVEL_KEY = "plughost.log_level"
 _SINCE = {"sampling": "2024-11-05", "elicitation": "2025-06-18"}  # the method's first version
 _DRAIN_TIMEOUT = 2.0
+
+Ask = Callable[[types.CreateMessageRequest | types.ElicitRequest], Awaitable[Mapping[str, Any]]]
+"""Asks a 2026-07-28 client through an ``input_required`` round; returns its raw response."""
 
 
 def _mcp_level(levelno: int) -> types.LoggingLevel:
@@ -89,8 +95,9 @@ async def set_logging_level(
 class MCPClientLink:
     """What a plugin call may ask of the MCP client that made it (see the module doc)."""
 
-    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None) -> None:
         self._ctx = ctx
+        self._ask = ask
         self._levels = _allowed_levels(ctx)
         self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
         self._finished = False
@@ -124,6 +131,10 @@ class MCPClientLink:
                 self._queue = None
                 send.close()  # the sender drains what is queued, then ends the group
                 tg.cancel_scope.deadline = anyio.current_time() + _DRAIN_TIMEOUT
+
+    def rebind(self, ctx: ServerRequestContext[Any]) -> None:
+        """Follow the call to the client's next request (a 2026-07-28 retry): logs go there."""
+        self._ctx = ctx
 
     def log(self, level: int, logger: str, message: str) -> None:
         """Queue a record as ``notifications/message`` if the client wants its level."""
@@ -183,11 +194,14 @@ class MCPClientLink:
                 f"the MCP client did not offer {name} (it declares no '{name}' capability)"
             )
         version = session.protocol_version
+        if self._ask is not None:
+            return  # a 2026-07-28 tools/call: asked through an input_required round
         if version in MODERN_PROTOCOL_VERSIONS or not session.can_send_request:
             raise ClientRequestError(
                 f"the MCP client offers {name}, but its connection (protocol {version}) "
-                "cannot carry a request from the server in the middle of a call; connect "
-                "with the initialize handshake (protocol 2025-11-25 or earlier)"
+                "cannot carry a request from the server in the middle of this request "
+                "(2026-07-28 clients are asked only during tools/call); connect with the "
+                "initialize handshake (protocol 2025-11-25 or earlier)"
             )
         if not is_version_at_least(version, _SINCE[name]):
             raise ClientRequestError(
@@ -196,6 +210,15 @@ class MCPClientLink:
             )
 
     async def _send(self, request: Any, result_type: Any, method: str) -> Any:
+        if self._ask is not None:
+            response = await self._ask(request)
+            try:
+                return result_type.model_validate(response)
+            except ValidationError as exc:
+                raise ClientRequestError(
+                    f"the MCP client answered {method} with a malformed response: "
+                    f"{exc.errors()[0]['msg']}"
+                ) from None
         metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
         try:
             return await self._ctx.session.send_request(request, result_type, metadata=metadata)

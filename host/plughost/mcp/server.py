@@ -53,6 +53,12 @@ from plughost.mcp.bearer import require_bearer
 from plughost.mcp.client_link import MCPClientLink, set_logging_level
 from plughost.mcp.content import result_to_mcp
 from plughost.mcp.event_store import MemoryEventStore
+from plughost.mcp.input_rounds import (
+    DEFAULT_INPUT_TIMEOUT,
+    InputRounds,
+    ParkedCall,
+    asks_in_rounds,
+)
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE, page_of
 from plughost.mcp.server_content import (
     ContentHandlers,
@@ -150,15 +156,23 @@ class RegistryMCPServer:
         registry: The tools to serve.
         name: The server name clients see.
         page_size: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
+        input_timeout: Seconds a call parked for a 2026-07-28 client's answer waits for
+            the client's retry before it is cancelled (:mod:`plughost.mcp.input_rounds`).
     """
 
     def __init__(
-        self, registry: ToolSource, *, name: str = "plughost", page_size: int = DEFAULT_PAGE_SIZE
+        self,
+        registry: ToolSource,
+        *,
+        name: str = "plughost",
+        page_size: int = DEFAULT_PAGE_SIZE,
+        input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.registry = registry
         self.page_size = page_size
+        self.rounds = InputRounds(input_timeout)
         self._bus = InMemorySubscriptionBus()
         self._connections: dict[int, Connection] = {}
         self._changes: MemoryObjectSendStream[None] | None = None
@@ -199,12 +213,13 @@ class RegistryMCPServer:
         self.registry.add_listener(self._registry_changed)
         self.registry.add_resource_listener(self.subscriptions.updated)
         try:
-            async with anyio.create_task_group() as tg, self.subscriptions.delivering():
-                tg.start_soon(self._forward_changes, receive)
-                try:
-                    yield
-                finally:
-                    tg.cancel_scope.cancel()
+            with self.rounds.open():  # on the way out, parked calls are cancelled
+                async with anyio.create_task_group() as tg, self.subscriptions.delivering():
+                    tg.start_soon(self._forward_changes, receive)
+                    try:
+                        yield
+                    finally:
+                        tg.cancel_scope.cancel()
         finally:
             self.registry.remove_resource_listener(self.subscriptions.updated)
             self.registry.remove_listener(self._registry_changed)
@@ -226,34 +241,61 @@ class RegistryMCPServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         with self.calls:
+            if asks_in_rounds(ctx):
+                return await self._answer_in_rounds(ctx, params)
             return await self._answer_call(ctx, params)
 
     async def _answer_call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        link = MCPClientLink(ctx)
+        return result_to_mcp(await self._run_call(ctx, params, link))
+
+    async def _run_call(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        link: MCPClientLink,
+    ) -> ToolExecutionResult:
         name = params.name
         invocation = ToolInvocation(
             tool_name=name,
             arguments=dict(params.arguments or {}),
             call_id="" if ctx.request_id is None else str(ctx.request_id),
         )
-        link = MCPClientLink(ctx)
         token = current_client.set(link)  # seen by the plugin's logs, sampling, elicitation
         try:
             async with link.serving():
                 if _progress_token(ctx) is None:
-                    result = await self._invoke(invocation)
-                else:
-                    result = await self._invoke_with_progress(ctx, invocation)
+                    return await self._invoke(invocation)
+                return await self._invoke_with_progress(ctx, invocation)
         except Exception as exc:  # a tool fault is never a protocol error
             log.exception("mcp tool call failed in the registry tool=%s", name)
             message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
-            result = ToolExecutionResult.failure(name, message, "registry_error")
+            return ToolExecutionResult.failure(name, message, "registry_error")
         finally:
             current_client.reset(token)
-        return result_to_mcp(result)
+
+    async def _answer_in_rounds(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A 2026-07-28 client that can be asked: the call may park between its requests."""
+        if params.request_state is None:
+
+            async def run(call: ParkedCall) -> ToolExecutionResult:
+                link = MCPClientLink(ctx, ask=call.ask)
+                call.relink = link.rebind
+                return await self._run_call(ctx, params, link)
+
+            call = self.rounds.start(params, run)
+        else:
+            call = self.rounds.resume(ctx, params)
+        step = await self.rounds.advance(call)
+        if isinstance(step, types.InputRequiredResult):
+            return step
+        return result_to_mcp(step)
 
     async def _invoke(self, invocation: ToolInvocation) -> ToolExecutionResult:
         # A client's notifications/cancelled cancels this task (the SDK does that), and
@@ -372,6 +414,7 @@ async def serve_stdio(
     *,
     name: str = "plughost",
     page_size: int = DEFAULT_PAGE_SIZE,
+    input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     stopping: asyncio.Event | None = None,
     written: asyncio.Event | None = None,
 ) -> None:
@@ -387,7 +430,9 @@ async def serve_stdio(
     thread that cannot be cancelled), so a program that exits need not wait for
     this to return.
     """
-    bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
+    bridge = RegistryMCPServer(
+        registry, name=name, page_size=page_size, input_timeout=input_timeout
+    )
     log.info("mcp server serving on stdio name=%s", name)
     async with (
         bridge.running(),
@@ -423,6 +468,7 @@ async def serve_http(
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     page_size: int = DEFAULT_PAGE_SIZE,
+    input_timeout: float = DEFAULT_INPUT_TIMEOUT,
     stopping: asyncio.Event | None = None,
 ) -> None:
     """Serve ``registry`` over streamable HTTP at ``http://{host}:{port}/mcp`` until cancelled.
@@ -447,6 +493,7 @@ async def serve_http(
         session_idle_timeout: Seconds before an idle session is closed; None keeps it forever.
         max_sessions: Open sessions at most; None for no limit.
         page_size: Tools per ``tools/list`` page.
+        input_timeout: Seconds a call parked for a 2026-07-28 client's answer is kept.
 
     Raises:
         ValueError: ``host`` is not a loopback address and ``allow_remote`` is False.
@@ -459,7 +506,9 @@ async def serve_http(
             "bind 127.0.0.1 (the default) or pass allow_remote=True"
         )
     host = host.strip("[]")
-    bridge = RegistryMCPServer(registry, name=name, page_size=page_size)
+    bridge = RegistryMCPServer(
+        registry, name=name, page_size=page_size, input_timeout=input_timeout
+    )
     # On 127.0.0.1, localhost and ::1 the SDK refuses foreign Host/Origin headers
     # (DNS rebinding protection).
     # The event store makes every SSE stream open with a priming event and a retry
