@@ -14,10 +14,13 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from plughost.cli.serve_config import ServeSettings
+from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT
 from tests.mcp_servers.harness import Peer, plughost_client, plughost_serve_http
 from tests.waiting import wait_until
 
@@ -79,7 +82,7 @@ async def test_a_2026_client_answers_a_plugins_sampling_and_elicitation(
     # A second request of the same call comes as a second input_required round.
     assert text_of(twice) == "model four, user ada", text_of(twice)
     assert "is four fine?" in peer.asked
-    # Two requests made at once travel in one round.
+    # Two requests made at once (asyncio.gather) are both answered, in one round or two.
     assert text_of(both) == "model four, user ada", text_of(both)
     assert peer.sampled == ["a name?", "suggest a name", "suggest a name"]
 
@@ -97,6 +100,7 @@ async def test_the_round_trip_is_an_input_required_result_with_an_opaque_state(
         assert first.input_requests is not None
         [(key, asked)] = first.input_requests.items()
         assert isinstance(asked, types.ElicitRequest)
+        assert key == "elicitation/create#1"
         state = first.request_state
         assert state is not None and len(state) >= 40
         answer = types.ElicitResult(action="accept", content={"username": "lin"})
@@ -226,4 +230,29 @@ async def test_a_2026_client_that_offers_neither_is_told_so_and_never_asked(
     assert "did not offer sampling" in text_of(plain[0])
     assert "did not offer elicitation" in text_of(plain[1])
     assert "did not offer sampling" in text_of(half)
+    assert peer.asked == []
+
+
+def test_a_parked_call_waits_300_seconds_by_default() -> None:
+    assert ServeSettings().mcp_input_timeout == DEFAULT_INPUT_TIMEOUT == 300.0
+
+
+async def test_a_2026_client_that_cancels_its_request_cancels_the_call(
+    config: Path, request: pytest.FixtureRequest
+) -> None:
+    def note() -> str:
+        found = list((config.parent / "data").rglob("linger.txt"))
+        return found[0].read_text(encoding="utf-8") if found else ""
+
+    peer = Peer()
+    served = served_by("http", request)
+    async with plughost_client(
+        config, served, mode="auto", elicitation_callback=peer.elicitation
+    ) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "linger_then_ask", {})
+            await wait_until(lambda: "started" in note(), timeout=20, what="the call started")
+            tg.cancel_scope.cancel()
+        await wait_until(lambda: "cancelled" in note(), timeout=10, what="the call cancelled")
+
     assert peer.asked == []

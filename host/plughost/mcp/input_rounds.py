@@ -89,7 +89,7 @@ class ParkedCall:
         finally:
             asked.cancel()
         if self._asks:
-            await asyncio.sleep(0)  # asks made at the same moment (gather) travel together
+            await asyncio.sleep(0)  # asks that arrived in the same loop turn travel together
             asks, self._asks = self._asks, []
             self._asked.clear()
             return asks

@@ -53,6 +53,19 @@ class AskerPlugin(Plugin):
             raise
         return f"user {reply['content']['username']}"
 
+    @Tool("linger_then_ask", brief_description="Wait until cancelled, noting in data/linger.txt")
+    async def linger_then_ask(self, **kwargs: Any) -> str:
+        path = self.ctx.paths.data("linger.txt")
+        path.write_text("started\n", encoding="utf-8")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            with path.open("a", encoding="utf-8") as note:
+                note.write("cancelled\n")
+            raise
+        reply = await self.ctx.elicit("never asked", _NAME)
+        return str(reply)
+
 
 def create_plugin() -> AskerPlugin:
     return AskerPlugin()
