@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from plughost_sdk import Plugin, Tool
@@ -43,28 +46,27 @@ class AskerPlugin(Plugin):
 
     @Tool("ask_and_note", brief_description="Ask the user, noting in data/asked.txt")
     async def ask_and_note(self, **kwargs: Any) -> str:
-        path = self.ctx.paths.data("asked.txt")
-        path.write_text("started\n", encoding="utf-8")
-        try:
+        with _noting(self.ctx.paths.data("asked.txt")):
             reply = await self.ctx.elicit("your name?", _NAME)
-        except asyncio.CancelledError:
-            with path.open("a", encoding="utf-8") as note:
-                note.write("cancelled\n")
-            raise
         return f"user {reply['content']['username']}"
 
     @Tool("linger_then_ask", brief_description="Wait until cancelled, noting in data/linger.txt")
     async def linger_then_ask(self, **kwargs: Any) -> str:
-        path = self.ctx.paths.data("linger.txt")
-        path.write_text("started\n", encoding="utf-8")
-        try:
+        with _noting(self.ctx.paths.data("linger.txt")):
             await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            with path.open("a", encoding="utf-8") as note:
-                note.write("cancelled\n")
-            raise
-        reply = await self.ctx.elicit("never asked", _NAME)
-        return str(reply)
+        return "never"
+
+
+@contextlib.contextmanager
+def _noting(path: Path) -> Iterator[None]:
+    """Write "started" to ``path``, and "cancelled" if the call is cancelled inside."""
+    path.write_text("started\n", encoding="utf-8")
+    try:
+        yield
+    except asyncio.CancelledError:
+        with path.open("a", encoding="utf-8") as note:
+            note.write("cancelled\n")
+        raise
 
 
 def create_plugin() -> AskerPlugin:
