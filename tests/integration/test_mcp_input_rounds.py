@@ -220,6 +220,11 @@ async def test_a_2026_client_that_offers_neither_is_told_so_and_never_asked(
             await client.call_tool("ask_model", {"text": "?"}),
             await client.call_tool("ask_user", {"text": "?"}),
         )
+        # A requestState from such a client is refused too, never ignored.
+        with pytest.raises(MCPError, match="unknown, already used, or expired"):
+            await client.session.call_tool(
+                "ask_model", {"text": "?"}, request_state="forged", allow_input_required=True
+            )
     # Offering one of the two: the other is still refused, the call never parks for it.
     async with plughost_client(
         config, served, mode="auto", elicitation_callback=peer.elicitation

@@ -243,7 +243,8 @@ class RegistryMCPServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         with self.calls:
-            if asks_in_rounds(ctx):
+            # A retry is always taken as one, so that a state is never silently ignored.
+            if params.request_state is not None or asks_in_rounds(ctx):
                 return await self._answer_in_rounds(ctx, params)
             return await self._answer_call(ctx, params)
 
