@@ -22,6 +22,7 @@ from plughost_runner.bridge import Bridge, HostError
 from plughost_runner.capture import CancelFlag, LogCollector, current_call, current_cancel
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.credentials import Credentials
+from plughost_runner.eager import step_now
 from plughost_runner.heap import release_freed_memory
 from plughost_runner.invoker import Invoker
 from plughost_runner.limits import apply_limits
@@ -253,13 +254,30 @@ class RunnerService:
         if kind == "response":
             self._resolve(envelope)
         elif kind == "request":
-            self._tasks[envelope["id"]] = group.create_task(self._serve(envelope))
+            self._start(group, envelope)
         elif envelope["method"] == "call.cancel":
             task = self._tasks.get(int((envelope["body"] or {}).get("id", 0)))
             if task is not None:
                 task.cancel()
         else:
             self._on_event(group, envelope)
+
+    def _start(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
+        """Serve a request, running its first step now: most calls finish in it.
+
+        A call that finished in its first step needs no more of the loop; one that
+        waits joins the task group, which cancels it when the runner stops.
+        """
+        loop = self._loop or asyncio.get_running_loop()
+        task = loop.create_task(self._serve(envelope))
+        self._tasks[envelope["id"]] = task
+        step_now(loop, task)
+        if not task.done():
+            group.create_task(_joined(task))
+            return
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            raise failure  # as the group would have: it ends the runner
 
     async def _serving(self, group: asyncio.TaskGroup) -> None:
         """Called once the plugins are loaded, before the ready report (a remote runner's watch)."""
@@ -588,3 +606,8 @@ class RunnerService:
 
 class _StopRunner(Exception):
     """Ends the task group when the runner is told to stop."""
+
+
+async def _joined(task: asyncio.Task[None]) -> None:
+    """Wait for a request's task in the task group (cancelling this cancels the task)."""
+    await task
