@@ -1,6 +1,9 @@
 """Runner processes and the host's end of their sockets.
 
-Lives here: spawning (``spawn``, ``child_process``, ``fork_server``), CurveZMQ keys
+Lives here: spawning (``spawn``, ``child_process``, ``fork_server``, and ``early``,
+which starts the fork server and the sandbox probe before a command's imports), the
+sandbox (what the kernel offers, ``sandbox_probe``; what each runner gets,
+``sandbox``), CurveZMQ keys
 (``curve``), the ZeroMQ channel and its request/reply bookkeeping (``channel``), the
 restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``) and its
 ``watchdog`` (heartbeats, stuck calls, ``memory`` measured from the kernel), what

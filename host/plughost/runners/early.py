@@ -10,25 +10,23 @@ environment, so they work while the command imports;
 when they are the children its settings ask for (same runner environment and
 timeouts), and otherwise closes them and starts its own.
 
-This module imports no settings at import time (they cost pydantic, the thing
-to overlap): the defaults it assumes are pinned to ``RunnerSettings``' by a
-test. What does not live here: the fork server (:mod:`plughost.runners.fork_server`)
-and the probe (:mod:`plughost.runners.sandbox`).
+This module and the two it starts from import no settings (they cost pydantic,
+the thing to overlap): the defaults it assumes are pinned to
+``RunnerSettings``' by a test, and so is the import graph. What does not live
+here: the fork server (:mod:`plughost.runners.fork_server`) and the probe
+(:mod:`plughost.runners.sandbox_probe`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from plughost.runners.fork_server import ForkServer, ForkServerError
+from plughost.runners.sandbox_probe import SandboxSupport, probe_support
 from plughost.runners.spawn import runner_env
-
-if TYPE_CHECKING:
-    from plughost.runners.sandbox import SandboxSupport
 
 __all__ = ["DEFAULT_FORK_TIMEOUT", "DEFAULT_READY_TIMEOUT", "EarlyChildren", "start_fork_server"]
 
@@ -53,20 +51,6 @@ async def start_fork_server(
     return server
 
 
-async def _probe(env: Mapping[str, str]) -> SandboxSupport:
-    # The probe's module needs the settings (pydantic): imported in a worker thread, so
-    # the loop goes on starting the fork server, and beside the command's own imports
-    # (which import the settings first), so the probe starts once they are in.
-    probe_support = await asyncio.to_thread(_probe_function)
-    return await probe_support(env=env)
-
-
-def _probe_function() -> Callable[..., Awaitable[SandboxSupport]]:
-    from plughost.runners.sandbox import probe_support
-
-    return probe_support
-
-
 @dataclass(slots=True)
 class EarlyChildren:
     """A fork server and a sandbox probe being started, and what they were started for."""
@@ -89,7 +73,7 @@ class EarlyChildren:
         env = runner_env(allowlist)
         starting = start_fork_server(env, ready_timeout=ready_timeout, fork_timeout=fork_timeout)
         fork_server = asyncio.ensure_future(starting)
-        probe = asyncio.ensure_future(_probe(env))
+        probe = asyncio.ensure_future(probe_support(env=env))
         return cls(env, ready_timeout, fork_timeout, fork_server, probe)
 
     def fits(self, env: Mapping[str, str], *, ready_timeout: float, fork_timeout: float) -> bool:

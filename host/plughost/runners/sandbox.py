@@ -1,8 +1,8 @@
 """Which protections runners get: what the kernel offers, what the operator asks, per runner.
 
-At start the host asks the kernel, for real, what this user may do: it runs
-``python -m plughost_runner.sandbox`` once, which tries each protection in a
-throw-away child (:class:`SandboxSupport`). With the operator's
+At start the host asks the kernel, for real, what this user may do: the probe
+(:mod:`plughost.runners.sandbox_probe`) tries each protection in a throw-away
+child and answers with a :class:`SandboxSupport`. With the operator's
 :class:`~plughost.settings.SandboxSettings` that gives the host-wide
 :class:`SandboxReport` (shown in ``plughost serve``'s banner and
 ``host.sandbox``), and refuses to start when a required protection is
@@ -11,23 +11,22 @@ runner applies to itself before any plugin code runs (``--sandbox``): its
 plugin folders read-only, its plugins' data and temp directories writable,
 and no network unless a manifest asks for it.
 
-What does not live here: applying the policy (the runner's
+What does not live here: the probe, which a one-shot command starts before
+the settings are imported; applying the policy (the runner's
 ``plughost_runner.sandbox``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 from plughost.plugins.source import PluginSource
+from plughost.runners.sandbox_probe import SandboxSupport, probe_support
 from plughost.settings import Protection, SandboxSettings
 from plughost_sdk.errors import RunnerStartError
 
@@ -44,25 +43,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PROTECTIONS: tuple[Protection, ...] = get_args(Protection)  # in the order they are applied
-_PROBE_TIMEOUT = 20.0
-
-
-@dataclass(frozen=True, slots=True)
-class SandboxSupport:
-    """What the kernel grants this user, as the probe found it."""
-
-    offered: frozenset[str]
-    reasons: Mapping[str, str] = field(default_factory=dict)
-    landlock_abi: int = 0
-
-    @classmethod
-    def from_probe(cls, data: Mapping[str, Any]) -> SandboxSupport:
-        """Read the probe's JSON answer."""
-        return cls(
-            frozenset(str(p) for p in data.get("offered", [])),
-            {str(k): str(v) for k, v in dict(data.get("reasons", {})).items()},
-            int(data.get("landlock_abi", 0)),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,37 +74,6 @@ class RunnerSandbox:
     tmpdir: str
 
 
-async def probe_support(
-    python: str | None = None, env: Mapping[str, str] | None = None
-) -> SandboxSupport:
-    """Ask the kernel which protections this user gets (about 0.1 s, once).
-
-    A probe that cannot run (no runner installed for ``python``, a timeout)
-    means nothing is offered, with that reason.
-    """
-    if not sys.platform.startswith("linux"):  # the probe's system calls are Linux's
-        reason = f"the sandbox needs Linux; this is {sys.platform}"
-        return SandboxSupport(frozenset(), {p: reason for p in PROTECTIONS})
-    command = [python or sys.executable, "-m", "plughost_runner.sandbox"]
-    try:
-        done = await asyncio.to_thread(
-            subprocess.run,
-            command,
-            env=dict(env) if env is not None else None,
-            capture_output=True,
-            timeout=_PROBE_TIMEOUT,
-            check=False,
-        )
-        answer = json.loads(done.stdout.decode() or "{}")
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        reason = f"the sandbox probe failed: {exc}"
-        return SandboxSupport(frozenset(), {p: reason for p in PROTECTIONS})
-    if done.returncode != 0 or not isinstance(answer, dict):
-        reason = f"the sandbox probe failed: {done.stderr.decode(errors='replace')[-300:]}"
-        return SandboxSupport(frozenset(), {p: reason for p in PROTECTIONS})
-    return SandboxSupport.from_probe(answer)
-
-
 def sandbox_report(settings: SandboxSettings, support: SandboxSupport) -> SandboxReport:
     """The host-wide protections: what the kernel offers and the settings want.
 
@@ -138,7 +87,7 @@ def sandbox_report(settings: SandboxSettings, support: SandboxSupport) -> Sandbo
         wanted = [p for p in PROTECTIONS if p != "pid_namespace" or settings.pid_namespace]
         active = tuple(p for p in wanted if p in support.offered)
         missing = {
-            str(p): support.reasons.get(p, "not offered by this kernel")
+            str(p): support.reasons.get(p) or support.failure or "not offered by this kernel"
             for p in wanted
             if p not in support.offered
         }

@@ -61,6 +61,17 @@ def test_help_loads_only_click() -> None:
     assert loaded_after(code) == set()
 
 
+def test_the_early_children_start_before_the_settings_are_imported() -> None:
+    # A one-shot command starts the fork server and the sandbox probe first, so both
+    # work while the command imports pydantic and the host: neither may need them.
+    code = (
+        "import sys, plughost.runners.early\n"
+        "assert 'plughost.runners.sandbox_probe' in sys.modules\n"  # the check sees real imports
+    )
+
+    assert loaded_after(code) == set()
+
+
 def test_an_embedder_without_mcp_does_not_import_the_mcp_sdk() -> None:
     code = (
         "from plughost import PluginHost, ToolRegistry, BuiltinToolProvider, HostSettings\n"

@@ -172,3 +172,15 @@ async def test_the_probe_finds_what_this_kernel_offers() -> None:
 
     assert support.offered <= set(PROTECTIONS)
     assert set(support.offered).isdisjoint(support.reasons)
+
+
+async def test_a_probe_that_cannot_run_offers_nothing_and_says_why_for_each_protection(
+    tmp_path: Path,
+) -> None:
+    support = await sandbox_module.probe_support(python=str(tmp_path / "no-python"))
+
+    assert support.offered == frozenset()
+    report = sandbox_report(SandboxSettings(), support)
+    assert report.active == ()
+    assert set(report.missing) == set(PROTECTIONS)
+    assert all("the sandbox probe failed" in why for why in report.missing.values())
