@@ -610,5 +610,7 @@ _add_commands()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="plughost")
+    """Console-script entry point: exits without the interpreter's teardown (see quick_exit)."""
+    from plughost.cli.quick_exit import run_and_exit
+
+    run_and_exit(lambda: cli(prog_name="plughost"))
