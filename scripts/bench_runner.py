@@ -14,12 +14,15 @@ the machine hits every contender alike:
   socket, copied into msgpack; raw zero-copy, 10 MB only: the bytes as their own
   frame, sent and received with ``copy=False`` and left in the frame, the floor
   for media over ZeroMQ; MCP: base64 in JSON, 10 MB only);
-- runner start to ready (spawn to READY) and the idle runner's RSS.
+- runner start to ready (spawn to READY) and the idle runner's RSS;
+- a CPU-bound tool (pure Python, about 40 ms a call) on 1 vs 2 local replicas
+  (``plugin_replicas``), measured as scripts/bench_replicas.py does: one runner
+  is one interpreter and one core, two replicas can use both.
 
 It writes the section ``runner`` of docs/benchmarks.md.
 
 Usage: .venv/bin/python scripts/bench_runner.py [--blocks N] [--rounds N] [--windows N]
-       [--seconds S] [--starts N] [--no-write]
+       [--seconds S] [--starts N] [--replica-rounds N] [--no-write]
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import bench_replicas
 import benchlib
 import msgpack
 import psutil
@@ -54,6 +58,7 @@ ECHO_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "echo"
 ZMQ_PEER = SCRIPTS / "bench_zmq_peer.py"
 MCP_PEER = SCRIPTS / "bench_mcp_peer.py"
 COPIES = 4
+REPLICA_CALLS = 32  # CPU-bound calls per round and configuration, 8 in flight
 INFLIGHT = (1, 16, 256)
 MB = 1_000_000
 
@@ -179,6 +184,7 @@ class Bench:
     rss_mb: dict[str, float] = field(default_factory=dict)
     mcp_protocol: str = ""
     floors: dict[str, float] = field(default_factory=dict)
+    replicas: bench_replicas.Figures = field(default_factory=dict)
 
     async def host_echo(self, copy: int = 0) -> None:
         invocation = ToolInvocation(tool_name=self.names[copy]["echo"], arguments={"text": "x"})
@@ -424,6 +430,9 @@ async def run(args: argparse.Namespace) -> Bench:
                 bench.floors["python -c pass"] = await command_ms(args.starts, "-c", "pass")
                 bench.floors["imports"] = await command_ms(args.starts, "-c", IMPORT_AND_EXIT)
                 bench.floors["import rss"] = await import_rss_mb()
+            bench.replicas = await bench_replicas.measure(
+                args.replica_rounds, REPLICA_CALLS, root / "replicas"
+            )
         finally:
             await asyncio.gather(*(peer.stop() for peer in peers), return_exceptions=True)
             context.term()
@@ -523,6 +532,13 @@ def report(bench: Bench, args: argparse.Namespace, command: str) -> str:
             "—",
         ),
         (
+            "CPU-bound tool (about 40 ms of pure Python), calls/s with "
+            f"{bench_replicas.INFLIGHT} in flight: 1 / 2 replicas (cores busy in runners)",
+            _replica_pair(bench.replicas),
+            "—",
+            "—",
+        ),
+        (
             "idle runner RSS (of which unique to it, USS)",
             f"{bench.rss_mb['runner']:.1f} MB ({bench.rss_mb['runner uss']:.1f} MB)",
             f"{bench.rss_mb.get('raw', 0):.1f} MB",
@@ -545,7 +561,10 @@ def report(bench: Bench, args: argparse.Namespace, command: str) -> str:
         f"Samples: {n['host echo']} trivial calls per zmq contender in {args.blocks} "
         f"interleaved blocks, {n['mcp echo']} over MCP; "
         f"{n['host 1MB']} × 1 MB, {n['host 10MB']} × 10 MB ({n['mcp 10MB']} over MCP); "
-        f"{len(bench.ready_ms)} runner starts. Throughput: {INFLIGHT} workers calling back to "
+        f"{len(bench.ready_ms)} runner starts; the CPU-bound tool: "
+        f"{len(bench.replicas[1])} interleaved rounds of {REPLICA_CALLS} calls per "
+        "configuration (median; on this machine two replicas can at most double it). "
+        f"Throughput: {INFLIGHT} workers calling back to "
         f"back, the median of {args.windows} alternating windows of {args.seconds:g} s per "
         "contender. The raw peer is one process doing only decode, reply, encode; the "
         "MCP server is the official SDK's `MCPServer` over stdio (protocol "
@@ -560,6 +579,15 @@ def report(bench: Bench, args: argparse.Namespace, command: str) -> str:
         *notes(bench),
     ]
     return "\n".join(lines)
+
+
+def _replica_pair(figures: bench_replicas.Figures) -> str:
+    rate = {n: benchlib.median([r for r, _ in figures[n]]) for n in (1, 2)}
+    cores = {n: benchlib.median([c for _, c in figures[n]]) for n in (1, 2)}
+    return (
+        f"{rate[1]:.1f} / {rate[2]:.1f} ({cores[1]:.2f} / {cores[2]:.2f} cores): "
+        f"**{rate[2] / rate[1]:.2f}×** with two"
+    )
 
 
 def notes(bench: Bench) -> list[str]:
@@ -608,6 +636,9 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=9, help="throughput windows per level")
     parser.add_argument("--seconds", type=float, default=0.4, help="length of one window")
     parser.add_argument("--starts", type=int, default=12, help="runner starts to time")
+    parser.add_argument(
+        "--replica-rounds", type=int, default=5, help="rounds of the CPU-bound replica comparison"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     bench = asyncio.run(run(args))
