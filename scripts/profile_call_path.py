@@ -49,7 +49,18 @@ INFLIGHT = (1, 256)
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("registry and routing", ("tools/registry", "plugins/query", "plugins/provider", "tracing")),
     ("argument validation", ("tools/argument", "tools/casting", "jsonschema")),
-    ("supervisor and channel", ("runners/", "service.py", "invoker.py", "transport.py")),
+    (
+        "supervisor and channel",
+        (
+            "runners/",
+            "service.py",
+            "invoker.py",
+            "transport.py",
+            "plughost_runner/lifecycle.py",
+            "plughost_runner/plugin_requests.py",
+            "plughost_runner/replies.py",
+        ),
+    ),
     ("envelope codec (msgpack)", ("wire.py", "msgpack")),
     ("socket (pyzmq, pump)", ("zmq/", "socket_pump")),
     ("result model (pydantic)", ("pydantic", "models.py", "results.py")),

@@ -5,6 +5,16 @@ plugins the host named in its answer, ``runner.ready`` with what loaded and what
 failed, then serve requests concurrently until ``runner.shutdown`` or until the
 host goes away. Every request gets exactly one response; a failure inside a
 handler is a failed result, and a failure of the protocol is a wire error.
+
+:class:`RunnerService` is one class written in three modules, so that each reads
+in one sitting and the call path reads on its own. Here: requests to the host,
+frames from it, serving a request (``_on_frame`` -> ``_start`` -> ``_serve`` ->
+``_on_invoke`` or ``_on_component``), and loading plugins, each with a
+:class:`~plughost_runner.bridge.Bridge` to this service. Start-up, heartbeats,
+log forwarding, health and shutdown live in :mod:`plughost_runner.lifecycle`;
+resources, prompts and configuration updates in
+:mod:`plughost_runner.plugin_requests`; the wire error a handler answers with
+in :mod:`plughost_runner.replies`.
 """
 
 from __future__ import annotations
@@ -12,38 +22,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
-import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from plughost_runner import maibot_imports
 from plughost_runner.bridge import Bridge, HostError
 from plughost_runner.capture import CancelFlag, LogCollector, current_call, current_cancel
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.credentials import Credentials
 from plughost_runner.eager import step_now
-from plughost_runner.heap import release_freed_memory
 from plughost_runner.invoker import Invoker
-from plughost_runner.limits import apply_limits
-from plughost_runner.loader import (
-    Handler,
-    LoadedPlugin,
-    LoadFailure,
-    PluginSpec,
-    load_plugin,
-    unload_plugin,
-    validate_config,
-)
+from plughost_runner.lifecycle import ServiceLifecycle
+from plughost_runner.loader import LoadedPlugin, LoadFailure, PluginSpec, load_plugin
+from plughost_runner.plugin_requests import PluginRequests
 from plughost_runner.pulse import Pulse
+from plughost_runner.replies import Reply
 from plughost_runner.transport import Transport
-from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError
-from plughost_sdk.resources import match_template, prompt_messages, resource_contents
-
-if TYPE_CHECKING:
-    from plughost_sdk.maibot.plugin import MaiBotPlugin
 
 __all__ = ["RunnerService"]
 
@@ -53,15 +48,7 @@ _Handler = Callable[[wire.Envelope], Awaitable[Any]]
 _CALLS = frozenset({"tool.invoke", "component.invoke", "resource.read", "prompt.get"})
 
 
-class _Reply(Exception):
-    """Raised by a request handler to answer with a wire error."""
-
-    def __init__(self, code: wire.ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = wire.error_body(code, message)
-
-
-class RunnerService:
+class RunnerService(ServiceLifecycle, PluginRequests):
     """Serves one host over one socket until told to stop."""
 
     def __init__(
@@ -107,87 +94,6 @@ class RunnerService:
             "runner.health": self._on_health,
             "runner.shutdown": self._on_shutdown,
         }
-
-    async def run(self) -> int:
-        """Serve until shutdown; return the process exit code."""
-        exit_code = 0
-        self._loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.TaskGroup() as group:
-                group.create_task(
-                    self._transport.serve(lambda frame, blobs: self._on_frame(group, frame, blobs))
-                )
-                group.create_task(self._serve_host(group))
-        except* _StopRunner:
-            pass
-        except* HostError as refused:
-            for exc in refused.exceptions:
-                print(f"plughost runner: the host refused this runner: {exc}", file=sys.__stderr__)
-            exit_code = 3
-        finally:
-            if self._pulse is not None:
-                self._pulse.stop()
-            self._invoker.shutdown()
-            self._transport.close()
-        return exit_code
-
-    async def _serve_host(self, group: asyncio.TaskGroup) -> None:
-        hello = await self._hello()
-        self._configure(hello)
-        group.create_task(self._beat())
-        self._pulse = Pulse(
-            self._transport, self._invoker, self._heartbeat_interval, self._beat_counters
-        )
-        self._pulse.start()
-        group.create_task(self._flush_logs())
-        # Let the first heartbeat out before plugin code runs: the host then knows this
-        # runner is alive, and tells a plugin blocking the loop from a slow start.
-        await asyncio.sleep(0)
-        if self._offers is not None:
-            accepted = {str(plugin_id) for plugin_id in hello.get("accepted", [])}
-            specs = [spec for spec in self._offers if spec.plugin_id in accepted]
-        else:
-            specs = [PluginSpec.from_wire(p) for p in hello.get("plugins", [])]
-        report = await self._load(specs)
-        await self._serving(group)
-        await self.request("runner.ready", report, timeout=30.0)
-        await self._stopped.wait()
-        await self._send_logs()
-        raise _StopRunner
-
-    async def _hello(self) -> dict[str, Any]:
-        body = {
-            "token": self._credentials.token.decode(),
-            "protocol": wire.PROTOCOL_VERSION,
-            "runner_id": self._runner_id,
-            "pid": os.getpid(),
-            "sdk_version": sdk_version,
-        }
-        if self._offers is not None:
-            body["offers"] = [spec.offer() for spec in self._offers]
-        try:
-            while True:
-                try:
-                    reply = await self.request("runner.hello", body, timeout=10.0)
-                    break
-                except TimeoutError:
-                    if self._offers is None:
-                        raise
-                    # A remote runner may start before its host is reachable: keep asking.
-                    print("plughost runner: no answer from the host yet", file=sys.__stderr__)
-        finally:
-            # Spent: the host accepts a token once. Wiped before any plugin code runs.
-            self._credentials.wipe()
-            body.clear()
-        return reply if isinstance(reply, dict) else {}
-
-    def _configure(self, hello: dict[str, Any]) -> None:
-        self._max_bytes = int(hello.get("max_message_bytes", self._max_bytes))
-        self._heartbeat_interval = float(hello.get("heartbeat_interval", self._heartbeat_interval))
-        # A step this long already cost the host two heartbeats: worth a warning.
-        self._invoker.slow_step = 2 * self._heartbeat_interval
-        logging.getLogger().setLevel(int(hello.get("log_level", logging.INFO)))
-        apply_limits(dict(hello.get("limits") or {}))
 
     async def request(
         self, method: wire.Method, body: Any, *, plugin: str | None = None, timeout: float
@@ -304,14 +210,14 @@ class RunnerService:
         try:
             handler = self._handlers.get(envelope["method"])
             if handler is None:
-                raise _Reply("bad_payload", f"unknown method {envelope['method']!r}")
+                raise Reply("bad_payload", f"unknown method {envelope['method']!r}")
             body = await handler(envelope)
             if envelope["method"] in _CALLS and self._collector.has_news():
                 # The call's log records reach the host before its reply, so an MCP
                 # client sees them as notifications before the result.
                 await self._send_logs()
             parts = self._encode_reply(envelope, body)
-        except _Reply as reply:
+        except Reply as reply:
             parts = wire.encode_parts(wire.response(envelope, error=reply.error))
         except asyncio.CancelledError:
             error = self._cut_off_error()
@@ -349,13 +255,13 @@ class RunnerService:
 
     async def _on_invoke(self, envelope: wire.Envelope) -> Any:
         if self._shutting_down:
-            raise _Reply("shutting_down", "the runner is shutting down; retry the call")
+            raise Reply("shutting_down", "the runner is shutting down; retry the call")
         plugin = self._plugin(envelope)
         body = envelope["body"] or {}
         tool = str(body.get("tool", ""))
         handler = plugin.handlers.get(tool)
         if handler is None:
-            raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no tool {tool!r}")
+            raise Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no tool {tool!r}")
         timeout = (envelope["deadline_ms"] or 60_000) / 1000
         cancelled = CancelFlag()  # what ctx.cancelled reads, from the handler's thread too
         cancel = current_cancel.set(cancelled)
@@ -365,7 +271,7 @@ class RunnerService:
             )
         except TimeoutError:
             cancelled.set()
-            raise _Reply("timeout", f"tool {tool} did not finish within {timeout:g} s") from None
+            raise Reply("timeout", f"tool {tool} did not finish within {timeout:g} s") from None
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -375,7 +281,7 @@ class RunnerService:
 
     async def _on_component(self, envelope: wire.Envelope) -> Any:
         if self._shutting_down:
-            raise _Reply("shutting_down", "the runner is shutting down; retry the call")
+            raise Reply("shutting_down", "the runner is shutting down; retry the call")
         plugin = self._plugin(envelope)
         body = envelope["body"] or {}
         kind, name = str(body.get("type", "")), str(body.get("name", ""))
@@ -383,7 +289,7 @@ class RunnerService:
         if handler is None:
             handler = dynamic_handler(plugin.instance, kind, name)
         if handler is None:
-            raise _Reply(
+            raise Reply(
                 "component_not_found",
                 f"plugin {plugin.spec.plugin_id} has no {kind} component {name!r}",
             )
@@ -395,64 +301,9 @@ class RunnerService:
                 self._invoker, plugin.spec.plugin_id, handler, arguments, timeout
             )
         except TimeoutError:
-            raise _Reply("timeout", f"{kind} {name} did not finish within {timeout:g} s") from None
+            raise Reply("timeout", f"{kind} {name} did not finish within {timeout:g} s") from None
         finally:
             current_call.reset(call)
-
-    async def _on_read_resource(self, envelope: wire.Envelope) -> Any:
-        plugin = self._plugin(envelope)
-        body = envelope["body"] or {}
-        uri, key = str(body.get("uri", "")), str(body.get("resource", ""))
-        handler = plugin.resources.get(key)
-        variables = match_template(key, uri) if handler is not None else None
-        if handler is None or variables is None:
-            missing = f"plugin {plugin.spec.plugin_id} has no resource {uri!r}"
-            raise _Reply("tool_not_found", missing)
-        value = await self._run(plugin, handler, dict(variables), envelope, f"resource {uri}")
-        mime_type = getattr(handler.declaration, "mime_type", None)
-        try:
-            return {"contents": resource_contents(uri, mime_type, value)}
-        except ValueError as exc:
-            raise _Reply("bad_payload", f"resource {uri}: {exc}") from None
-
-    async def _on_get_prompt(self, envelope: wire.Envelope) -> Any:
-        plugin = self._plugin(envelope)
-        body = envelope["body"] or {}
-        name = str(body.get("prompt", ""))
-        handler = plugin.prompts.get(name)
-        if handler is None:
-            raise _Reply("tool_not_found", f"plugin {plugin.spec.plugin_id} has no prompt {name!r}")
-        arguments = {str(k): str(v) for k, v in dict(body.get("arguments") or {}).items()}
-        value = await self._run(plugin, handler, arguments, envelope, f"prompt {name}")
-        try:
-            return {"messages": prompt_messages(value)}
-        except ValueError as exc:
-            raise _Reply("bad_payload", f"prompt {name}: {exc}") from None
-
-    async def _run(
-        self,
-        plugin: LoadedPlugin,
-        handler: Handler,
-        arguments: dict[str, Any],
-        envelope: wire.Envelope,
-        what: str,
-    ) -> Any:
-        """Run a resource or prompt handler; its failure is a wire error naming it."""
-        timeout = (envelope["deadline_ms"] or 60_000) / 1000
-        try:
-            return await self._invoker.call(plugin.spec.plugin_id, handler, arguments, timeout)
-        except TimeoutError:
-            raise _Reply("timeout", f"{what} did not finish within {timeout:g} s") from None
-        except Exception as exc:
-            log.warning("plugin %s failed serving %s: %r", plugin.spec.plugin_id, what, exc)
-            failure = f"{what} failed: {type(exc).__name__}: {exc}"
-            raise _Reply("capability_failed", failure) from None
-
-    def _plugin(self, envelope: wire.Envelope) -> LoadedPlugin:
-        plugin = self._plugins.get(envelope["plugin"] or "")
-        if plugin is None:
-            raise _Reply("plugin_not_found", f"plugin {envelope['plugin']!r} is not loaded here")
-        return plugin
 
     async def _on_load(self, envelope: wire.Envelope) -> Any:
         specs = [PluginSpec.from_wire(p) for p in (envelope["body"] or {}).get("plugins", [])]
@@ -473,139 +324,14 @@ class RunnerService:
                 loaded.append(outcome.summary())
         return {"loaded": loaded, "failed": failed, "pid": os.getpid()}
 
-    async def _on_config_update(self, envelope: wire.Envelope) -> Any:
-        plugin = self._plugin(envelope)
-        body = envelope["body"] or {}
-        config, version = dict(body.get("config") or {}), str(body.get("version", ""))
-        maibot = maibot_imports.as_maibot_plugin(plugin.instance)
-        if maibot is not None:
-            return await self._update_maibot_config(plugin, maibot, body)
-        if str(body.get("scope", "self")) != "self":
-            return {"version": version, "delivered": False}  # bot scopes are MaiBot's
-        try:
-            validate_config(plugin.instance, config)
-        except Exception as exc:
-            raise _Reply("bad_payload", str(exc)) from None
-        ctx_config = plugin.instance.ctx.config
-        old, old_version = ctx_config.get_all(), ctx_config.version
-        ctx_config._replace(config, version)
-        try:
-            async with asyncio.timeout(float(body.get("timeout", 10.0))):
-                await plugin.instance.on_config_update(
-                    str(body.get("scope", "self")), config, version
-                )
-        except Exception as exc:
-            ctx_config._replace(old, old_version)
-            raise _Reply(
-                "internal", f"on_config_update raised {type(exc).__name__}: {exc}"
-            ) from None
-        return {"version": version}
-
-    async def _update_maibot_config(
-        self, plugin: LoadedPlugin, instance: MaiBotPlugin, body: dict[str, Any]
-    ) -> Any:
-        """MaiBot's rules: the plugin's own scope renormalizes; bot scopes go to subscribers."""
-        from plughost_runner.maibot_config import plan_config  # loaded with the plugin already
-
-        config, version = dict(body.get("config") or {}), str(body.get("version", ""))
-        scope = str(body.get("scope", "self"))
-        previous = instance.get_plugin_config_data()
-        if scope == "self":
-            try:
-                plan = plan_config(instance, plugin.spec.path, config)
-            except (ValueError, TypeError) as exc:
-                raise _Reply("bad_payload", f"config.toml is invalid: {exc}") from None
-            if plan.config == previous:
-                return {"version": version, "delivered": False}  # e.g. the file plughost wrote
-            instance.set_plugin_config(plan.config)
-        elif scope not in instance.get_config_reload_subscriptions():
-            return {"version": version, "delivered": False}
-        try:
-            async with asyncio.timeout(float(body.get("timeout", 10.0))):
-                await instance.on_config_update(scope, config, version)
-        except Exception as exc:
-            if scope == "self":
-                instance.set_plugin_config(previous)
-            raise _Reply(
-                "internal", f"on_config_update raised {type(exc).__name__}: {exc}"
-            ) from None
-        return {"version": version, "delivered": True}
-
-    async def _on_health(self, envelope: wire.Envelope) -> Any:
-        return {
-            "pid": os.getpid(),
-            "plugins": sorted(self._plugins),
-            "inflight": len(self._tasks),
-            "stuck": self._invoker.stuck_calls(),
-        }
-
-    async def _on_shutdown(self, envelope: wire.Envelope) -> Any:
-        self._shutting_down = True
-        drain = float((envelope["body"] or {}).get("drain", 5.0))
-        others = [t for rid, t in self._tasks.items() if rid != envelope["id"]]
-        if others:
-            await asyncio.wait(others, timeout=drain)
-        problems = {}
-        for plugin_id, plugin in self._plugins.items():
-            problem = await unload_plugin(plugin, timeout=max(0.5, drain / 2))
-            if problem:
-                problems[plugin_id] = problem
-        self._plugins.clear()
-        asyncio.get_running_loop().call_soon(self._stopped.set)
-        return {"unload_problems": problems}
-
-    async def _beat(self) -> None:
-        while True:
-            body = self._beat_counters()
-            await self._transport.send((wire.encode(wire.event("runner.heartbeat", body)),))
-            served = self._served
-            await asyncio.sleep(self._heartbeat_interval)
-            if not self._tasks and served == self._served != self._trimmed_at:
-                # No call for a whole beat after some: what they freed goes back now.
-                self._trimmed_at = served
-                release_freed_memory()
+    def _plugin(self, envelope: wire.Envelope) -> LoadedPlugin:
+        plugin = self._plugins.get(envelope["plugin"] or "")
+        if plugin is None:
+            raise Reply("plugin_not_found", f"plugin {envelope['plugin']!r} is not loaded here")
+        return plugin
 
     def _in_plugin_step(self) -> bool:
         return self._invoker.step is not None
-
-    def _beat_counters(self) -> dict[str, Any]:
-        """A heartbeat's fields; also called on the pulse thread, so it only reads."""
-        self._beat_seq += 1
-        return {
-            "seq": self._beat_seq,
-            "inflight": len(self._tasks),
-            "stuck": self._invoker.stuck_calls(),
-        }
-
-    async def _flush_logs(self) -> None:
-        while True:
-            await asyncio.sleep(0.1)
-            await self._send_logs()
-
-    async def _send_logs(self) -> None:
-        while self._collector.has_news():
-            records = self._collector.drain(500)
-            if self._collector.dropped:
-                dropped, self._collector.dropped = self._collector.dropped, 0
-                records.append(
-                    {
-                        "level": logging.WARNING,
-                        "logger": "plughost_runner",
-                        "message": f"{dropped} log lines dropped: a plugin writes output faster "
-                        "than it can be forwarded",
-                        "plugin": None,
-                        "time": time.time(),
-                    }
-                )
-            await self._transport.send(
-                (wire.encode(wire.event("log.batch", {"records": records})),)
-            )
-            if len(records) < 500:
-                return
-
-
-class _StopRunner(Exception):
-    """Ends the task group when the runner is told to stop."""
 
 
 async def _joined(task: asyncio.Task[None]) -> None:

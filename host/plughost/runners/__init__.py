@@ -5,7 +5,10 @@ which starts the fork server and the sandbox probe before a command's imports), 
 sandbox (what the kernel offers, ``sandbox_probe``; what each runner gets,
 ``sandbox``), CurveZMQ keys
 (``curve``), the ZeroMQ channel and its request/reply bookkeeping (``channel``), the
-restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``) and its
+restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``: spawn, ready
+handshake, restarts and the call path; ``runner_messages``: what it and its runner say
+besides calls; ``shutdown``: how a runner process ends; ``runner_state``: the
+``RunnerState`` and the state those three share) and its
 ``watchdog`` (heartbeats, stuck calls, ``memory`` measured from the kernel), what
 the host accepts from a runner (``reports``, ``output``) and the host's handlers
 for what a runner asks of it (``capabilities``, ``tool_calls``). Runners on other

@@ -9,6 +9,16 @@ so that a stalled host never kills a healthy runner. Restarts follow
 :class:`~plughost.runners.restart.RestartPolicy`; shutdown climbs the ladder
 ``runner.shutdown`` -> drain -> SIGTERM -> SIGKILL, on the whole process group
 so a plugin's children die with it.
+
+:class:`RunnerSupervisor` is one class written in three modules, so that each
+reads in one sitting and the call path reads on its own. Here: the restart
+loop, spawning a process, the ready handshake and the call path (``invoke``,
+``invoke_component``, ``request_content`` -> ``_request`` -> the channel).
+What the runner sends besides replies, and configuration updates, live in
+:mod:`~plughost.runners.runner_messages`; how a process ends (watched until it
+does, or stopped by the ladder) in :mod:`~plughost.runners.shutdown`. The state
+the three share is typed once in :mod:`~plughost.runners.runner_state`, with
+:class:`RunnerState`.
 """
 
 from __future__ import annotations
@@ -19,13 +29,12 @@ import logging
 import os
 import signal
 from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import zmq.asyncio
 
-from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.events import EventBus, EventKind
 from plughost.plugins.source import PluginSource
 from plughost.redaction import SecretRedactor
 from plughost.runners.call_errors import call_failure, component_failure, component_reply
@@ -34,12 +43,15 @@ from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.fork_server import ForkedProcess, ForkServer
-from plughost.runners.memory import CgroupMeter, MemoryMeter, open_meter
-from plughost.runners.output import MAX_LINE, RunnerOutput
+from plughost.runners.memory import CgroupMeter, open_meter
+from plughost.runners.output import RunnerOutput
 from plughost.runners.processes import ProcessCgroup
 from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
+from plughost.runners.runner_messages import RunnerMessages
+from plughost.runners.runner_state import RunnerState
 from plughost.runners.sandbox import SandboxReport, runner_policy
+from plughost.runners.shutdown import RunnerShutdown, signal_group
 from plughost.runners.spawn import (
     SocketDirectory,
     credentials_pipe,
@@ -50,8 +62,6 @@ from plughost.runners.spawn import (
 )
 from plughost.runners.watchdog import Watchdog
 from plughost.settings import ResourceLimits, RunnerSettings
-from plughost.tools import progress
-from plughost.tools.client_link import ClientLink, current_client
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
@@ -65,18 +75,7 @@ ReadyCallback = Callable[["RunnerSupervisor", dict[str, Any]], None]
 LostCallback = Callable[["RunnerSupervisor", str], None]
 
 
-class RunnerState(Enum):
-    """Where a runner is in its life."""
-
-    STARTING = "starting"
-    READY = "ready"
-    RESTARTING = "restarting"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    FAILED = "failed"
-
-
-class RunnerSupervisor:
+class RunnerSupervisor(RunnerMessages, RunnerShutdown):
     """Keeps one runner (serving one or more plugins) alive and talks to it."""
 
     def __init__(
@@ -121,11 +120,11 @@ class RunnerSupervisor:
         self.protections: tuple[str, ...] = ()  # what the current runner process is confined by
         self._pids: ProcessCgroup | None = None  # limits.processes on a root host
         self._policy = RestartPolicy(settings)
-        self._channel: RunnerChannel | None = None
+        self._channel = None
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._process: ChildProcess | ForkedProcess | None = None
+        self._process = None
         self._watchdog = Watchdog(settings, self.limits, self._ready.is_set)
         self._watchdog.label = f"runner {runner_id}"
         self._output = RunnerOutput(
@@ -134,14 +133,9 @@ class RunnerSupervisor:
             self._redact,
             lines_per_second=settings.output_lines_per_second,
         )
-        self._violation: asyncio.Future[str] | None = None
-        self._reported = False  # this process sent its runner.ready
-        self.report: dict[str, Any] = {"loaded": [], "failed": []}
-
-    @property
-    def plugin_ids(self) -> list[str]:
-        """The plugins this runner serves."""
-        return sorted(self.sources)
+        self._violation = None
+        self._reported = False
+        self.report = {"loaded": [], "failed": []}
 
     async def run(self) -> None:
         """Supervise until :meth:`stop`; restart on crashes within the policy."""
@@ -229,7 +223,7 @@ class RunnerSupervisor:
             return f"cannot start the runner process: {exc}"
         try:
             if self._stopping.is_set():  # stop() came while this process started: it saw none
-                _signal_group(process.pid, signal.SIGTERM)
+                signal_group(process.pid, signal.SIGTERM)
                 return "stopped while starting"
             return await self._serve(channel, process)
         finally:
@@ -243,7 +237,7 @@ class RunnerSupervisor:
                 channel.fail_all(self.last_error or "the runner stopped")
             channel.close()
             if process.returncode is None and not self._stopping.is_set():
-                _signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
+                signal_group(process.pid, signal.SIGKILL)  # hung or unreachable: no ladder
             await self._reap(process)
             process.close()
             self._close_meter()
@@ -311,62 +305,6 @@ class RunnerSupervisor:
         )
         return process
 
-    async def _serve(self, channel: RunnerChannel, process: ChildProcess | ForkedProcess) -> str:
-        violation: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._violation = violation
-        self._reported = False
-        tasks = [
-            asyncio.create_task(channel.run()),
-            asyncio.create_task(self._output.read_pipe(process.stdout, logging.INFO)),
-            asyncio.create_task(self._output.read_pipe(process.stderr, logging.WARNING)),
-        ]
-        exited = asyncio.create_task(process.wait())
-        watchdog = asyncio.create_task(self._watchdog.run())
-        try:
-            waits: list[asyncio.Future[Any]] = [exited, watchdog, violation, tasks[0]]
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            if exited in done:
-                self._ready.clear()  # from now on calls wait for the next process (or a peer)
-                # Children the plugin left behind may hold the output pipes open: end them
-                # first, or collecting the crash output waits for them.
-                _signal_group(process.pid, signal.SIGKILL)
-                await asyncio.wait(tasks[1:], timeout=1.0)  # collect the crash output
-                reason = (
-                    "stopped"
-                    if self._stopping.is_set()
-                    else self._output.exit_reason(process.returncode, self.limits.cpu_seconds)
-                )
-            elif watchdog in done:
-                reason = watchdog.result()
-            elif violation in done:
-                reason = violation.result()
-            else:
-                reason = f"the runner's socket failed: {tasks[0].exception()!r}"
-            self.last_error = reason
-            return reason
-        finally:
-            self._violation = None
-            for task in [*tasks, exited, watchdog]:
-                task.cancel()
-            await asyncio.gather(*tasks, exited, watchdog, return_exceptions=True)
-
-    def _close_meter(self) -> None:
-        meter: MemoryMeter | None = self._watchdog.memory
-        if meter is not None:
-            meter.close()
-            self._watchdog.memory = None
-
-    def _hello_reply(self, hello: dict[str, Any]) -> dict[str, Any]:
-        data_root, temp_root = self._roots
-        timeout = self._settings.on_load_timeout
-        return {
-            "plugins": [s.load_spec(data_root, temp_root, timeout) for s in self.sources.values()],
-            "heartbeat_interval": self._settings.heartbeat_interval,
-            "max_message_bytes": self._settings.max_message_bytes,
-            "log_level": logging.getLevelName(self._settings.log_level),
-            "limits": self.limits.model_dump(exclude_none=True),
-        }
-
     async def _on_request(self, envelope: wire.Envelope) -> Any:
         method = envelope["method"]
         try:
@@ -379,42 +317,6 @@ class RunnerSupervisor:
         except ProtocolViolation as exc:
             self.protocol_violation(str(exc))
             raise RemoteError(wire.error_body("unauthorized", str(exc))) from None
-
-    async def _capability_call(self, envelope: wire.Envelope) -> Any:
-        plugin_id, body = envelope["plugin"], envelope["body"]
-        source = self.sources.get(plugin_id) if isinstance(plugin_id, str) else None
-        if source is None:  # the runner binds the plugin id: only forged frames get here
-            raise ProtocolViolation(f"capability call in the name of plugin {plugin_id!r}")
-        if not isinstance(body, dict) or not isinstance(body.get("args", {}), dict):
-            raise ProtocolViolation("capability call without a map of arguments")
-        channel = self._channel
-        call = body.get("call")
-        serving = (
-            channel is not None
-            and isinstance(call, int)
-            and channel.serving(call, source.plugin_id)
-        )
-        # Only a call this plugin is serving may reach that call's client.
-        client = self._client_of(call) if serving else None
-        return await self._capabilities.dispatch(
-            source.manifest,
-            str(body.get("capability", "")),
-            dict(body.get("args") or {}),
-            serving=serving,
-            client=client,
-        )
-
-    def protocol_violation(self, reason: str) -> None:
-        """Recycle the current runner process: it sent what no runner of this host sends.
-
-        The process is killed and counted as a crash (so a plugin that keeps doing it
-        ends up marked failed); its replacement gets a new token and a new socket.
-        """
-        violation = self._violation
-        if violation is None or violation.done():
-            return
-        log.warning("runner %s: protocol violation: %s", self.runner_id, reason)
-        violation.set_result(f"protocol violation: {reason}")
 
     def _mark_ready(self, body: Any) -> None:
         report = check_report(body, self.sources)
@@ -436,40 +338,6 @@ class RunnerSupervisor:
             loaded=loaded,
         )
         self._ready.set()
-
-    def _on_event(self, envelope: wire.Envelope) -> None:
-        method, body = envelope["method"], envelope["body"]
-        if not isinstance(body, dict):
-            return
-        if method == "runner.heartbeat":
-            self._watchdog.heartbeat(body)
-        elif method == "log.batch":
-            self._output.forward_records(body.get("records"))
-            self._relay_logs(body.get("records"))
-        elif method == "progress":
-            channel = self._channel
-            context = channel.context_of(envelope["id"]) if channel is not None else None
-            if context is not None:  # None: the call is over, or nobody sent it from here
-                context.run(_report_progress, body)
-
-    def _relay_logs(self, records: Any) -> None:
-        """Pass the log records of a call to the client that made it (tools.client_link)."""
-        for record in records if isinstance(records, list) else ():
-            plugin = record.get("plugin") if isinstance(record, dict) else None
-            if plugin not in self.sources:
-                continue
-            client = self._client_of(record.get("call"))
-            level = record.get("level")
-            if client is not None and type(level) is int:
-                message = self._redact(str(record.get("message", ""))[:MAX_LINE])
-                client.log(level, f"plugin.{plugin}", message)
-
-    def _client_of(self, call: Any) -> ClientLink | None:
-        """The client behind host request ``call`` (tools.client_link), if it is pending."""
-        if type(call) is not int or self._channel is None:
-            return None
-        context = self._channel.context_of(call)
-        return context.get(current_client) if context is not None else None
 
     async def request_content(
         self, method: wire.Method, plugin_id: str, body: dict[str, Any], timeout: float
@@ -563,26 +431,6 @@ class RunnerSupervisor:
             method, body, plugin=plugin_id, timeout=max(0.001, deadline - loop.time())
         )
 
-    async def update_config(
-        self, plugin_id: str, config: dict[str, Any], version: str, scope: str = "self"
-    ) -> bool:
-        """Deliver new configuration to the running plugin (``on_config_update``).
-
-        ``scope`` is ``"self"`` for the plugin's config.toml; ``"bot"`` or ``"model"``
-        carry the embedding bot's configuration to MaiBot plugins that subscribe.
-        Returns whether ``on_config_update`` ran.
-
-        Raises:
-            RemoteError: the plugin rejected it (invalid, or ``on_config_update`` raised).
-            RunnerCrashedError: the runner is not running.
-            TimeoutError: no answer in time.
-        """
-        if self._channel is None or not self._ready.is_set():
-            raise RunnerCrashedError(f"runner {self.runner_id} is not ready")
-        body = {"config": config, "version": version, "scope": scope, "timeout": 10.0}
-        reply = await self._channel.request("config.update", body, plugin=plugin_id, timeout=12.0)
-        return bool(reply.get("delivered", True)) if isinstance(reply, dict) else True
-
     @property
     def healthy(self) -> bool:
         """Whether a call sent now reaches a live runner: ready and its process not exited."""
@@ -599,61 +447,11 @@ class RunnerSupervisor:
         """Calls sent to the runner and not answered yet."""
         return self._channel.inflight if self._channel else 0
 
-    async def stop(self, drain: float | None = None) -> None:
-        """Shut the runner down: ask, let calls drain, then SIGTERM, then SIGKILL."""
-        drain = self._settings.shutdown_drain if drain is None else drain
-        if self._stopping.is_set():
-            await self._settled.wait()
-            return
-        self._stopping.set()
-        self.state = RunnerState.STOPPING
-        process, channel = self._process, self._channel
-        if process is not None and process.returncode is None and channel is not None:
-            with contextlib.suppress(Exception):
-                if self._ready.is_set():
-                    reply = await channel.request(
-                        "runner.shutdown", {"drain": drain}, timeout=drain + 2
-                    )
-                    for plugin_id, problem in (reply or {}).get("unload_problems", {}).items():
-                        log.warning("plugin %s: %s", plugin_id, self._redact(str(problem)))
-            await self._reap(process)
-        await self._settled.wait()
-        self._emit(EventKind.RUNNER_STOPPED, f"runner {self.runner_id} stopped")
-
-    async def _reap(self, process: ChildProcess | ForkedProcess) -> None:
-        """Wait for exit; escalate SIGTERM then SIGKILL to the process group."""
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if sig is not None:
-                _signal_group(process.pid, sig)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._settings.term_timeout):
-                    await process.wait()
-                _signal_group(process.pid, signal.SIGKILL)  # leftover children of the plugin
-                return
-
-    def kill(self) -> None:
-        """SIGKILL the runner's process group now (for tests and emergencies)."""
-        if self._process is not None and self._process.returncode is None:
-            _signal_group(self._process.pid, signal.SIGKILL)
-
-    def _emit(self, kind: EventKind, message: str, **details: Any) -> None:
-        plugin = self.plugin_ids[0] if len(self.sources) == 1 else None
-        self._events.emit(
-            LifecycleEvent(
-                kind, message, plugin_id=plugin, runner_id=self.runner_id, details=details
-            )
-        )
-
 
 _STOPPED_MID_CALL = (
     "the runner was stopped (host shutdown or reload) before this call finished within its "
     "drain time (runner.shutdown_drain); the call may be retried"
 )
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
 
 
 def _unchanged(text: str) -> str:
@@ -668,15 +466,3 @@ async def _first(*awaitables: Any) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _report_progress(body: dict[str, Any]) -> None:
-    """Hand a runner's progress event to the receiver of the call's context."""
-    if not progress.wanted():
-        return
-    total, message = body.get("total"), body.get("message")
-    progress.report(
-        float(body["progress"]),
-        None if total is None else float(total),
-        None if message is None else str(message),
-    )
