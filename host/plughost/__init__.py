@@ -15,7 +15,10 @@ there and what it may import::
     dispatch/  commands, events, hook chains and plugin APIs, run in their runners
     web/       the operator's console: a live web page, /metrics (``serve --web``)
     cli/       the ``plughost`` command
-    host.py    PluginHost, the one façade an embedder needs
+    host.py    PluginHost, the one façade an embedder needs; beside it, its parts:
+               startup.py (fork server and sandbox plan), local_runners.py (runners,
+               replicas, reload candidates, their reports), host_capabilities.py
+               (what every host answers plugins), status.py (PluginStatus rows)
 
 The names below are the public API. Each is imported on first use, so
 ``import plughost`` costs nothing and an embedder who never touches MCP or

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from plughost.events import EventBus, EventKind, LifecycleEvent
-from plughost.plugins.components import ComponentRegistry
+from plughost.events import EventKind, LifecycleEvent
+from plughost.local_runners import HostBooks
 from plughost.plugins.source import (
     PluginProblem,
     PluginSource,
@@ -34,11 +34,9 @@ from plughost.plugins.source import (
     write_config,
 )
 from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
-from plughost.redaction import SecretRedactor
 from plughost.runners.channel import RemoteError
 from plughost.runners.pool import RunnerPool
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
-from plughost.settings import HostSettings
 from plughost_sdk.errors import ManifestError, RunnerCrashedError
 
 __all__ = ["PluginReloader", "ReloadTarget"]
@@ -48,25 +46,18 @@ _OVER = frozenset({RunnerState.FAILED, RunnerState.STOPPED})
 log = logging.getLogger(__name__)
 
 
-class ReloadTarget(Protocol):
+class ReloadTarget(HostBooks, Protocol):
     """What the reloader needs of the host it reloads: :class:`~plughost.host.PluginHost`.
 
     A protocol rather than an import keeps the dependency one way: the host owns a
-    reloader, the reloader only sees this narrow view of the host.
+    reloader, the reloader only sees this narrow view of the host: its records
+    (:class:`~plughost.local_runners.HostBooks`) and how to start and drop runners.
     """
-
-    components: ComponentRegistry
-    sources: dict[str, PluginSource]
-    problems: dict[str, PluginProblem]
-    redactor: SecretRedactor
-    events: EventBus
-    settings: HostSettings
 
     def plugin_id_at(self, path: Path) -> str | None: ...
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor: ...
     def adopt(self, runner: RunnerSupervisor, source: PluginSource) -> None: ...
     async def forget_runner(self, runner: RunnerSupervisor) -> None: ...
-    def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None: ...
     def runner_for(self, plugin_id: str) -> RunnerSupervisor | None: ...
     def runners(self) -> list[RunnerSupervisor]: ...
     def runners_for(self, plugin_id: str) -> list[RunnerSupervisor]: ...

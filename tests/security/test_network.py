@@ -109,7 +109,7 @@ async def test_without_a_network_namespace_landlock_still_refuses_tcp(
         namespaces = {"user_namespace", "network_namespace", "pid_namespace"}
         return sandbox.SandboxSupport(found.offered - namespaces, {}, found.landlock_abi)
 
-    monkeypatch.setattr("plughost.host.probe_support", without_namespaces)
+    monkeypatch.setattr("plughost.startup.probe_support", without_namespaces)
     plugins = plant_plugins(tmp_path)
     settings = fast_settings(tmp_path)
     async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:

@@ -155,7 +155,7 @@ async def test_a_host_requiring_a_missing_protection_does_not_start(
     async def no_userns(**_: Any) -> SandboxSupport:
         return NO_USERNS
 
-    monkeypatch.setattr("plughost.host.probe_support", no_userns)
+    monkeypatch.setattr("plughost.startup.probe_support", no_userns)
     settings = HostSettings(
         data_dir=tmp_path / "data",
         runner={"sandbox": {"require": ["user_namespace"]}},  # type: ignore[arg-type]
