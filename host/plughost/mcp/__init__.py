@@ -1,12 +1,17 @@
 """MCP both ways: external MCP servers as a tool source, and the registry served over MCP.
 
 Lives here: server configuration (``config``), one upstream session with its
-restart policy (``session``, ``client``, ``status``), the ``MCPToolProvider``
-(``provider``) with the subscriptions it holds upstream (``upstream_subscriptions``),
-content conversion between MCP and plughost results (``content``) and the
-stdio/HTTP server (``server``, ``stdio_server``) with its orderly end (``shutdown``).
+restart policy (``session``; ``client``, what any task asks of a connection;
+``client_owner``, the owner task that connects, serves and retries; ``status``),
+the ``MCPToolProvider`` (``provider``) with the subscriptions it holds upstream
+(``upstream_subscriptions``), content conversion between MCP and plughost results
+(``content``), the registry as MCP handlers (``registry_server``) and the
+stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
+orderly end (``shutdown``), and uvicorn embedded in the host's event loop
+(``uvicorn_embed``, shared with ``plughost.web``).
 
 May import: ``plughost.tools`` and the leaf modules. This is the only package that
 imports the ``mcp`` SDK, and nothing below the CLI imports this package eagerly, so
-an embedder who never uses MCP never pays for importing it.
+an embedder who never uses MCP never pays for importing it. ``uvicorn_embed``
+imports no ``mcp``, so the console can use it without the SDK.
 """

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from plughost.mcp.server import is_loopback
+from plughost.mcp.uvicorn_embed import is_loopback
 
 __all__ = ["ConsoleGuard"]
 

@@ -28,7 +28,7 @@ import uvicorn
 
 from plughost.events import LifecycleEvent
 from plughost.host import PluginHost
-from plughost.mcp.server import is_loopback
+from plughost.mcp.uvicorn_embed import EmbeddedUvicorn, is_loopback
 from plughost.settings import WebSettings
 from plughost.web.app import build_app
 from plughost.web.feed import ConsoleFeed, FeedLogHandler
@@ -128,7 +128,7 @@ class WebConsole:
             lifespan="off",
             timeout_graceful_shutdown=int(_SHUTDOWN_GRACE),
         )
-        server = _EmbeddedUvicorn(config)
+        server = EmbeddedUvicorn(config)
         with self._attached(), contextlib.closing(sock):
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             log.info("console serving on %s", self.url)
@@ -166,14 +166,6 @@ class WebConsole:
     def _on_call(self, spec: ToolSpec | None, result: ToolExecutionResult, seconds: float) -> None:
         self.stats.record(call_source(spec), seconds, result.success)
         self.metrics.observe_call(spec, result, seconds)
-
-
-class _EmbeddedUvicorn(uvicorn.Server):
-    """uvicorn without signal handlers of its own: the host's program owns Ctrl-C."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
 
 
 def _parse_address(address: str) -> tuple[str, int]:
