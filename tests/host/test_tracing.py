@@ -22,6 +22,7 @@ def exporter(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)  # what set_tracer_provider sets
     monkeypatch.setattr(trace, "get_tracer", lambda name, *_, **__: provider.get_tracer(name))
     return spans
 
@@ -60,6 +61,36 @@ async def test_a_failed_call_marks_its_span_with_the_error_code(
 def test_without_an_sdk_no_span_is_made() -> None:
     with start_span("plughost.tool_call", {}) as span:
         assert span is None
+
+
+def test_without_a_provider_the_api_is_not_asked_on_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The API's get_tracer_provider() reads the environment while nothing is installed;
+    # plughost reads the API's global instead (the MCP SDK imports the API).
+    def asked() -> None:
+        raise AssertionError("get_tracer_provider() was called")
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    monkeypatch.setattr(trace, "get_tracer_provider", asked)
+
+    with start_span("plughost.tool_call", {}) as span:
+        assert span is None
+
+
+def test_an_installed_provider_is_found_without_asking_the_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    monkeypatch.setattr(trace, "get_tracer", lambda name, *_, **__: provider.get_tracer(name))
+
+    with start_span("plughost.tool_call", {"plughost.tool": "echo"}) as span:
+        assert span is not None
+
+    assert [s.name for s in spans.get_finished_spans()] == ["plughost.tool_call"]
 
 
 def test_the_registry_does_not_import_opentelemetry_on_its_own() -> None:
