@@ -20,7 +20,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from plughost.cli.serve_config import ServeSettings
-from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT
+from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_PARKED
 from tests.mcp_servers.harness import Peer, plughost_client, plughost_serve_http
 from tests.waiting import wait_until
 
@@ -29,15 +29,21 @@ ASKER = ROOT / "tests" / "plugins" / "asker"
 FAST_TIMEOUT = 1.5
 
 
-def write_config(directory: Path, input_timeout: float | None = None) -> Path:
+def write_config(
+    directory: Path, input_timeout: float | None = None, max_parked: int | None = None
+) -> Path:
     data = directory / "data"
     lines = [
         "[host]",
         f"plugin_dirs = [{json.dumps(str(ASKER))}]",
         f"data_dir = {json.dumps(str(data))}",
+        "",
+        "[serve]",
     ]
     if input_timeout is not None:
-        lines += ["", "[serve]", f"mcp_input_timeout = {input_timeout}"]
+        lines.append(f"mcp_input_timeout = {input_timeout}")
+    if max_parked is not None:
+        lines.append(f"mcp_max_parked_calls = {max_parked}")
     path = directory / "plughost.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -240,6 +246,46 @@ async def test_a_2026_client_that_offers_neither_is_told_so_and_never_asked(
 
 def test_a_parked_call_waits_300_seconds_by_default() -> None:
     assert ServeSettings().mcp_input_timeout == DEFAULT_INPUT_TIMEOUT == 300.0
+
+
+def test_at_most_256_calls_are_parked_by_default() -> None:
+    assert ServeSettings().mcp_max_parked_calls == DEFAULT_MAX_PARKED == 256
+
+
+async def test_past_the_parked_calls_cap_a_plugins_question_is_refused_to_it(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path, max_parked=1)
+    async with plughost_client(
+        config, None, mode="auto", elicitation_callback=Peer().elicitation
+    ) as client:
+        first = await client.session.call_tool(
+            "ask_user", {"text": "first"}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        # The one parking place is taken: the next call's question never reaches the
+        # client; the plugin's ctx.elicit raises with the reason and the call ends.
+        second = await client.session.call_tool(
+            "ask_user", {"text": "second"}, allow_input_required=True
+        )
+        assert isinstance(second, types.CallToolResult)
+        assert second.is_error
+        assert "mcp_max_parked_calls" in text_of(second), text_of(second)
+        # The parked call is untouched and completes on its retry, which frees the place.
+        assert first.input_requests is not None
+        [key] = first.input_requests
+        done = await client.session.call_tool(
+            "ask_user",
+            {"text": "first"},
+            input_responses={key: types.ElicitResult(action="accept", content={"username": "q"})},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        again = await client.call_tool("ask_user", {"text": "third"})
+
+    assert isinstance(done, types.CallToolResult)
+    assert text_of(done) == "user accept: q"
+    assert text_of(again) == "user accept: ada"
 
 
 async def test_a_2026_client_that_cancels_its_request_cancels_the_call(

@@ -134,6 +134,7 @@ async def _serve_started(
                 host.tools,
                 page_size=config.serve.mcp_page_size,
                 input_timeout=config.serve.mcp_input_timeout,
+                max_parked=config.serve.mcp_max_parked_calls,
                 stopping=stopping,
                 written=written,
             )
@@ -214,6 +215,7 @@ def _start_workers(
                     max_sessions=config.serve.mcp_max_sessions,
                     page_size=config.serve.mcp_page_size,
                     input_timeout=config.serve.mcp_input_timeout,
+                    max_parked=config.serve.mcp_max_parked_calls,
                     stopping=stopping,
                 )
             )

@@ -89,6 +89,12 @@ class ServeSettings(BaseModel):
         description="seconds a tool call parked for a 2026-07-28 client's sampling or "
         "elicitation answer waits for the client's retry before it is cancelled",
     )
+    mcp_max_parked_calls: int = Field(
+        256,
+        ge=1,
+        description="tool calls parked for 2026-07-28 clients' answers at once, at most; past "
+        "it a plugin's sampling or elicitation request is refused to the plugin",
+    )
 
 
 class ServeConfig(BaseModel):

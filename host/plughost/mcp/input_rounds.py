@@ -18,6 +18,12 @@ other arguments is refused with ``-32602`` and a message that says so; a
 refused foreign state leaves the parked call untouched for its own client.
 A parked call that is not resumed within the timeout is cancelled in its
 runner, as a ``notifications/cancelled`` would cancel it.
+
+At most ``max_parked`` calls wait for a retry at once. The protocol has no
+session to charge them to, so without a bound one client could keep any number
+of plugin calls alive until their timeouts; past it, a call's question is
+refused to the plugin (its ``ctx.llm.generate`` or ``ctx.elicit`` raises, saying
+why) and the call goes on without parking.
 """
 
 from __future__ import annotations
@@ -41,12 +47,20 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from plughost.tools.client_link import ClientRequestError
 from plughost_sdk.models import ToolExecutionResult
 
-__all__ = ["DEFAULT_INPUT_TIMEOUT", "InputRounds", "ParkedCall", "asks_in_rounds"]
+__all__ = [
+    "DEFAULT_INPUT_TIMEOUT",
+    "DEFAULT_MAX_PARKED",
+    "InputRounds",
+    "ParkedCall",
+    "asks_in_rounds",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INPUT_TIMEOUT: Final = 300.0
 """Seconds a parked call waits for the client's retry before it is cancelled."""
+DEFAULT_MAX_PARKED: Final = 256
+"""Calls waiting for a client's retry at once, at most, per server."""
 
 _STALE = "Invalid requestState: unknown, already used, or expired (a parked call is cancelled "
 
@@ -108,6 +122,13 @@ class ParkedCall:
                     ClientRequestError(f"the MCP client retried without a response to {ask.key}")
                 )
 
+    @staticmethod
+    def refuse(asks: list[_Ask], reason: str) -> None:
+        """Fail each ask with ``reason``: the plugin's call goes on without an answer."""
+        for ask in asks:
+            if not ask.answer.done():
+                ask.answer.set_exception(ClientRequestError(reason))
+
 
 @dataclass
 class _Parking:
@@ -119,10 +140,15 @@ class _Parking:
 class InputRounds:
     """The parked calls of one MCP server, keyed by the request state handed to the client."""
 
-    def __init__(self, timeout: float = DEFAULT_INPUT_TIMEOUT) -> None:
+    def __init__(
+        self, timeout: float = DEFAULT_INPUT_TIMEOUT, max_parked: int = DEFAULT_MAX_PARKED
+    ) -> None:
         if timeout <= 0:
             raise ValueError(f"the input timeout must be positive, got {timeout}")
+        if max_parked < 1:
+            raise ValueError(f"max_parked must be at least 1, got {max_parked}")
         self.timeout = timeout
+        self.max_parked = max_parked
         self._parked: dict[str, _Parking] = {}
         self._tasks: set[asyncio.Task[ToolExecutionResult]] = set()
 
@@ -163,14 +189,26 @@ class InputRounds:
         """This round's answer: the call's result, or its questions under a new state.
 
         A client that cancels the request while the call runs cancels the call.
+        While ``max_parked`` calls already wait for a retry, the call's questions are
+        refused to the plugin instead, and the call goes on.
         """
-        try:
-            step = await call.next_step()
-        except asyncio.CancelledError:
-            self._cancel(call, "the request was cancelled")
-            raise
-        if isinstance(step, ToolExecutionResult):
-            return step
+        while True:
+            try:
+                step = await call.next_step()
+            except asyncio.CancelledError:
+                self._cancel(call, "the request was cancelled")
+                raise
+            if isinstance(step, ToolExecutionResult):
+                return step
+            if len(self._parked) < self.max_parked:
+                break
+            log.warning("mcp call not parked: %d calls already wait for input", len(self._parked))
+            call.refuse(
+                step,
+                f"{len(self._parked)} tool calls already wait for an MCP client's answer on "
+                "this server, the most it keeps ([serve] mcp_max_parked_calls); the question "
+                "was not sent, ask again later or go on without it",
+            )
         state = secrets.token_urlsafe(32)
         loop = asyncio.get_running_loop()
         expiry = loop.call_later(self.timeout, self._expire, state)

@@ -49,6 +49,7 @@ from plughost.mcp.client_link import MCPClientLink, set_logging_level
 from plughost.mcp.content import result_to_mcp
 from plughost.mcp.input_rounds import (
     DEFAULT_INPUT_TIMEOUT,
+    DEFAULT_MAX_PARKED,
     InputRounds,
     ParkedCall,
     asks_in_rounds,
@@ -132,6 +133,7 @@ class RegistryMCPServer:
         page_size: Tools per ``tools/list`` page; clients follow ``nextCursor`` for the rest.
         input_timeout: Seconds a call parked for a 2026-07-28 client's answer waits for
             the client's retry before it is cancelled (:mod:`plughost.mcp.input_rounds`).
+        max_parked: Calls parked at once, at most; past it a plugin's question is refused.
     """
 
     def __init__(
@@ -141,12 +143,13 @@ class RegistryMCPServer:
         name: str = "plughost",
         page_size: int = DEFAULT_PAGE_SIZE,
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+        max_parked: int = DEFAULT_MAX_PARKED,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.registry = registry
         self.page_size = page_size
-        self.rounds = InputRounds(input_timeout)
+        self.rounds = InputRounds(input_timeout, max_parked)
         self._bus = InMemorySubscriptionBus()
         self._connections: dict[int, Connection] = {}
         self._changes: MemoryObjectSendStream[None] | None = None

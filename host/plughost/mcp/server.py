@@ -27,7 +27,7 @@ from starlette.types import ASGIApp
 
 from plughost.mcp.bearer import require_bearer
 from plughost.mcp.event_store import MemoryEventStore
-from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT
+from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_PARKED
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE
 from plughost.mcp.registry_server import RegistryMCPServer, ToolSource
 from plughost.mcp.shutdown import HttpActivity, stop_requested
@@ -72,6 +72,7 @@ async def serve_stdio(
     name: str = "plughost",
     page_size: int = DEFAULT_PAGE_SIZE,
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    max_parked: int = DEFAULT_MAX_PARKED,
     stopping: asyncio.Event | None = None,
     written: asyncio.Event | None = None,
 ) -> None:
@@ -88,7 +89,11 @@ async def serve_stdio(
     this to return.
     """
     bridge = RegistryMCPServer(
-        registry, name=name, page_size=page_size, input_timeout=input_timeout
+        registry,
+        name=name,
+        page_size=page_size,
+        input_timeout=input_timeout,
+        max_parked=max_parked,
     )
     log.info("mcp server serving on stdio name=%s", name)
     async with (
@@ -126,6 +131,7 @@ async def serve_http(
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     page_size: int = DEFAULT_PAGE_SIZE,
     input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    max_parked: int = DEFAULT_MAX_PARKED,
     stopping: asyncio.Event | None = None,
 ) -> None:
     """Serve ``registry`` over streamable HTTP at ``http://{host}:{port}/mcp`` until cancelled.
@@ -151,6 +157,8 @@ async def serve_http(
         max_sessions: Open sessions at most; None for no limit.
         page_size: Tools per ``tools/list`` page.
         input_timeout: Seconds a call parked for a 2026-07-28 client's answer is kept.
+        max_parked: Calls parked for a client's answer at once, at most; past it a
+            plugin's question is refused (the plugin sees why).
 
     Raises:
         ValueError: ``host`` is not a loopback address and ``allow_remote`` is False.
@@ -164,7 +172,11 @@ async def serve_http(
         )
     host = host.strip("[]")
     bridge = RegistryMCPServer(
-        registry, name=name, page_size=page_size, input_timeout=input_timeout
+        registry,
+        name=name,
+        page_size=page_size,
+        input_timeout=input_timeout,
+        max_parked=max_parked,
     )
     # On 127.0.0.1, localhost and ::1 the SDK refuses foreign Host/Origin headers
     # (DNS rebinding protection).
