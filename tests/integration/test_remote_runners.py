@@ -135,65 +135,118 @@ async def test_revoking_a_credential_cuts_off_its_runner_at_once(
     assert remote_pool(host) is None
 
 
-async def test_a_runner_is_believed_only_about_accepted_plugins_and_gets_no_capabilities(
-    host: PluginHost, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A hand-made runner (a DEALER with the credential's keys) claims more than it may."""
-    credential = json.loads(
-        issue(tmp_path / "keys", "liar", [PLUGIN_ID], tmp_path / "liar.json").read_text()
-    )
-    context = zmq.asyncio.Context()
-    sock = context.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.CURVE_SERVERKEY, credential["server_public"].encode())
-    sock.setsockopt(zmq.CURVE_PUBLICKEY, credential["public"].encode())
-    sock.setsockopt(zmq.CURVE_SECRETKEY, credential["secret"].encode())
-    sock.connect(endpoint(host))
+class HandMadeRunner:
+    """A DEALER with a credential's keys that says whatever a test makes it say."""
 
-    async def ask(request_id: int, method: str, body: Any) -> wire.Envelope:
-        await sock.send(wire.encode(wire.request(request_id, method, body)))  # type: ignore[arg-type]
+    def __init__(self, host: PluginHost, credential_file: Path) -> None:
+        credential = json.loads(credential_file.read_text())
+        self.context = zmq.asyncio.Context()
+        self.sock = self.context.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.CURVE_SERVERKEY, credential["server_public"].encode())
+        self.sock.setsockopt(zmq.CURVE_PUBLICKEY, credential["public"].encode())
+        self.sock.setsockopt(zmq.CURVE_SECRETKEY, credential["secret"].encode())
+        self.sock.connect(endpoint(host))
+        self.events: list[wire.Envelope] = []
+
+    async def ask(self, request_id: int, method: str, body: Any) -> wire.Envelope:
+        await self.sock.send(wire.encode(wire.request(request_id, method, body)))  # type: ignore[arg-type]
         async with asyncio.timeout(10):
             while True:
-                for envelope in wire.decode_many(await sock.recv()):
+                for envelope in wire.decode_many(await self.sock.recv()):
                     if envelope["kind"] == "response" and envelope["id"] == request_id:
                         return envelope
+                    self.events.append(envelope)
 
+    async def join(self, runner_id: str, offers: list[dict[str, Any]]) -> wire.Envelope:
+        hello = {"token": "", "protocol": wire.PROTOCOL_VERSION, "runner_id": runner_id, "pid": 1}
+        return await self.ask(1, "runner.hello", {**hello, "offers": offers})
+
+    async def next_request(self) -> wire.Envelope:
+        """The next request the host sends (events and responses are set aside)."""
+        async with asyncio.timeout(10):
+            while True:
+                for envelope in wire.decode_many(await self.sock.recv()):
+                    if envelope["kind"] == "request":
+                        return envelope
+                    self.events.append(envelope)
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
+        self.context.destroy(linger=0)
+
+
+OFFER = {"plugin_id": PLUGIN_ID, "version": "1.0.0", "manifest_sha256": ""}
+TOOL = {"name": "pause", "description": "", "parameters_schema": {}}
+
+
+async def test_a_runner_is_believed_only_about_accepted_plugins_and_gets_no_capabilities(
+    host: PluginHost, tmp_path: Path
+) -> None:
+    """A hand-made runner (a DEALER with the credential's keys) claims more than it may."""
+    liar = HandMadeRunner(host, issue(tmp_path / "keys", "liar", [PLUGIN_ID], tmp_path / "l.json"))
     try:
-        offers = [
-            {"plugin_id": PLUGIN_ID, "version": "1.0.0", "manifest_sha256": ""},
-            {"plugin_id": "tests.smuggled", "version": "1.0.0", "manifest_sha256": ""},
-        ]
-        hello = {"token": "", "protocol": wire.PROTOCOL_VERSION, "runner_id": "liar", "pid": 1}
-        welcome = await ask(1, "runner.hello", {**hello, "offers": offers})
+        smuggled = {"plugin_id": "tests.smuggled", "version": "1.0.0", "manifest_sha256": ""}
+        welcome = await liar.join("liar", [OFFER, smuggled])
         assert welcome["body"]["accepted"] == [PLUGIN_ID]
-        tool = {"name": "pause", "description": "", "parameters_schema": {}}
         report = {
             "loaded": [
-                {"plugin_id": PLUGIN_ID, "tools": [tool]},
-                {"plugin_id": "tests.smuggled", "tools": [{**tool, "name": "smuggled"}]},
+                {"plugin_id": PLUGIN_ID, "tools": [TOOL]},
+                {"plugin_id": "tests.smuggled", "tools": [{**TOOL, "name": "smuggled"}]},
             ],
             "failed": [],
         }
-        assert (await ask(2, "runner.ready", report))["error"] is None
+        assert (await liar.ask(2, "runner.ready", report))["error"] is None
         await wait_until(lambda: healthy_members(host) == 1, timeout=5, what="it is a member")
         assert host.components.owner("tests.smuggled") is None
         assert [c.name for c in host.components.by_plugin(PLUGIN_ID)] == ["pause"]
         capability = {"capability": "tools.call", "args": {"name": "pause"}}
-        refused = await ask(3, "capability.call", capability)
+        refused = await liar.ask(3, "capability.call", capability)
         assert refused["error"] is not None and refused["error"]["code"] == "capability_denied"
         # A reload report with no accepted offer behind it changes no tool.
-        sneaked = {"plugin_id": PLUGIN_ID, "tools": [{**tool, "name": "sneaked"}]}
-        assert (await ask(4, "plugin.reloaded", {"loaded": [sneaked], "failed": []}))[
-            "error"
-        ] is None
+        sneaked = {"plugin_id": PLUGIN_ID, "tools": [{**TOOL, "name": "sneaked"}]}
+        answer = await liar.ask(4, "plugin.reloaded", {"loaded": [sneaked], "failed": []})
+        assert answer["error"] is None
         assert [c.name for c in host.components.by_plugin(PLUGIN_ID)] == ["pause"]
         # A plugin off the allow-list is refused before anything loads.
-        offer = {"offer": {"plugin_id": "tests.smuggled", "version": "1.0.0"}}
-        refused = await ask(5, "plugin.offer", offer)
+        refused = await liar.ask(5, "plugin.offer", {"offer": smuggled})
         assert refused["error"] is not None and refused["error"]["code"] == "unauthorized"
     finally:
-        sock.close(linger=0)
-        context.destroy(linger=0)
+        liar.close()
+
+
+async def test_a_malformed_report_ends_its_runners_session_and_no_one_elses(
+    host: PluginHost, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    credential = issue(tmp_path / "keys", "garbler", [PLUGIN_ID], tmp_path / "g.json")
+    garbler, honest = HandMadeRunner(host, credential), HandMadeRunner(host, credential)
+    try:
+        await garbler.join("garbler", [OFFER])
+        ready = {"loaded": [{"plugin_id": PLUGIN_ID, "tools": [TOOL]}], "failed": []}
+        assert (await garbler.ask(2, "runner.ready", ready))["error"] is None
+        # A plugin id that is no string is not believed, and costs nothing.
+        odd = {"loaded": [{"plugin_id": ["x"], "tools": []}], "failed": [{"plugin_id": {}}]}
+        assert (await garbler.ask(3, "plugin.reloaded", odd))["error"] is None
+        # An accepted offer, then a report that names the plugin twice: a violation.
+        assert (await garbler.ask(4, "plugin.offer", {"offer": OFFER}))["error"] is None
+        twice = {"loaded": [ready["loaded"][0], ready["loaded"][0]], "failed": []}
+        await garbler.sock.send(wire.encode(wire.request(5, "plugin.reloaded", twice)))
+        # It is told to stop, as a revoked runner is, and its plugin's pool is gone.
+        told = await garbler.next_request()
+        assert told["method"] == "runner.shutdown"
+        assert logged(caplog.records, "remote runner garbler broke the protocol")
+        assert remote_pool(host) is None
+    finally:
+        garbler.close()
+    try:
+        # The listener goes on: another runner with the same credential joins and serves.
+        welcome = await honest.join("honest", [OFFER])
+        assert welcome["body"]["accepted"] == [PLUGIN_ID]
+        ready = {"loaded": [{"plugin_id": PLUGIN_ID, "tools": [TOOL]}], "failed": []}
+        assert (await honest.ask(2, "runner.ready", ready))["error"] is None
+        await wait_until(lambda: healthy_members(host) == 1, timeout=5, what="it is a member")
+    finally:
+        honest.close()
 
 
 async def test_a_plugin_the_host_runs_itself_is_not_taken_over_remotely(

@@ -200,7 +200,11 @@ class RemoteListener:
                 session = self._sessions.get(identity)
                 continue
             self._resume(session)
-            self._dispatch(session, envelope)
+            try:
+                self._dispatch(session, envelope)
+            except Exception as exc:  # a bad message costs its runner's session, not the listener
+                self._violation(session, f"a malformed {envelope['method']} ({exc!r:.200})")
+                return
 
     def _unpark(self, identity: bytes, key: bytes) -> RemoteRunner | None:
         """A parked runner's session again, if its key is its own and still live."""
@@ -409,7 +413,27 @@ class RemoteListener:
         reason = _DEPARTED.format(runner.runner_id)
         log.info("%s (%s)", reason, runner.address)
         self._end(runner, reason)
-        self._departed[runner.identity] = None
+        self._ignore(runner.identity)
+
+    def _violation(self, runner: RemoteRunner, what: str) -> None:
+        """End a runner that broke the protocol, as a local one is recycled for it.
+
+        Its session ends (calls in flight fail, its pools lose it), its frames are
+        ignored from now on, and it is told to stop; the process that replaces it
+        joins afresh.
+        """
+        log.warning(
+            "remote runner %s broke the protocol with %s: its session ends and it is told to stop",
+            runner.runner_id,
+            what,
+        )
+        self._end(runner, f"remote runner {runner.runner_id} broke the protocol")
+        self._ignore(runner.identity)
+        self._post(runner.identity, wire.request(0, "runner.shutdown", {"drain": 0}))
+
+    def _ignore(self, identity: bytes) -> None:
+        """Drop this identity's frames from now on (the most recent few are remembered)."""
+        self._departed[identity] = None
         while len(self._departed) > _MAX_PARKED:
             del self._departed[next(iter(self._departed))]
 

@@ -229,7 +229,9 @@ class RunnerRequests:
             return [
                 p
                 for p in (found if isinstance(found, list) else [])
-                if isinstance(p, dict) and p.get("plugin_id") in allowed
+                if isinstance(p, dict)
+                and isinstance(p.get("plugin_id"), str)
+                and p["plugin_id"] in allowed
             ]
 
         return {"loaded": entries("loaded"), "failed": entries("failed")}
