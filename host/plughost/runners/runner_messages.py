@@ -17,7 +17,8 @@ it; the ``runner.ready`` request (the ready handshake) stays there.
 from __future__ import annotations
 
 import logging
-from typing import Any
+import math
+from typing import Any, TypeGuard
 
 from plughost.runners.output import MAX_LINE
 from plughost.runners.reports import ProtocolViolation
@@ -138,12 +139,24 @@ class RunnerMessages(SupervisedRunner):
 
 
 def _report_progress(body: dict[str, Any]) -> None:
-    """Hand a runner's progress event to the receiver of the call's context."""
+    """Hand a runner's progress event to the receiver of the call's context.
+
+    The runner's word is checked first: a progress or total that is not a finite
+    number (NaN, infinity, a string) is dropped, since it would reach an MCP client
+    as JSON it cannot read, and the message is cut to a log line's length.
+    """
     if not progress.wanted():
         return
-    total, message = body.get("total"), body.get("message")
+    done, total, message = body.get("progress"), body.get("total"), body.get("message")
+    if not _finite(done) or (total is not None and not _finite(total)):
+        return
     progress.report(
-        float(body["progress"]),
+        float(done),
         None if total is None else float(total),
-        None if message is None else str(message),
+        None if message is None else str(message)[:MAX_LINE],
     )
+
+
+def _finite(value: object) -> TypeGuard[float]:
+    """A plain int or float that is finite (a bool is no number here)."""
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
