@@ -71,28 +71,12 @@ def write_plugin(root: Path) -> None:
 
 
 def runner_cpu(host: PluginHost) -> float:
-    """CPU seconds (user + system) the host's runner processes have used so far.
-
-    A runner in its own pid namespace is a waiter, an init and the runner itself
-    (plughost_runner.sandbox.pidns): the host knows the waiter's pid, and the
-    calls run in its grandchild, so the whole tree is counted.
-    """
-    total = 0.0
-    for runner in host.runners():
-        if runner.pid is None:
-            continue
-        try:
-            top = psutil.Process(runner.pid)
-            tree = [top, *top.children(recursive=True)]
-        except psutil.Error:
-            continue
-        for process in tree:
-            try:
-                times = process.cpu_times()
-            except psutil.Error:
-                continue
-            total += times.user + times.system
-    return total
+    """CPU seconds (user + system) the host's runner processes, with their trees, have used."""
+    return sum(
+        benchlib.cpu_seconds(psutil.Process(runner.pid), tree=True)
+        for runner in host.runners()
+        if runner.pid is not None
+    )
 
 
 async def throughput(host: PluginHost, calls: int) -> tuple[float, float]:

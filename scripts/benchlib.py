@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmark scripts: percentiles and docs/benchmarks.md sections.
+"""Shared helpers for the benchmark scripts: percentiles, CPU time, docs/benchmarks.md sections.
 
 Each script owns one section of docs/benchmarks.md, delimited by HTML comments,
 and replaces only that section, so scripts can run in any order.
@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS_MD = ROOT / "docs" / "benchmarks.md"
@@ -70,3 +72,25 @@ def write_section(name: str, markdown: str) -> None:
     BENCHMARKS_MD.parent.mkdir(parents=True, exist_ok=True)
     BENCHMARKS_MD.write_text(text, encoding="utf-8")
     print(f"wrote section {name!r} of {BENCHMARKS_MD.relative_to(ROOT)}", file=sys.stderr)
+
+
+def cpu_seconds(process: psutil.Process, *, tree: bool = False) -> float:
+    """User + system seconds of ``process`` (and of its descendants, with ``tree``).
+
+    A runner in its own pid namespace is three processes (a waiter, an init and
+    the runner itself, see plughost_runner.sandbox.pidns): the host knows the
+    waiter's pid, and the calls run in its grandchild. A process that ends while
+    it is read counts for nothing.
+    """
+    try:
+        processes = [process, *process.children(recursive=True)] if tree else [process]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for each in processes:
+        try:
+            times = each.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total

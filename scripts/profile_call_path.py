@@ -35,7 +35,7 @@ import psutil
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
-from benchlib import ROOT, load_line, machine_line, write_section  # noqa: E402
+from benchlib import ROOT, cpu_seconds, load_line, machine_line, write_section  # noqa: E402
 
 from plughost.host import PluginHost  # noqa: E402
 from plughost.settings import HostSettings  # noqa: E402
@@ -81,21 +81,6 @@ RUNNER_WRAPPER = textwrap.dedent(
     sys.exit(code)
     """
 )
-
-
-def cpu_seconds(process: psutil.Process, *, tree: bool = False) -> float:
-    """User + system seconds of ``process`` (and of its descendants, with ``tree``).
-
-    A runner in its own pid namespace is three processes (a waiter, an init and
-    the runner itself, see plughost_runner.sandbox.pidns): the host knows the
-    waiter's pid, and the calls run in its grandchild.
-    """
-    processes = [process, *process.children(recursive=True)] if tree else [process]
-    total = 0.0
-    for each in processes:
-        times = each.cpu_times()
-        total += times.user + times.system
-    return total
 
 
 async def run_calls(host: PluginHost, calls: int, inflight: int) -> None:
