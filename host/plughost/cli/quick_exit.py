@@ -9,7 +9,8 @@ exits, the command has returned, so the host is closed and its runners are
 stopped; what a normal exit would still do that matters is done here first:
 the standard streams are flushed and ``atexit`` handlers run (logging's flush,
 temporary directories, a coverage tool). When threads other than the main one
-are still alive, a normal exit joins them, and so does this.
+are still alive, a normal exit joins them, and so does this; :func:`exit_now`
+is the same end without that check, for ``plughost serve`` over stdio.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from typing import NoReturn
 
-__all__ = ["exit_code", "run_and_exit"]
+__all__ = ["exit_code", "exit_now", "run_and_exit"]
 
 _FLUSH_FAILED = 120
 """What Python exits with when flushing the standard streams fails at exit."""
@@ -48,6 +50,16 @@ def run_and_exit(command: Callable[[], object]) -> None:
         code = exit_code(exc.code)
     if threading.active_count() > 1:
         sys.exit(code)  # the interpreter's exit joins them, as it would have
+    exit_now(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush the standard streams, run the ``atexit`` handlers and end the process.
+
+    Threads still running are not joined: call it when none has work left that
+    matters (``plughost serve`` over stdio, whose SDK reader thread waits for an
+    end of input that a client may never send).
+    """
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -94,9 +94,9 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
         # Every answer is written and the host is closed. The MCP SDK reads stdin in a
         # worker thread that only end-of-file stops, and the interpreter's exit would
         # wait for it: a client may keep stdin open after sending SIGTERM.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        from plughost.cli.quick_exit import exit_now
+
+        exit_now(code)
     return code
 
 
