@@ -149,6 +149,7 @@ class InputRounds:
             raise ValueError(f"max_parked must be at least 1, got {max_parked}")
         self.timeout = timeout
         self.max_parked = max_parked
+        self._full = False  # at the cap since the last refusal was logged
         self._parked: dict[str, _Parking] = {}
         self._tasks: set[asyncio.Task[ToolExecutionResult]] = set()
 
@@ -201,8 +202,16 @@ class InputRounds:
             if isinstance(step, ToolExecutionResult):
                 return step
             if len(self._parked) < self.max_parked:
+                self._full = False
                 break
-            log.warning("mcp call not parked: %d calls already wait for input", len(self._parked))
+            if not self._full:  # once per spell at the cap: a plugin may ask in a loop
+                self._full = True
+                log.warning(
+                    "mcp calls not parked: %d already wait for a client's answer "
+                    "([serve] mcp_max_parked_calls); plugins' questions are refused until one "
+                    "is answered or expires",
+                    len(self._parked),
+                )
             call.refuse(
                 step,
                 f"{len(self._parked)} tool calls already wait for an MCP client's answer on "
