@@ -18,7 +18,7 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any
 
-__all__ = ["TRACER_NAME", "start_span"]
+__all__ = ["TRACER_NAME", "start_span", "tracing"]
 
 TRACER_NAME = "plughost"
 
@@ -30,6 +30,12 @@ _MISSING = object()
 
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 """Whether the environment names a tracer provider (read once, when this module loads)."""
+
+
+def tracing() -> bool:
+    """Whether the program traces: a call path asks before building a span's attributes."""
+    trace = sys.modules.get("opentelemetry.trace")
+    return trace is not None and not _no_sdk(trace)
 
 
 def start_span(name: str, attributes: dict[str, Any]) -> AbstractContextManager[Any]:

@@ -39,7 +39,12 @@ from plughost_runner.capture import current_plugin
 from plughost_runner.limits import describe_limit_error
 from plughost_runner.loader import Handler
 from plughost_sdk.models import ToolExecutionResult
-from plughost_sdk.results import normalize_exception, normalize_result
+from plughost_sdk.results import (
+    ResultFields,
+    normalize_exception,
+    normalized_fields,
+    result_fields,
+)
 
 __all__ = ["Callee", "Invoker", "Step", "call_deadline"]
 
@@ -108,8 +113,12 @@ class Invoker:
 
     async def invoke(
         self, plugin_id: str, handler: Handler, arguments: dict[str, Any], timeout: float
-    ) -> ToolExecutionResult:
+    ) -> ResultFields:
         """Run ``handler`` with ``arguments`` under ``timeout`` seconds.
+
+        Returns:
+            The normalized result's fields (see :func:`plughost_sdk.results.normalized_fields`):
+            the runner sends them on and never needs the model.
 
         Raises:
             TimeoutError: the call passed its deadline.
@@ -122,14 +131,14 @@ class Invoker:
         except Exception as exc:
             limit = describe_limit_error(exc)
             if limit is not None:
-                return ToolExecutionResult.failure(name, limit, "resource_limit")
-            return normalize_exception(name, exc)
+                return result_fields(ToolExecutionResult.failure(name, limit, "resource_limit"))
+            return result_fields(normalize_exception(name, exc))
         if handler.adapt_result is not None:
             try:
                 value = handler.adapt_result(value)
             except Exception as exc:  # the adapter reads plugin data; never let it escape
-                return normalize_exception(name, exc)
-        return normalize_result(name, value)
+                return result_fields(normalize_exception(name, exc))
+        return normalized_fields(name, value)
 
     async def call(
         self,

@@ -277,7 +277,7 @@ class RunnerService(ServiceLifecycle, PluginRequests):
             raise
         finally:
             current_cancel.reset(cancel)
-        return {"result": wire.result_to_wire(result)}
+        return {"result": wire.fields_to_wire(result)}
 
     async def _on_component(self, envelope: wire.Envelope) -> Any:
         if self._shutting_down:

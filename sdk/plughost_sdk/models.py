@@ -155,6 +155,8 @@ class ToolInvocation(BaseModel):
             ``context`` itself when the invocation adds nothing to it, None when
             there is neither a context nor anything set on the invocation.
         """
+        if not (self.session_id or self.stream_id or self.reasoning or self.metadata):
+            return context  # most calls: nothing of their own to add
         fields = {
             "session_id": self.session_id,
             "stream_id": self.stream_id,

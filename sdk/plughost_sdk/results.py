@@ -32,11 +32,28 @@ from pydantic import BaseModel, ValidationError
 from plughost_sdk.errors import ToolError
 from plughost_sdk.models import ContentItem, ContentType, ToolExecutionResult
 
-__all__ = ["normalize_exception", "normalize_result", "parse_content_items"]
+__all__ = [
+    "ResultFields",
+    "normalize_exception",
+    "normalize_result",
+    "normalized_fields",
+    "parse_content_items",
+    "result_fields",
+]
 
 CONTENT_TYPES: frozenset[str] = frozenset(get_args(ContentType))
 _ENVELOPE_KEYS = frozenset({"success", "content", "message", "error", "content_items"})
 _SEPARATE_KEYS = frozenset({"content_items", "post_history_messages"})
+
+
+ResultFields = dict[str, Any]
+"""The fields of a :class:`ToolExecutionResult` by name, already of the model's types.
+
+What :func:`normalized_fields` returns: the runner encodes a result from its
+fields for the wire and never needs the model, whose construction would be a
+third of what normalizing a small result costs. Fields left out take the
+model's defaults.
+"""
 
 
 class _ItemError(ValueError):
@@ -53,13 +70,38 @@ def normalize_result(tool_name: str, value: Any) -> ToolExecutionResult:
     Returns:
         The normalized result; a failed one if the value was malformed.
     """
+    if isinstance(value, ToolExecutionResult):
+        return value.model_copy(update={"tool_name": value.tool_name or tool_name})
+    try:
+        return ToolExecutionResult(**normalized_fields(tool_name, value))
+    except ValidationError as exc:  # not expected: the fields are built to the model's types
+        message = f"tool returned a value that could not be read ({exc.error_count()} errors)"
+        return ToolExecutionResult.failure(tool_name, message, "invalid_result")
+
+
+def normalized_fields(tool_name: str, value: Any) -> ResultFields:
+    """:func:`normalize_result` without building the model: the result's fields; never raises."""
     try:
         return _normalize(tool_name, value)
     except _ItemError as exc:
-        return ToolExecutionResult.failure(tool_name, str(exc), "invalid_result")
+        return _failure(tool_name, str(exc))
     except Exception as exc:  # the promise is "never raises", whatever the value does
         message = f"tool returned a value that could not be read ({type(exc).__name__}: {exc})"
-        return ToolExecutionResult.failure(tool_name, message, "invalid_result")
+        return _failure(tool_name, message)
+
+
+def result_fields(result: ToolExecutionResult) -> ResultFields:
+    """The fields of a result that already is a model (a failure built by the runner)."""
+    return {name: getattr(result, name) for name in ToolExecutionResult.model_fields}
+
+
+def _failure(tool_name: str, message: str) -> ResultFields:
+    return {
+        "tool_name": tool_name,
+        "success": False,
+        "error_message": message,
+        "error_code": "invalid_result",
+    }
 
 
 def normalize_exception(tool_name: str, exc: BaseException) -> ToolExecutionResult:
@@ -79,27 +121,29 @@ def normalize_exception(tool_name: str, exc: BaseException) -> ToolExecutionResu
     )
 
 
-def _normalize(tool_name: str, value: Any) -> ToolExecutionResult:
+def _normalize(tool_name: str, value: Any) -> ResultFields:
     if isinstance(value, ToolExecutionResult):
-        return value.model_copy(update={"tool_name": value.tool_name or tool_name})
+        fields = result_fields(value)
+        fields["tool_name"] = value.tool_name or tool_name
+        return fields
     if value is None:
-        return ToolExecutionResult(tool_name=tool_name)
+        return {"tool_name": tool_name}
     if isinstance(value, str):
-        return ToolExecutionResult(tool_name=tool_name, content=value)
+        return {"tool_name": tool_name, "content": value}
     if isinstance(value, bytes | bytearray | memoryview):
         item = ContentItem(content_type="binary", data=bytes(value))
-        return ToolExecutionResult(tool_name=tool_name, content_items=[item])
+        return {"tool_name": tool_name, "content_items": [item]}
     if _is_status_tuple(value):
         success, message = bool(value[0]), str(value[1])
         if success:
-            return ToolExecutionResult(tool_name=tool_name, content=message)
-        return ToolExecutionResult(
-            tool_name=tool_name,
-            success=False,
-            content=message,
-            error_message=message,
-            error_code="tool_error",
-        )
+            return {"tool_name": tool_name, "content": message}
+        return {
+            "tool_name": tool_name,
+            "success": False,
+            "content": message,
+            "error_message": message,
+            "error_code": "tool_error",
+        }
     if isinstance(value, Mapping):
         return _from_dict(tool_name, value)
     return _from_structured(tool_name, _to_jsonable(value))
@@ -114,14 +158,14 @@ def _is_status_tuple(value: Any) -> bool:
     )
 
 
-def _from_structured(tool_name: str, value: Any) -> ToolExecutionResult:
+def _from_structured(tool_name: str, value: Any) -> ResultFields:
     if isinstance(value, dict):
         return _from_dict(tool_name, value)
     if isinstance(value, str):
-        return ToolExecutionResult(tool_name=tool_name, content=value)
+        return {"tool_name": tool_name, "content": value}
     text = json.dumps(value, ensure_ascii=False)
     structured = value if isinstance(value, list) else None
-    return ToolExecutionResult(tool_name=tool_name, content=text, structured_content=structured)
+    return {"tool_name": tool_name, "content": text, "structured_content": structured}
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -148,7 +192,7 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 """Exact types :func:`_to_jsonable` returns as they are (subclasses take the full path)."""
 
 
-def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ToolExecutionResult:
+def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ResultFields:
     success = bool(data.get("success", True))
     content = _text_field(data.get("content"))
     message = _text_field(data.get("message"))
@@ -162,16 +206,16 @@ def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ToolExecutionResult:
     followups = _post_history(data.get("post_history_messages"))
     extra = {str(k): _to_jsonable(v) for k, v in data.items() if k not in _SEPARATE_KEYS}
     structured: Any = extra if set(extra) - _ENVELOPE_KEYS else None
-    return ToolExecutionResult(
-        tool_name=tool_name,
-        success=success,
-        content=content,
-        error_message=error,
-        error_code=None if success else "tool_error",
-        structured_content=structured,
-        content_items=items,
-        post_history_messages=followups,
-    )
+    return {
+        "tool_name": tool_name,
+        "success": success,
+        "content": content,
+        "error_message": error,
+        "error_code": None if success else "tool_error",
+        "structured_content": structured,
+        "content_items": items,
+        "post_history_messages": followups,
+    }
 
 
 def _post_history(raw: Any) -> list[dict[str, Any]]:

@@ -31,9 +31,17 @@ msgpack map, so a frame may hold several back to back
 
 Messages are received without a copy (``copy=False``): a part's bytes are read
 through ``Frame.buffer``, so a 10 MB media part is copied at most once, by
-whoever turns it into ``bytes``. Parts are sent with ``copy=False`` as well;
-pyzmq still copies parts under its copy threshold (64 KiB), where a copy is
-cheaper than tracking the buffer.
+whoever turns it into ``bytes``. Parts of 64 KiB and more are sent with
+``copy=False`` as well; smaller ones are copied into the message (pyzmq would
+copy them anyway), straight through pyzmq's compiled ``send``.
+
+What a call costs here is mostly libzmq's: asking a socket for ``EVENTS`` makes
+it look at its command mailbox, two system calls. So the reader callback,
+woken because the descriptor fired, receives one message without asking
+(a message is almost always what woke it), hands it on, and leaves looking for
+more to a callback queued before the handover: it runs after what that message
+made ready (the task waiting for a reply resumes first), and a send made
+meanwhile knows a look is coming and skips its own.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 import zmq
+from zmq.backend import Socket as _CompiledSocket
 
 __all__ = ["MessageHandler", "SendErrorHandler", "SocketPump"]
 
@@ -71,6 +80,10 @@ _COALESCE_BYTES = 1024 * 1024
 _EVENTS = int(zmq.EVENTS)
 _POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
 _NOBLOCK, _SNDMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE)
+_send_copy = _CompiledSocket.send
+"""pyzmq's compiled send, without the Python wrapper in front of it (copies the part)."""
+_COPY_BELOW = 64 * 1024
+"""Parts shorter than this are copied into the message (pyzmq's own copy threshold)."""
 
 
 class SocketPump:
@@ -121,7 +134,7 @@ class SocketPump:
         loop = asyncio.get_running_loop()
         self._loop, self._on_message = loop, on_message
         self._failed = loop.create_future()
-        loop.add_reader(self._fd, self._on_events)
+        loop.add_reader(self._fd, self._on_events, True)
         loop.call_soon(self._on_events)  # messages may have arrived before the reader existed
         try:
             await self._failed
@@ -129,15 +142,23 @@ class SocketPump:
             loop.remove_reader(self._fd)
             self._on_message = None
 
-    def _on_events(self) -> None:
-        """Drain waiting messages and wake blocked senders (the socket's reader callback)."""
+    def _on_events(self, readable: bool = False) -> None:
+        """Drain waiting messages and wake blocked senders.
+
+        Args:
+            readable: Called because the descriptor fired (the socket's reader
+                callback): a message most likely waits, so one is received without
+                asking ``EVENTS`` first, and the rest are left to a queued call.
+        """
         self._check_scheduled = False
         self._sent_alone = False
         sock, on_message, failed = self._sock, self._on_message, self._failed
         if sock.closed or on_message is None or failed is None or failed.done():
             return
         try:
-            # Asking EVENTS costs a third of a failed NOBLOCK recv (pyzmq builds an
+            if readable and self._take_one(sock, on_message):
+                return
+            # Asking EVENTS costs less than a failed NOBLOCK recv (pyzmq builds an
             # exception for zmq.Again), so the drain stops on it, not on the exception.
             events = int(sock.getsockopt(_EVENTS))
             handled = 0
@@ -157,6 +178,18 @@ class SocketPump:
                         writer.set_result(None)
         except Exception as exc:  # ends run(); its owner reports the socket as failed
             failed.set_exception(exc)
+
+    def _take_one(self, sock: zmq.Socket[bytes], on_message: MessageHandler) -> bool:
+        """Receive and hand on one message, the rest to a queued look; False if none waited."""
+        try:
+            first = sock.recv(_NOBLOCK, copy=False)
+        except zmq.Again:  # woken for something else (room to send): the full look
+            return False
+        self._schedule_events()  # queued before the handover, so that it runs after
+        parts = self._rest_of(first)
+        if parts is not None:
+            on_message(parts)
+        return True
 
     def _rest_of(self, first: zmq.Frame) -> list[zmq.Frame] | None:
         """Receive the remaining parts of a message (all queued once the first arrived)."""
@@ -305,10 +338,13 @@ class SocketPump:
         sock = self._sock
         if route:
             # All parts of a message are queued once the first one is accepted.
-            sock.send(route[0], _NOBLOCK | _SNDMORE, copy=False)
+            _send_copy(sock, route[0], _NOBLOCK | _SNDMORE)
             for part in route[1:]:
-                sock.send(part, _NOBLOCK | _SNDMORE, copy=False)
-        sock.send(body, _NOBLOCK, copy=False)
+                _send_copy(sock, part, _NOBLOCK | _SNDMORE)
+        if len(body) < _COPY_BELOW:
+            _send_copy(sock, body, _NOBLOCK)
+        else:
+            sock.send(body, _NOBLOCK, copy=False)
         if not self._check_scheduled and int(sock.getsockopt(_EVENTS)) & _POLLIN:
             self._schedule_events()
 

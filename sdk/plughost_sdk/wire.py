@@ -53,7 +53,7 @@ Changelog:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypedDict, get_args
 
 import msgpack
@@ -82,6 +82,7 @@ __all__ = [
     "encode_parts",
     "error_body",
     "event",
+    "fields_to_wire",
     "request",
     "response",
     "result_from_wire",
@@ -461,16 +462,26 @@ def _checked(data: Any) -> Envelope:
 
 def result_to_wire(result: ToolExecutionResult) -> dict[str, Any]:
     """Turn a result into a msgpack-ready dict; media stay raw bytes."""
+    return fields_to_wire(result.__dict__)
+
+
+def fields_to_wire(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`result_to_wire` of the result these fields would make, without the model.
+
+    ``fields`` are :func:`plughost_sdk.results.normalized_fields`; a field left out
+    is sent as the model's default.
+    """
+    get = fields.get
     return {
-        "tool_name": result.tool_name,
-        "success": result.success,
-        "content": result.content,
-        "error_message": result.error_message,
-        "error_code": result.error_code,
-        "structured_content": result.structured_content,
-        "content_items": [_item_to_wire(item) for item in result.content_items],
-        "post_history_messages": result.post_history_messages,
-        "metadata": result.metadata,
+        "tool_name": get("tool_name", ""),
+        "success": get("success", True),
+        "content": get("content", ""),
+        "error_message": get("error_message", ""),
+        "error_code": get("error_code"),
+        "structured_content": get("structured_content"),
+        "content_items": [_item_to_wire(item) for item in get("content_items", ())],
+        "post_history_messages": get("post_history_messages", []),
+        "metadata": get("metadata", {}),
     }
 
 

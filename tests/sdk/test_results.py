@@ -6,13 +6,14 @@ import base64
 import dataclasses
 from typing import Any
 
+import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from plughost_sdk import ContentItem, ToolError, ToolExecutionResult
-from plughost_sdk.results import normalize_exception, normalize_result
+from plughost_sdk import ContentItem, ToolError, ToolExecutionResult, wire
+from plughost_sdk.results import normalize_exception, normalize_result, normalized_fields
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n" + bytes(range(10))
 PNG_B64 = base64.b64encode(PNG_BYTES).decode("ascii")
@@ -598,3 +599,25 @@ def test_normalize_result_never_raises_on_arbitrary_envelopes(envelope: dict[str
 @given(content_items_lists | json_like)
 def test_normalize_result_never_raises_when_content_items_is_anything(items: Any) -> None:
     _check_never_raises({"content_items": items})
+
+
+# --- the runner's path: fields straight to the wire ------------------------------------------
+
+returned_values = (
+    json_like
+    | content_items_lists.map(lambda items: {"content": "x", "content_items": items})
+    | st.dictionaries(st.sampled_from(["success", "content", "message", "error"]), json_like)
+    | st.tuples(st.booleans(), st.text(max_size=8))
+    | st.builds(ToolExecutionResult, tool_name=st.text(max_size=4), content=st.text(max_size=8))
+)
+
+
+@given(returned_values)
+def test_the_runners_wire_fields_encode_exactly_as_the_normalized_result(value: Any) -> None:
+    # The runner skips the model (normalized_fields -> fields_to_wire); what it sends
+    # must be byte for byte what the model would have been sent as.
+    by_model = wire.result_to_wire(normalize_result("prop", value))
+    by_fields = wire.fields_to_wire(normalized_fields("prop", value))
+
+    assert msgpack.packb(by_fields) == msgpack.packb(by_model)
+    assert wire.result_from_wire(by_fields) == normalize_result("prop", value)

@@ -71,6 +71,28 @@ async def test_many_messages_in_one_burst_all_arrive() -> None:
     assert [int(parts[0]) for parts in got] == list(range(2000))
 
 
+async def test_messages_that_arrive_one_at_a_time_each_arrive_on_their_own() -> None:
+    # Each wakeup takes one message and leaves looking for more to a queued call:
+    # a message arriving between the two must not wait for a third.
+    async with pumped_pair(max_parts=2) as (_, sender, received):
+        for number in range(200):
+            sender.post([str(number).encode()])
+            parts = await asyncio.wait_for(received.get(), timeout=10)
+            assert parts == [str(number).encode()]
+
+
+@pytest.mark.parametrize("size", [10, 64 * 1024 - 1, 64 * 1024, 300 * 1024])
+async def test_posted_bodies_arrive_intact_below_and_above_the_copy_threshold(size: int) -> None:
+    body = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    async with pumped_pair(max_parts=2) as (_, sender, received):
+        sender.post([body])
+        sender.post([b"after"])
+
+        got = [await asyncio.wait_for(received.get(), timeout=10) for _ in range(2)]
+
+    assert b"".join(got[0]) + b"".join(got[1]) == body + b"after"
+
+
 @pytest.mark.parametrize("max_parts", [1, 2])
 async def test_a_single_part_message_is_within_any_limit(max_parts: int) -> None:
     async with pumped_pair(max_parts=max_parts) as (receiver, sender, received):

@@ -18,7 +18,7 @@ from plughost.plugins.query import PLUGIN_PROVIDER_NAME, ComponentQueryService
 from plughost.tools.provider import ChangeListener
 from plughost.tools.registry import ToolRegistry
 from plughost.tools.resources import PromptInfo, PromptResult, ResourceContent, ResourceInfo
-from plughost.tracing import start_span
+from plughost.tracing import start_span, tracing
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -132,6 +132,8 @@ async def _call_runner(
     owner: ToolInvoker, component: ToolComponent, kwargs: dict[str, Any], timeout: float
 ) -> ToolExecutionResult:
     """One round trip to the runner, as a ``plughost.runner_call`` span when tracing."""
+    if not tracing():
+        return await owner.invoke(component.plugin_id, component.name, kwargs, timeout)
     attributes = {
         "plughost.plugin_id": component.plugin_id,
         "plughost.runner_id": str(getattr(owner, "runner_id", "")),

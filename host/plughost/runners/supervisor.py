@@ -28,7 +28,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -411,14 +411,24 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             )
         return None
 
-    async def _request(
+    def _request(
         self, method: wire.Method, body: dict[str, Any], plugin_id: str, timeout: float
-    ) -> Any:
+    ) -> Awaitable[Any]:
         """Send one call to the runner, waiting for a restarting runner within ``timeout``.
+
+        A ready runner's channel is awaited directly (one coroutine less on every call).
 
         Raises:
             TimeoutError, RemoteError, RunnerCrashedError, ProtocolError.
         """
+        channel = self._channel
+        if channel is not None and self._ready.is_set():
+            return channel.request(method, body, plugin=plugin_id, timeout=timeout)
+        return self._request_when_ready(method, body, plugin_id, timeout)
+
+    async def _request_when_ready(
+        self, method: wire.Method, body: dict[str, Any], plugin_id: str, timeout: float
+    ) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         if not self._ready.is_set():  # the runner is (re)starting: wait within the deadline

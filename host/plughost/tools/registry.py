@@ -72,7 +72,7 @@ from plughost.tools.arguments import ArgumentErrors, prepare_arguments
 from plughost.tools.defaults import fill_defaults
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
-from plughost.tracing import start_span
+from plughost.tracing import start_span, tracing
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -328,12 +328,19 @@ class ToolRegistry:
             specs = [spec for spec in specs if spec.name in wanted]
         return to_definitions(specs, format)
 
-    async def _view(self, context: ToolAvailabilityContext | None) -> _View:
+    def _cached_view(self, context: ToolAvailabilityContext | None) -> _View | None:
+        """The view for ``context`` if it is built: a call finds it without awaiting."""
         key = (self._version, context)
         cached = self._views.get(key)
         if cached is not None:
             self._views.move_to_end(key)
+        return cached
+
+    async def _view(self, context: ToolAvailabilityContext | None) -> _View:
+        cached = self._cached_view(context)
+        if cached is not None:
             return cached
+        key = (self._version, context)
         view = await self._build_view(context)
         if view.complete and key[0] == self._version:
             self._views[key] = view
@@ -425,15 +432,13 @@ class ToolRegistry:
         name = invocation.tool_name
         started = time.perf_counter()
         routed: list[ToolSpec] = []
-        with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
-            try:
+        if tracing():
+            with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
                 result = await self._route(invocation, context, routed, trusted, listed_all)
-            except Exception as exc:  # the registry's own promise: only cancellation escapes
-                log.exception("tool call failed in the registry tool=%s", name)
-                message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
-                result = ToolExecutionResult.failure(name, message, "registry_error")
-            if span is not None:
-                _describe_span(span, routed[0] if routed else None, result)
+                if span is not None:
+                    _describe_span(span, routed[0] if routed else None, result)
+        else:
+            result = await self._route(invocation, context, routed, trusted, listed_all)
         if result.tool_name != name:
             result = result.model_copy(update={"tool_name": name})
         if self._observers:
@@ -491,26 +496,44 @@ class ToolRegistry:
         trusted: bool,
         listed_all: bool,
     ) -> ToolExecutionResult:
-        name = invocation.tool_name
-        context = invocation.execution_context(context)
-        view = await self._view(context.availability() if context is not None else None)
-        route = view.routes.get(name)
-        if route is None:
-            return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
-        routed.append(route.spec)
-        if not trusted and self.enforce_visibility:
-            refusal = await self._refusal(route.spec, context, listed_all)
-            if refusal is not None:
-                return refusal
-        prepared = prepare_arguments(invocation.arguments, route.spec.parameters_schema)
-        if isinstance(prepared, ArgumentErrors):
-            return prepared.failure(name)
-        values = fill_defaults(prepared.values, route.spec.parameters_schema)
-        call = invocation.in_context(context)
-        if not prepared.unchanged or len(values) != len(call.arguments):  # cast or defaulted
-            call = call.model_copy(update={"arguments": values})
-        log.debug("tool call tool=%s provider=%s", name, route.provider.provider_name)
-        return await _call_provider(route, call, context)
+        try:
+            name = invocation.tool_name
+            context = invocation.execution_context(context)
+            availability = context.availability() if context is not None else None
+            view = self._cached_view(availability) or await self._view(availability)
+            route = view.routes.get(name)
+            if route is None:
+                return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
+            routed.append(route.spec)
+            spec = route.spec
+            if (
+                not trusted
+                and self.enforce_visibility
+                and (spec.visibility == "hidden" or (self._gates and not listed_all))
+            ):
+                refusal = await self._refusal(spec, context, listed_all)
+                if refusal is not None:
+                    return refusal
+            prepared = prepare_arguments(invocation.arguments, route.spec.parameters_schema)
+            if isinstance(prepared, ArgumentErrors):
+                return prepared.failure(name)
+            values = fill_defaults(prepared.values, route.spec.parameters_schema)
+            call = invocation.in_context(context)
+            if not prepared.unchanged or len(values) != len(call.arguments):  # cast or defaulted
+                call = call.model_copy(update={"arguments": values})
+            provider = route.provider
+            log.debug("tool call tool=%s provider=%s", name, provider.provider_name)
+        except Exception as exc:  # the registry's own promise: only cancellation escapes
+            log.exception("tool call failed in the registry tool=%s", invocation.tool_name)
+            message = f"Tool {invocation.tool_name} could not be run: {type(exc).__name__}: {exc}"
+            return ToolExecutionResult.failure(invocation.tool_name, message, "registry_error")
+        try:
+            result: object = await provider.invoke(call, context)
+        except Exception as exc:
+            return _provider_failed(call.tool_name, provider.provider_name, exc)
+        if not isinstance(result, ToolExecutionResult):
+            return _provider_returned(call.tool_name, provider.provider_name, result)
+        return result
 
     async def _refusal(
         self, spec: ToolSpec, context: ToolExecutionContext | None, listed_all: bool
@@ -538,26 +561,19 @@ async def _list_safely(
         return None
 
 
-async def _call_provider(
-    route: _Route, call: ToolInvocation, context: ToolExecutionContext | None
-) -> ToolExecutionResult:
-    provider_name = route.provider.provider_name
-    try:
-        result: object = await route.provider.invoke(call, context)
-    except Exception as exc:
-        log.exception("tool provider raised tool=%s provider=%s", call.tool_name, provider_name)
-        message = (
-            f"Tool {call.tool_name} failed in provider {provider_name}: {type(exc).__name__}: {exc}"
-        )
-        return ToolExecutionResult.failure(call.tool_name, message, "provider_error")
-    if not isinstance(result, ToolExecutionResult):
-        log.error("tool provider returned %s tool=%s", type(result).__name__, call.tool_name)
-        message = (
-            f"Tool {call.tool_name} failed in provider {provider_name}: it returned a "
-            f"{type(result).__name__} instead of a ToolExecutionResult"
-        )
-        return ToolExecutionResult.failure(call.tool_name, message, "provider_error")
-    return result
+def _provider_failed(tool: str, provider: str, exc: Exception) -> ToolExecutionResult:
+    log.exception("tool provider raised tool=%s provider=%s", tool, provider, exc_info=exc)
+    message = f"Tool {tool} failed in provider {provider}: {type(exc).__name__}: {exc}"
+    return ToolExecutionResult.failure(tool, message, "provider_error")
+
+
+def _provider_returned(tool: str, provider: str, result: object) -> ToolExecutionResult:
+    log.error("tool provider returned %s tool=%s", type(result).__name__, tool)
+    message = (
+        f"Tool {tool} failed in provider {provider}: it returned a "
+        f"{type(result).__name__} instead of a ToolExecutionResult"
+    )
+    return ToolExecutionResult.failure(tool, message, "provider_error")
 
 
 def _describe_span(span: Any, spec: ToolSpec | None, result: ToolExecutionResult) -> None:
