@@ -193,19 +193,27 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _from_dict(tool_name: str, data: Mapping[str, Any]) -> ResultFields:
-    success = bool(data.get("success", True))
-    content = _text_field(data.get("content"))
-    message = _text_field(data.get("message"))
+    # Every tool call passes here: plain str and scalar values take the short way
+    # past the helpers (which give the same answer for them).
+    get = data.get
+    success = bool(get("success", True))
+    content, message, error = get("content"), get("message"), get("error")
+    content = content if type(content) is str else _text_field(content)
+    message = message if type(message) is str else _text_field(message)
     if not content and message and success:
         content = message
-    error = _text_field(data.get("error"))
+    error = error if type(error) is str else _text_field(error)
     if not success and not error:
         error = message or content or "the tool reported failure without a message"
-    raw_items = data.get("content_items")
+    raw_items = get("content_items")
     items = parse_content_items(raw_items) if raw_items is not None else []
-    followups = _post_history(data.get("post_history_messages"))
-    extra = {str(k): _to_jsonable(v) for k, v in data.items() if k not in _SEPARATE_KEYS}
-    structured: Any = extra if set(extra) - _ENVELOPE_KEYS else None
+    followups = _post_history(get("post_history_messages"))
+    extra = {
+        k if type(k) is str else str(k): v if type(v) in _PLAIN else _to_jsonable(v)
+        for k, v in data.items()
+        if k not in _SEPARATE_KEYS
+    }
+    structured: Any = None if extra.keys() <= _ENVELOPE_KEYS else extra
     return {
         "tool_name": tool_name,
         "success": success,
