@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from plughost.tracing import start_span
+from plughost.tracing import start_span, tracing
 from tests.conftest import TEST_PLUGINS, HostFactory
 
 
@@ -59,6 +59,7 @@ async def test_a_failed_call_marks_its_span_with_the_error_code(
 
 
 def test_without_an_sdk_no_span_is_made() -> None:
+    assert not tracing()
     with start_span("plughost.tool_call", {}) as span:
         assert span is None
 
@@ -87,6 +88,7 @@ def test_an_installed_provider_is_found_without_asking_the_api(
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
     monkeypatch.setattr(trace, "get_tracer", lambda name, *_, **__: provider.get_tracer(name))
 
+    assert tracing()
     with start_span("plughost.tool_call", {"plughost.tool": "echo"}) as span:
         assert span is not None
 
