@@ -619,5 +619,13 @@ def test_the_runners_wire_fields_encode_exactly_as_the_normalized_result(value: 
     by_model = wire.result_to_wire(normalize_result("prop", value))
     by_fields = wire.fields_to_wire(normalized_fields("prop", value))
 
-    assert msgpack.packb(by_fields) == msgpack.packb(by_model)
+    assert _packed(by_fields) == _packed(by_model)
     assert wire.result_from_wire(by_fields) == normalize_result("prop", value)
+
+
+def _packed(data: Any) -> bytes | str:
+    """The msgpack bytes, or the kind of error (an int msgpack cannot hold fails both ways)."""
+    try:
+        return bytes(msgpack.packb(data))
+    except (OverflowError, TypeError, ValueError) as exc:
+        return type(exc).__name__
