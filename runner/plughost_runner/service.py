@@ -25,6 +25,8 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import zmq
+
 from plughost_runner.bridge import Bridge, HostError
 from plughost_runner.capture import CancelFlag, LogCollector, current_call, current_cancel
 from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
@@ -144,16 +146,19 @@ class RunnerService(ServiceLifecycle, PluginRequests):
             self._progress_dropped += 1
             log.debug("progress report dropped: the host's queue is full")
 
-    def _on_frame(
-        self, group: asyncio.TaskGroup, frame: memoryview, blobs: list[memoryview]
-    ) -> None:
+    def _on_frame(self, group: asyncio.TaskGroup, parts: list[zmq.Frame]) -> None:
+        """One message from the host: the envelope frame, then any blob frames."""
+        blobs = [part.buffer for part in parts[1:]] if len(parts) > 1 else []
         try:
-            envelopes = wire.decode_many(frame, blobs)
+            envelopes = wire.decode_many(parts[0].buffer, blobs)
         except ProtocolError as exc:
             log.warning("dropped a frame from the host: %s", exc)
             return
         for envelope in envelopes:
-            self._on_envelope(group, envelope)
+            if envelope["kind"] == "request":  # most messages: straight to serving them
+                self._start(group, envelope)
+            else:
+                self._on_envelope(group, envelope)
 
     def _on_envelope(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
         kind = envelope["kind"]

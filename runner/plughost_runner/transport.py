@@ -59,7 +59,7 @@ class Transport:
         self.guarded: Callable[[], bool] = _never
         """Whether a send from the loop must take :attr:`lock` (a plugin step is running)."""
 
-    async def serve(self, on_message: Callable[[memoryview, list[memoryview]], None]) -> None:
+    async def serve(self, on_message: Callable[[list[zmq.Frame]], None]) -> None:
         """Hand every message from the host (envelope frame, blob frames) to ``on_message``.
 
         Raises:
@@ -67,9 +67,7 @@ class Transport:
             Exception: whatever ``on_message`` raised.
         """
         self._loop = asyncio.get_running_loop()
-        await self._pump.run(
-            lambda parts: on_message(parts[0].buffer, [part.buffer for part in parts[1:]])
-        )
+        await self._pump.run(on_message)
 
     def try_post(self, parts: Sequence[bytes | memoryview]) -> bool:
         """Post a one-frame message from the loop with no wait; False when that cannot be.

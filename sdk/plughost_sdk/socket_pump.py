@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import zmq
 from zmq.backend import Socket as _CompiledSocket
@@ -82,6 +83,8 @@ _POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
 _NOBLOCK, _SNDMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE)
 _send_copy = _CompiledSocket.send
 """pyzmq's compiled send, without the Python wrapper in front of it (copies the part)."""
+_get = cast("Callable[[zmq.Socket[bytes], int], int]", _CompiledSocket.get)
+"""pyzmq's compiled getsockopt: a plain int, where the wrapper makes EVENTS an enum."""
 _COPY_BELOW = 64 * 1024
 """Parts shorter than this are copied into the message (pyzmq's own copy threshold)."""
 
@@ -160,7 +163,7 @@ class SocketPump:
                 return
             # Asking EVENTS costs less than a failed NOBLOCK recv (pyzmq builds an
             # exception for zmq.Again), so the drain stops on it, not on the exception.
-            events = int(sock.getsockopt(_EVENTS))
+            events = _get(sock, _EVENTS)
             handled = 0
             while events & _POLLIN:
                 if handled == _BATCH:
@@ -170,7 +173,7 @@ class SocketPump:
                 if parts is not None:
                     on_message(parts)
                 handled += 1
-                events = int(sock.getsockopt(_EVENTS))
+                events = _get(sock, _EVENTS)
             if self._writers and events & _POLLOUT:
                 writers, self._writers = self._writers, []
                 for writer in writers:
@@ -186,7 +189,7 @@ class SocketPump:
         except zmq.Again:  # woken for something else (room to send): the full look
             return False
         self._schedule_events()  # queued before the handover, so that it runs after
-        parts = self._rest_of(first)
+        parts = self._rest_of(first) if first.more else [first]
         if parts is not None:
             on_message(parts)
         return True
@@ -244,7 +247,7 @@ class SocketPump:
         for index in range(1, last + 1):
             sock.send(parts[index], _NOBLOCK | (_SNDMORE if index < last else 0), copy=False)
         # The send may have swallowed the descriptor's wakeup for a new message: look again.
-        if not self._check_scheduled and int(sock.getsockopt(_EVENTS)) & _POLLIN:
+        if not self._check_scheduled and _get(sock, _EVENTS) & _POLLIN:
             self._schedule_events()
 
     def post(self, parts: Sequence[bytes | memoryview]) -> None:
@@ -345,7 +348,7 @@ class SocketPump:
             _send_copy(sock, body, _NOBLOCK)
         else:
             sock.send(body, _NOBLOCK, copy=False)
-        if not self._check_scheduled and int(sock.getsockopt(_EVENTS)) & _POLLIN:
+        if not self._check_scheduled and _get(sock, _EVENTS) & _POLLIN:
             self._schedule_events()
 
     def _report(self, exc: zmq.ZMQError) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import hashlib
 import hmac
 import logging
@@ -101,7 +102,8 @@ class RunnerChannel:
             zmq.ZMQError: the socket failed.
         """
         async with asyncio.TaskGroup() as group:
-            await self._pump.run(lambda parts: self._on_message(group, parts))
+            # A partial, not a lambda: one Python frame less on every message.
+            await self._pump.run(functools.partial(self._on_message, group))
 
     @property
     def rejected_frames(self) -> int:
@@ -109,28 +111,29 @@ class RunnerChannel:
         return self._rejected + self._pump.oversized
 
     def _on_message(self, group: asyncio.TaskGroup, parts: list[zmq.Frame]) -> None:
+        # One function for what every reply goes through: each call costs a wakeup's
+        # worth of cold caches, so the common path is kept short.
         identity = parts[0].bytes
         if len(parts) < 2:
             self._reject(identity, "expected an envelope after the identity, got nothing")
             return
-        blobs = [part.buffer for part in parts[2:]]
-        size = sum(len(blob) for blob in blobs)
-        if size > self._max_message_bytes:
-            self._reject(identity, f"{size} bytes of blob frames, over the message limit")
-            return
-        self._dispatch(group, identity, parts[1].buffer, blobs)
-
-    def _dispatch(
-        self,
-        group: asyncio.TaskGroup,
-        identity: bytes,
-        frame: memoryview,
-        blobs: list[memoryview],
-    ) -> None:
+        blobs = [part.buffer for part in parts[2:]] if len(parts) > 2 else []
+        if blobs:
+            size = sum(len(blob) for blob in blobs)
+            if size > self._max_message_bytes:
+                self._reject(identity, f"{size} bytes of blob frames, over the message limit")
+                return
         try:
-            envelopes = wire.decode_many(frame, blobs)
+            envelopes = wire.decode_many(parts[1].buffer, blobs)
         except ProtocolError as exc:
             self._reject(identity, str(exc))
+            return
+        if identity == self._peer:
+            for envelope in envelopes:
+                if envelope["kind"] == "response":
+                    self._resolve(envelope)
+                else:
+                    self._dispatch_one(group, identity, envelope)
             return
         for envelope in envelopes:
             if identity != self._peer and envelope is not envelopes[0]:
