@@ -30,7 +30,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -125,7 +125,9 @@ class Invoker:
         """
         name = handler.declaration.name
         try:
-            value = await self.call(plugin_id, handler, arguments, timeout, name=name)
+            # What call() does, without its coroutine in between: a tool call is the hot path.
+            with _CallScope(plugin_id, timeout):
+                value = await self._started(plugin_id, handler, arguments, timeout, name)
         except TimeoutError:
             raise
         except Exception as exc:
@@ -162,20 +164,19 @@ class Invoker:
             TimeoutError: the call passed its deadline.
             Exception: whatever the plugin's code raised.
         """
+        with _CallScope(plugin_id, timeout):
+            return await self._started(plugin_id, target, arguments, timeout, name)
+
+    def _started(
+        self, plugin_id: str, target: Callee, arguments: dict[str, Any], timeout: float, name: str
+    ) -> Awaitable[Any]:
+        """Start ``target``: its coroutine, stepped and timed, or its run in a worker thread."""
         kwargs = _filter_kwargs(target, arguments)
-        loop = asyncio.get_running_loop()
-        plugin_token = current_plugin.set(plugin_id)
-        deadline_token = call_deadline.set(loop.time() + timeout)
-        try:
-            with _Deadline(loop, loop.time() + timeout):
-                if target.is_async:
-                    label = name or getattr(target.function, "__qualname__", "handler")
-                    step = Step(plugin_id, label, 0.0, time.monotonic() + timeout)
-                    return await _TimedSteps(target.function(**kwargs), self, step)
-                return await self._run_sync(target, kwargs, timeout)
-        finally:
-            call_deadline.reset(deadline_token)
-            current_plugin.reset(plugin_token)
+        if target.is_async:
+            label = name or getattr(target.function, "__qualname__", "handler")
+            step = Step(plugin_id, label, 0.0, time.monotonic() + timeout)
+            return _TimedSteps(target.function(**kwargs), self, step)
+        return self._run_sync(target, kwargs, timeout)
 
     async def _run_sync(self, target: Callee, kwargs: dict[str, Any], timeout: float) -> Any:
         self._next += 1
@@ -193,24 +194,30 @@ class Invoker:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class _Deadline:
-    """``asyncio.timeout`` for one plugin call, at a fraction of its cost on every call.
+class _CallScope:
+    """One plugin call's context and deadline, around awaiting it.
 
-    At ``when`` the current task is cancelled; the cancellation leaves the block as
-    ``TimeoutError`` unless someone else cancelled the task too (then it stays a
-    cancellation), exactly as ``asyncio.timeout`` does it.
+    Inside, :data:`current_plugin` and :data:`call_deadline` name the call (its
+    capability calls inherit them), and at the deadline the current task is
+    cancelled: the cancellation leaves the block as ``TimeoutError`` unless
+    someone else cancelled the task too (then it stays a cancellation), exactly
+    as ``asyncio.timeout`` does it, at a fraction of its cost on every call.
     """
 
-    __slots__ = ("_cancelling", "_expired", "_handle", "_task")
+    __slots__ = ("_cancelling", "_deadline_token", "_expired", "_handle", "_plugin_token", "_task")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+    def __init__(self, plugin_id: str, timeout: float) -> None:
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("a plugin call's deadline needs a task")
+        loop = task.get_loop()
+        when = loop.time() + timeout
         self._task = task
         self._cancelling = task.cancelling()
         self._expired = False
         self._handle = loop.call_at(when, self._expire)
+        self._plugin_token = current_plugin.set(plugin_id)
+        self._deadline_token = call_deadline.set(when)
 
     def _expire(self) -> None:
         self._expired = True
@@ -223,6 +230,8 @@ class _Deadline:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, _: Any
     ) -> None:
         self._handle.cancel()
+        call_deadline.reset(self._deadline_token)
+        current_plugin.reset(self._plugin_token)
         if not self._expired:
             return
         if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
