@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypedDict, get_args
+from typing import Any, Final, Literal, TypedDict, cast, get_args
 
 import msgpack
 
@@ -493,6 +493,13 @@ def _item_to_wire(item: ContentItem) -> dict[str, Any]:
     return data
 
 
+_validate_result = cast(
+    "Callable[[Any], ToolExecutionResult]",
+    ToolExecutionResult.__pydantic_validator__.validate_python,
+)
+"""``ToolExecutionResult.model_validate`` without its Python wrapper: every call's result."""
+
+
 def result_from_wire(data: Any) -> ToolExecutionResult:
     """Rebuild a result sent by a runner.
 
@@ -504,7 +511,7 @@ def result_from_wire(data: Any) -> ToolExecutionResult:
     try:
         raw_items = data.get("content_items")
         if type(raw_items) is list and not raw_items:  # most results: no copy of the map
-            return ToolExecutionResult.model_validate(data)
+            return _validate_result(data)
         items = [ContentItem.model_validate(item) for item in raw_items or ()]
         return ToolExecutionResult.model_validate({**data, "content_items": items})
     except ValueError as exc:

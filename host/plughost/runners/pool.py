@@ -156,7 +156,7 @@ class RunnerPool(Generic[M]):
         """
         tried: list[M] = []
         while True:
-            member = self._pick_untried(tried)
+            member = self._pick_untried(tried) if tried else self.pick()
             if member is None:
                 return ToolExecutionResult.failure(tool, *self._none_left(plugin_id))
             result = await member.invoke(plugin_id, tool, arguments, timeout)

@@ -361,9 +361,10 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         (within its deadline) instead of failing at once.
         """
         timeout, capped = self._budget(timeout)
-        refusal = self._refusal(plugin_id)
-        if refusal is not None:
-            return ToolExecutionResult.failure(tool, refusal[1], refusal[0])
+        if self.state is not RunnerState.READY:  # a ready runner refuses nothing
+            refusal = self._refusal(plugin_id)
+            if refusal is not None:
+                return ToolExecutionResult.failure(tool, refusal[1], refusal[0])
         body = {"tool": tool, "arguments": arguments}
         try:
             reply = await self._request("tool.invoke", body, plugin_id, timeout)

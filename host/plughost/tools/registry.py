@@ -415,35 +415,25 @@ class ToolRegistry:
             message = f"the host is shutting down; tool {name} was not run, retry elsewhere"
             return ToolExecutionResult.failure(name, message, "shutting_down")
         self._inflight += 1
+        started = time.perf_counter()
+        routed: list[ToolSpec] = []
         try:
-            return await self._invoke(invocation, context, trusted, listed_all)
+            if tracing():
+                with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
+                    result = await self._route(invocation, context, routed, trusted, listed_all)
+                    if span is not None:
+                        _describe_span(span, routed[0] if routed else None, result)
+            else:
+                result = await self._route(invocation, context, routed, trusted, listed_all)
+            if result.tool_name != name:
+                result = result.model_copy(update={"tool_name": name})
+            if self._observers:
+                self._observe(routed[0] if routed else None, result, time.perf_counter() - started)
+            return result
         finally:
             self._inflight -= 1
             if self._inflight == 0 and self._idle is not None:
                 self._idle.set()
-
-    async def _invoke(
-        self,
-        invocation: ToolInvocation,
-        context: ToolExecutionContext | None,
-        trusted: bool,
-        listed_all: bool,
-    ) -> ToolExecutionResult:
-        name = invocation.tool_name
-        started = time.perf_counter()
-        routed: list[ToolSpec] = []
-        if tracing():
-            with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
-                result = await self._route(invocation, context, routed, trusted, listed_all)
-                if span is not None:
-                    _describe_span(span, routed[0] if routed else None, result)
-        else:
-            result = await self._route(invocation, context, routed, trusted, listed_all)
-        if result.tool_name != name:
-            result = result.model_copy(update={"tool_name": name})
-        if self._observers:
-            self._observe(routed[0] if routed else None, result, time.perf_counter() - started)
-        return result
 
     def begin_shutdown(self) -> None:
         """Answer every new call with ``shutting_down`` from now on (nested calls excepted)."""
