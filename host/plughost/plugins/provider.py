@@ -9,7 +9,7 @@ prompts (:mod:`plughost.plugins.content`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Literal
 
 from plughost.plugins.components import ComponentRegistry, ToolComponent, ToolInvoker
@@ -128,12 +128,22 @@ class PluginToolProvider:
         """Nothing to release: the host owns the runners."""
 
 
-async def _call_runner(
+def _call_runner(
+    owner: ToolInvoker, component: ToolComponent, kwargs: dict[str, Any], timeout: float
+) -> Awaitable[ToolExecutionResult]:
+    """One round trip to the runner, as a ``plughost.runner_call`` span when tracing.
+
+    Untraced, the owner's own coroutine is returned: no frame of this module's
+    stays between the call and its runner.
+    """
+    if not tracing():
+        return owner.invoke(component.plugin_id, component.name, kwargs, timeout)
+    return _traced_call(owner, component, kwargs, timeout)
+
+
+async def _traced_call(
     owner: ToolInvoker, component: ToolComponent, kwargs: dict[str, Any], timeout: float
 ) -> ToolExecutionResult:
-    """One round trip to the runner, as a ``plughost.runner_call`` span when tracing."""
-    if not tracing():
-        return await owner.invoke(component.plugin_id, component.name, kwargs, timeout)
     attributes = {
         "plughost.plugin_id": component.plugin_id,
         "plughost.runner_id": str(getattr(owner, "runner_id", "")),
