@@ -114,7 +114,9 @@ def report(reps: list[Rep], args: argparse.Namespace, command: str) -> str:
         f"and its throughput phase ({args.windows} alternating windows of {args.seconds:g} s "
         "per contender and level), and gives both ratios against the raw peers measured in it. "
         "A run of scripts/bench_runner.py (the section above) is one draw from this spread: "
-        "on this kind of machine the raw round trip itself moves by a third between minutes.",
+        "on this kind of machine the raw round trip itself moves by a third between minutes. "
+        "The load average above counts this script's own throughput windows, which keep both "
+        "cores busy.",
         "",
         "| rep | plughost p50 | raw p50 | per call | plughost calls/s, 256 in flight "
         "| raw calls/s | 256 in flight |",
