@@ -105,7 +105,7 @@ def report(reps: list[Rep], args: argparse.Namespace, command: str) -> str:
         "",
         f"Command: `{command}`",
         "",
-        f"_{benchlib.machine_line()}_",
+        benchlib.machine_line(),
         "",
         benchlib.load_line(),
         "",

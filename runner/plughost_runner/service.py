@@ -161,11 +161,9 @@ class RunnerService(ServiceLifecycle, PluginRequests):
                 self._on_envelope(group, envelope)
 
     def _on_envelope(self, group: asyncio.TaskGroup, envelope: wire.Envelope) -> None:
-        kind = envelope["kind"]
-        if kind == "response":
+        """A response or an event from the host (requests go to :meth:`_start` directly)."""
+        if envelope["kind"] == "response":
             self._resolve(envelope)
-        elif kind == "request":
-            self._start(group, envelope)
         elif envelope["method"] == "call.cancel":
             task = self._tasks.get(int((envelope["body"] or {}).get("id", 0)))
             if task is not None:

@@ -75,7 +75,12 @@ def normalize_result(tool_name: str, value: Any) -> ToolExecutionResult:
     try:
         return ToolExecutionResult(**normalized_fields(tool_name, value))
     except ValidationError as exc:  # not expected: the fields are built to the model's types
-        message = f"tool returned a value that could not be read ({exc.error_count()} errors)"
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        message = (
+            f"tool returned a value that could not be read ({where}: {first['msg']}); return "
+            "a dict, a str, a list, or a (bool, str) tuple instead"
+        )
         return ToolExecutionResult.failure(tool_name, message, "invalid_result")
 
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from plughost_sdk import ContentItem, ToolError, ToolExecutionResult, wire
+from plughost_sdk import ContentItem, ToolError, ToolExecutionResult, results, wire
 from plughost_sdk.results import normalize_exception, normalize_result, normalized_fields
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n" + bytes(range(10))
@@ -629,3 +629,16 @@ def _packed(data: Any) -> bytes | str:
         return bytes(msgpack.packb(data))
     except (OverflowError, TypeError, ValueError) as exc:
         return type(exc).__name__
+
+
+def test_fields_the_model_refuses_fail_naming_the_field_and_what_to_return(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Not reachable through the shapes above; the promise "never raises" holds anyway.
+    monkeypatch.setattr(results, "normalized_fields", lambda name, value: {"content": [1]})
+
+    result = normalize_result("prop", "x")
+
+    assert not result.success and result.error_code == "invalid_result"
+    assert "content" in result.error_message
+    assert "return a dict, a str" in result.error_message

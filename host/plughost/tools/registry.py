@@ -494,8 +494,8 @@ class ToolRegistry:
             route = view.routes.get(name)
             if route is None:
                 return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
-            routed.append(route.spec)
             spec = route.spec
+            routed.append(spec)
             if (
                 not trusted
                 and self.enforce_visibility
@@ -504,10 +504,10 @@ class ToolRegistry:
                 refusal = await self._refusal(spec, context, listed_all)
                 if refusal is not None:
                     return refusal
-            prepared = prepare_arguments(invocation.arguments, route.spec.parameters_schema)
+            prepared = prepare_arguments(invocation.arguments, spec.parameters_schema)
             if isinstance(prepared, ArgumentErrors):
                 return prepared.failure(name)
-            values = fill_defaults(prepared.values, route.spec.parameters_schema)
+            values = fill_defaults(prepared.values, spec.parameters_schema)
             call = invocation.in_context(context)
             if not prepared.unchanged or len(values) != len(call.arguments):  # cast or defaulted
                 call = call.model_copy(update={"arguments": values})
