@@ -44,6 +44,13 @@ class ResourceLimits(BaseModel):
     call_seconds: float | None = Field(
         None, gt=0, description="wall-clock deadline of any one call, seconds (caps timeout_ms)"
     )
+    disk_mb: int | None = Field(
+        512,
+        gt=0,
+        description="disk a plugin may fill: its data directory and what it writes into its "
+        "own folder together, MiB (no one file may be larger either); past it the runner is "
+        "stopped and the plugin reported, so a full disk never reaches the host",
+    )
     processes: int | None = Field(
         None,
         gt=4,
@@ -62,6 +69,7 @@ Protection = Literal[
     "user_namespace",
     "network_namespace",
     "pid_namespace",
+    "folder_overlay",
     "no_new_privs",
     "seccomp",
     "landlock",

@@ -74,7 +74,8 @@ async def test_a_plugin_cannot_read_the_host_users_other_files(
 
 
 @shared
-async def test_a_plugin_cannot_rewrite_its_own_manifest(attack: Attack) -> None:
+async def test_a_plugin_cannot_rewrite_the_manifest_the_host_reads(attack: Attack) -> None:
+    """Its folder is writable only as a copy-on-write view: the host's copy never changes."""
     require(attack.host, "landlock")
     manifest = attack.intruder / "_manifest.json"
     before = manifest.read_bytes()
@@ -82,7 +83,7 @@ async def test_a_plugin_cannot_rewrite_its_own_manifest(attack: Attack) -> None:
     grant_all = '{"capabilities": ["*"]}'
     verdict = await attack.attempt("intrude_write", path=str(manifest), text=grant_all)
 
-    assert not verdict["allowed"]
+    assert verdict["allowed"] == ("folder_overlay" in attack.host.sandbox.active)  # type: ignore[union-attr]
     assert manifest.read_bytes() == before
 
 

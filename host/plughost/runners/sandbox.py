@@ -8,8 +8,9 @@ child and answers with a :class:`SandboxSupport`. With the operator's
 ``host.sandbox``), and refuses to start when a required protection is
 missing. For each runner :func:`runner_policy` then writes the policy the
 runner applies to itself before any plugin code runs (``--sandbox``): its
-plugin folders read-only, its plugins' data and temp directories writable,
-and no network unless a manifest asks for it.
+plugin folders writable only through a copy-on-write view whose changes the
+host keeps apart (:func:`folder_views`), its plugins' data and temp
+directories writable, and no network unless a manifest asks for it.
 
 What does not live here: the probe, which a one-shot command starts before
 the settings are imported; applying the policy (the runner's
@@ -35,6 +36,7 @@ __all__ = [
     "RunnerSandbox",
     "SandboxReport",
     "SandboxSupport",
+    "folder_views",
     "probe_support",
     "runner_policy",
     "sandbox_report",
@@ -42,6 +44,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+FOLDER_VIEWS = ".folders"  # under the data root: what plugins wrote into their own folders
 PROTECTIONS: tuple[Protection, ...] = get_args(Protection)  # in the order they are applied
 
 
@@ -72,6 +75,7 @@ class RunnerSandbox:
     policy: str
     active: tuple[str, ...]
     tmpdir: str
+    disk: tuple[str, ...] = ()  # what its plugins write to: counted against limits.disk_mb
 
 
 def sandbox_report(settings: SandboxSettings, support: SandboxSupport) -> SandboxReport:
@@ -114,6 +118,8 @@ def runner_policy(
     *,
     processes: int | None = None,
     cgroups: Sequence[str] = (),
+    runner_id: str = "runner",
+    disk_mb: int | None = None,
 ) -> RunnerSandbox | None:
     """The policy for a runner serving ``sources``; None when the sandbox is off.
 
@@ -127,12 +133,16 @@ def runner_policy(
     if not sandbox.enabled or not sandbox.active:
         return None
     active = set(sandbox.active)
+    if "user_namespace" not in active:  # the view is a mount in the runner's own namespace
+        active.discard("folder_overlay")
     writable = []
     for root in (data_root, temp_root):
         for source in sources:
             folder = (root / source.plugin_id).resolve()
             folder.mkdir(parents=True, exist_ok=True)
             writable.append(str(folder))
+    overlays = folder_views(sources, data_root, runner_id) if "folder_overlay" in active else []
+    viewed = {overlay[0] for overlay in overlays}
     connect, bind = _network(sources, endpoint, active)
     policy = {
         "user_namespace": "user_namespace" in active,
@@ -141,18 +151,42 @@ def runner_policy(
         "no_new_privs": "no_new_privs" in active,
         "seccomp": "seccomp" in active and "no_new_privs" in active,
         "landlock": "landlock" in active and "no_new_privs" in active,
-        "read": [str(s.path) for s in sources] + [str(p.resolve()) for p in settings.read_paths],
-        "write": writable + [str(p.resolve()) for p in settings.write_paths],
+        "read": [str(s.path) for s in sources if str(s.path) not in viewed]
+        + [str(p.resolve()) for p in settings.read_paths],
+        "write": writable + sorted(viewed) + [str(p.resolve()) for p in settings.write_paths],
         "connect_ports": connect,
         "bind_ports": bind,
         "processes": processes,
         "cgroups": list(cgroups),
+        "overlays": overlays,
+        "file_size": disk_mb * 2**20 if disk_mb is not None else None,
     }
     if not policy["landlock"]:
         active -= {"landlock_network", "landlock_scopes"}
     names = tuple(p for p in PROTECTIONS if p in active and policy.get(p, True))
     tmpdir = writable[len(sources)]  # the first plugin's temp directory
-    return RunnerSandbox(json.dumps(policy, separators=(",", ":")), names, tmpdir)
+    disk = (*writable, *(upper for _, upper, _ in overlays))
+    return RunnerSandbox(json.dumps(policy, separators=(",", ":")), names, tmpdir, disk)
+
+
+def folder_views(
+    sources: Sequence[PluginSource], data_root: Path, runner_id: str
+) -> list[list[str]]:
+    """``[folder, upper, work]`` for each plugin: its folder writable copy-on-write.
+
+    What a plugin writes into its own folder lands in ``<data_dir>/.folders/<id>/upper``,
+    beside (not inside) its data directory: out of its neighbours' reach, out of the
+    folder the host reads and watches (so no write of its own reloads it), and kept
+    across restarts and reloads. Each runner has its own overlayfs work directory.
+    """
+    views = []
+    for source in sources:
+        base = (data_root / FOLDER_VIEWS / source.plugin_id).resolve()
+        upper, work = base / "upper", base / f"work-{runner_id}"
+        upper.mkdir(parents=True, exist_ok=True)
+        work.mkdir(exist_ok=True)
+        views.append([str(source.path), str(upper), str(work)])
+    return views
 
 
 def _network(

@@ -42,6 +42,7 @@ from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
+from plughost.runners.disk import DiskMeter
 from plughost.runners.fork_server import ForkedProcess, ForkServer
 from plughost.runners.memory import CgroupMeter, open_meter
 from plughost.runners.output import RunnerOutput
@@ -279,9 +280,14 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
                 endpoint,
                 processes=cap,
                 cgroups=[c.procs for c in (self._pids, memory) if c is not None],
+                runner_id=self.runner_id,
+                disk_mb=self.limits.disk_mb,
             )
+        self._watchdog.disk = None
         if confined is not None:
             env["TMPDIR"] = confined.tmpdir
+            if self.limits.disk_mb is not None:
+                self._watchdog.disk = DiskMeter(confined.disk, self.limits.disk_mb * 2**20)
         self.protections = confined.active if confined is not None else ()
         policy = confined.policy if confined is not None else ""
         command = runner_command(endpoint, self.runner_id, nice=nice, sandbox=policy)

@@ -1,10 +1,11 @@
-"""Why a runner must be killed: no ready in time, no heartbeat, a stuck call, too much memory.
+"""Why a runner must be killed: no ready in time, no heartbeat, a stuck call, memory, disk.
 
 The supervisor feeds the :class:`Watchdog` the runner's heartbeats and asks it,
 once per heartbeat interval, whether the runner is still fit to serve. The
 watchdog measures its own lateness: a host whose loop was stalled never blames
-its runners for beats it could not read. Memory is measured by the host
-(:mod:`plughost.runners.memory`), never taken from the runner's word.
+its runners for beats it could not read. Memory and disk are measured by the
+host (:mod:`plughost.runners.memory`, :mod:`plughost.runners.disk`), never
+taken from the runner's word.
 
 A beat may say that an async handler is blocking the runner's event loop
 (:mod:`plughost.runners.blocking`): the watchdog then lets the call run to its
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plughost.runners.blocking import BlockedLoop
+from plughost.runners.disk import DiskMeter
 from plughost.runners.memory import MemoryMeter
 from plughost.settings import ResourceLimits, RunnerSettings
 
@@ -43,6 +45,7 @@ class Watchdog:
         self._limits = limits
         self._ready = ready
         self.memory = memory
+        self.disk: DiskMeter | None = None  # limits.disk_mb, for a sandboxed runner
         self._last_beat = 0.0
         self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
@@ -91,6 +94,8 @@ class Watchdog:
                 self._last_beat = now
             expected = now + interval
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
+            if not reason and self.disk is not None:  # a scan may touch many files: not here
+                reason = await asyncio.to_thread(self.disk.over_limit, now)
             if reason:
                 return reason
 

@@ -10,10 +10,14 @@ package only carries it out, in this order:
    network, plus a pid namespace (the runner under a minimal init, see
    :mod:`.pidns`) unless the operator turned it off; inside them
    ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` covered by empty private
-   mounts (no other program's Unix socket in reach), and ``RLIMIT_NPROC``;
+   mounts (no other program's Unix socket in reach), each plugin folder
+   covered by a copy-on-write view of itself whose writes land in the
+   plugin's own data area (:func:`.namespaces.overlay_folder`), and
+   ``RLIMIT_NPROC``; then ``RLIMIT_FSIZE`` (no file past the disk quota);
 2. every capability dropped, ``no_new_privs`` set;
-3. Landlock: the plugin folders read-only, the plugins' data and temp
-   directories writable, the interpreter and system libraries read-only,
+3. Landlock: the plugin folders read-only (writable through a copy-on-write
+   view), the plugins' data and temp directories writable, the interpreter
+   and system libraries read-only,
    nothing else (not the host's runtime directory, not other plugins, not the
    host's working directory); TCP ports only as the manifests ask; no signals
    to, and no ``/proc/<pid>/environ`` or ``mem`` of, any process outside;
@@ -82,6 +86,9 @@ class SandboxPolicy:
     bind_ports: list[int] | None = None
     processes: int | None = None  # RLIMIT_NPROC inside the user namespace (not for root)
     cgroups: list[str] = field(default_factory=list)  # cgroup.procs files to join first
+    # [folder, upper, work]: a plugin folder made writable copy-on-write (namespaces.overlay_folder)
+    overlays: list[list[str]] = field(default_factory=list)
+    file_size: int | None = None  # RLIMIT_FSIZE, bytes: no one file past the disk quota
 
     @classmethod
     def from_json(cls, text: str) -> SandboxPolicy:
@@ -131,7 +138,14 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
                 pidns.split()  # returns in the runner, pid 2 under a minimal init
                 inside = True
                 namespaces.mount_proc()
-            namespaces.hide_shared_directories([*read, *write, *filter(None, [socket_path])])
+            # upper and work must stay on one mount: keep their common parent
+            layers = [os.path.dirname(upper) for _, upper, _ in policy.overlays]
+            sockets = [socket_path] if socket_path else []
+            namespaces.hide_shared_directories([*read, *write, *layers, *sockets])
+            for folder, upper, work in policy.overlays:
+                namespaces.overlay_folder(folder, upper, work)
+        if policy.file_size is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (policy.file_size, policy.file_size))
         if policy.no_new_privs:
             namespaces.drop_capabilities()
             set_no_new_privs()

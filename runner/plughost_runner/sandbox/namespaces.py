@@ -25,6 +25,8 @@ __all__ = [
     "enter",
     "hide_shared_directories",
     "mount_proc",
+    "overlay_folder",
+    "unmount",
 ]
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
@@ -109,6 +111,33 @@ def hide_shared_directories(keep: Iterable[str]) -> list[str]:
         for _, fd in kept:
             os.close(fd)
     return covered
+
+
+def overlay_folder(folder: str, upper: str, work: str) -> None:
+    """Mount a copy-on-write view of ``folder`` over itself, its changes kept in ``upper``.
+
+    The plugin then writes its own folder as MaiBot lets it (a ``data/``
+    directory made in ``on_load``, a config template copied in), while the
+    folder the host reads manifests and code from, and watches for edits,
+    never changes: every write lands in ``upper``, which the host keeps with
+    the plugin's data, so it survives restarts and reloads. ``work`` is
+    overlayfs's scratch directory, on the same filesystem as ``upper``, and
+    belongs to this mount alone. Must run in a mount namespace of this process's own.
+
+    Raises:
+        NamespaceError: the kernel refused the mount (no overlayfs in user namespaces).
+    """
+    for path in (folder, upper, work):
+        if any(c in path for c in ",:\\"):  # overlayfs's option separators
+            raise NamespaceError(0, f"overlay: {path!r} has ',', ':' or '\\' in it")
+    options = f"lowerdir={folder},upperdir={upper},workdir={work}".encode()
+    flags = _MS_NOSUID | _MS_NODEV
+    _check(_libc.mount(b"overlay", folder.encode(), b"overlay", flags, options), "overlay")
+
+
+def unmount(path: str) -> None:
+    """Detach whatever is mounted at ``path`` (nothing happens if nothing is)."""
+    _libc.umount2(path.encode(), 2)  # MNT_DETACH
 
 
 def mount_proc() -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 
 from plughost_runner.sandbox import landlock, namespaces, seccomp, set_no_new_privs
@@ -31,6 +33,7 @@ def probe() -> dict[str, object]:
         ("user_namespace", _user_namespace),
         ("network_namespace", lambda: namespaces.enter(network=True, pid=False)),
         ("pid_namespace", _pid_namespace),
+        ("folder_overlay", _folder_overlay),
         ("no_new_privs", set_no_new_privs),
         ("seccomp", lambda: _confined(seccomp.install)),
         ("landlock", lambda: _confined(lambda: landlock.restrict([], []))),
@@ -53,6 +56,26 @@ def probe() -> dict[str, object]:
 def _user_namespace() -> None:
     namespaces.enter(network=False, pid=False)
     namespaces.hide_shared_directories([])
+
+
+def _folder_overlay() -> None:
+    base = tempfile.mkdtemp(prefix="plughost-probe-")
+    folder, upper, work = (os.path.join(base, name) for name in ("folder", "upper", "work"))
+    for path in (folder, upper, work):
+        os.mkdir(path)
+    try:
+        namespaces.enter(network=False, pid=False)
+        namespaces.overlay_folder(folder, upper, work)
+        with open(os.path.join(folder, "written"), "w", encoding="utf-8"):
+            pass
+        if not os.path.exists(os.path.join(upper, "written")):
+            raise OSError("a write to the overlay did not reach its upper directory")
+    finally:
+        namespaces.unmount(folder)
+        for directory, subdirectories, _ in os.walk(base):
+            for name in subdirectories:  # overlayfs leaves work/work with mode 000
+                os.chmod(os.path.join(directory, name), 0o700)
+        shutil.rmtree(base)
 
 
 def _confined(trial: Callable[[], object]) -> None:

@@ -67,9 +67,9 @@ def test_a_plugin_without_network_gets_a_network_namespace_and_no_tcp_ports(
 
     assert policy["network_namespace"] and "network_namespace" in active
     assert policy["connect_ports"] == [] and policy["bind_ports"] == []
-    assert policy["read"] == [str(plugin.path)]
+    assert policy["read"] == []  # its folder is written through a copy-on-write view
     data, temp = tmp_path / "data" / plugin.plugin_id, tmp_path / "temp" / plugin.plugin_id
-    assert policy["write"] == [str(data.resolve()), str(temp.resolve())]
+    assert policy["write"] == [str(data.resolve()), str(temp.resolve()), str(plugin.path)]
     assert data.is_dir() and temp.is_dir()  # made by the host: the runner could not
 
 
@@ -184,3 +184,30 @@ async def test_a_probe_that_cannot_run_offers_nothing_and_says_why_for_each_prot
     assert report.active == ()
     assert set(report.missing) == set(PROTECTIONS)
     assert all("the sandbox probe failed" in why for why in report.missing.values())
+
+
+def test_a_plugins_folder_is_viewed_copy_on_write_with_its_changes_kept_beside_its_data(
+    tmp_path: Path,
+) -> None:
+    plugin = source(tmp_path / "plugins" / "writer")
+
+    policy, active = policy_of(tmp_path, [plugin])
+
+    [(folder, upper, work)] = policy["overlays"]
+    views = (tmp_path / "data" / ".folders" / "tests.writer").resolve()
+    assert "folder_overlay" in active
+    assert folder == str(plugin.path)
+    assert Path(upper) == views / "upper" and Path(upper).is_dir()
+    assert Path(work).parent == views and Path(work).is_dir()
+    assert not Path(upper).is_relative_to(tmp_path / "data" / "tests.writer")
+
+
+def test_without_a_user_namespace_a_plugins_folder_stays_read_only(tmp_path: Path) -> None:
+    plugin = source(tmp_path / "plugins" / "writer")
+    report = sandbox_report(SandboxSettings(), NO_USERNS)
+
+    policy, active = policy_of(tmp_path, [plugin], report=report)
+
+    assert policy["overlays"] == [] and "folder_overlay" not in active
+    assert policy["read"] == [str(plugin.path)]
+    assert str(plugin.path) not in policy["write"]

@@ -1,0 +1,200 @@
+"""A plugin writes its own folder as MaiBot lets it, in real sandboxed runners, and nothing leaks.
+
+The fixture ``folder_keeper`` is written the way published MaiBot plugins
+are: ``create_plugin()`` copies a config template into the folder, ``on_load``
+makes ``data/`` beside ``plugin.py``, and its tools keep state there. Under
+the default sandbox it works, while the folder the host reads and watches
+stays exactly as published, and the disk it fills is counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from plughost.events import EventKind
+from plughost.host import PluginHost
+from plughost.runners.sandbox import FOLDER_VIEWS
+from plughost.settings import HostSettings, ResourceLimits
+from tests.conftest import TEST_PLUGINS, fast_settings
+from tests.integration.test_hot_reload import watch_is_live
+from tests.security.sandboxed import plant_plugins, require
+
+KEEPER = "community.folder-keeper"
+
+
+def _plant(root: Path) -> Path:
+    folder = root / "plugins" / "folder_keeper"
+    shutil.copytree(TEST_PLUGINS / "folder_keeper", folder)
+    return folder
+
+
+def _fingerprint(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _settings(root: Path, **limits: int | None) -> HostSettings:
+    settings = fast_settings(root)
+    settings.runner.limits = ResourceLimits.model_validate(limits)
+    return settings
+
+
+async def _text(host: PluginHost, tool: str, **arguments: object) -> str:
+    result = await host.invoke(tool, arguments)
+    assert result.success, result.error_message
+    return str(result.content)
+
+
+async def test_a_maibot_plugin_writes_its_folder_and_the_hosts_copy_never_changes(
+    tmp_path: Path,
+) -> None:
+    folder = _plant(tmp_path)
+    published = _fingerprint(folder)
+    settings = _settings(tmp_path)
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "landlock", "folder_overlay")
+
+        added = await _text(host, "favourite_add", item="月饼")
+        listed = await _text(host, "favourite_list")
+        config = await _text(host, "favourite_config")
+
+        assert "共 1 条" in added and listed == "月饼"
+        assert "limit = 50" in config  # create_plugin() copied its template in
+        assert _fingerprint(folder) == published, "the plugin changed the folder the host reads"
+        upper = settings.data_dir / FOLDER_VIEWS / KEEPER / "upper"
+        assert (upper / "data" / "favourites.json").read_text(encoding="utf-8") == '["月饼"]'
+        assert (upper / "config.toml").is_file()
+
+
+async def test_what_a_plugin_wrote_into_its_folder_survives_a_crash_and_a_reload(
+    tmp_path: Path,
+) -> None:
+    folder = _plant(tmp_path)
+    async with PluginHost([folder], settings=_settings(tmp_path)) as host:
+        require(host, "landlock", "folder_overlay")
+        await _text(host, "favourite_add", item="first")
+        runner = host.runner_for(KEEPER)
+        assert runner is not None and runner.pid is not None
+        before = runner.generation
+
+        os.kill(runner.pid, 9)
+        await host.events.wait_for(
+            lambda e: e.kind is EventKind.RUNNER_RESTARTED and e.runner_id == runner.runner_id,
+            timeout=20,
+        )
+        after_crash = await _text(host, "favourite_list")
+        assert runner.generation > before
+        assert await host.reload_plugin(KEEPER)
+        after_reload = await _text(host, "favourite_add", item="second")
+
+        assert after_crash == "first"
+        assert "共 2 条" in after_reload
+
+
+async def test_a_plugins_writes_to_its_folder_never_reload_it(tmp_path: Path) -> None:
+    """The host watches the published folder; the plugin's writes land elsewhere.
+
+    A neighbour is edited after the plugin's writes: its reload arrives, and
+    none for the writer, whose runner keeps its pid.
+    """
+    folder = _plant(tmp_path)
+    neighbour = plant_plugins(tmp_path / "n") / "echo"
+    folders = [folder.parent, neighbour.parent]  # watched as plugin roots
+    async with PluginHost(folders, settings=_settings(tmp_path)) as host:
+        require(host, "landlock", "folder_overlay")
+        reloads: list[str] = []
+        host.events.add_callback(
+            lambda e: reloads.append(e.plugin_id or "") if e.kind.startswith("reload.") else None
+        )
+        watcher = asyncio.create_task(host.watch(force_polling=True))
+        try:
+            await watch_is_live(host, neighbour.parent)
+            runner = host.runner_for(KEEPER)
+            assert runner is not None
+            pid = runner.pid
+            for index in range(5):
+                await _text(host, "favourite_add", item=f"item-{index}")
+            (neighbour / "plugin.py").write_text((neighbour / "plugin.py").read_text() + "\n")
+            await host.events.wait_for(
+                lambda e: e.kind is EventKind.RELOAD_SUCCEEDED and e.plugin_id == "tests.echo",
+                timeout=30,
+            )
+        finally:
+            watcher.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await watcher
+
+        assert KEEPER not in reloads
+        assert runner.pid == pid
+
+
+async def test_a_neighbour_sees_nothing_a_plugin_wrote_into_its_folder(tmp_path: Path) -> None:
+    folder = _plant(tmp_path)
+    plugins = plant_plugins(tmp_path / "n")
+    settings = _settings(tmp_path)
+    async with PluginHost([folder, plugins / "hostile_intruder"], settings=settings) as host:
+        require(host, "landlock", "folder_overlay")
+        await _text(host, "favourite_add", item="private")
+
+        through_folder = await host.invoke(
+            "intrude_read", {"path": str(folder / "data" / "favourites.json")}
+        )
+        upper = settings.data_dir / FOLDER_VIEWS / KEEPER / "upper" / "data" / "favourites.json"
+        through_upper = await host.invoke("intrude_read", {"path": str(upper)})
+
+        for verdict in (through_folder, through_upper):
+            assert isinstance(verdict.structured_content, dict)
+            assert not verdict.structured_content["allowed"]
+            assert "private" not in str(verdict.structured_content["detail"])
+
+
+async def test_a_file_larger_than_the_disk_quota_is_refused(tmp_path: Path) -> None:
+    folder = _plant(tmp_path)
+    async with PluginHost([folder], settings=_settings(tmp_path, disk_mb=2)) as host:
+        require(host, "landlock", "folder_overlay")
+
+        refused = await _text(host, "favourite_fill", name="big.bin", megabytes=3)
+        fits = await _text(host, "favourite_fill", name="small.bin", megabytes=1)
+
+        assert refused == "refused: File too large"
+        assert fits == "written"
+
+
+async def test_a_plugin_that_fills_its_quota_with_many_files_is_stopped_and_reported(
+    tmp_path: Path,
+) -> None:
+    folder = _plant(tmp_path)
+    settings = _settings(tmp_path, disk_mb=3)
+    settings.runner.max_restarts = 0
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "landlock", "folder_overlay")
+
+        for index in range(4):
+            assert await _text(host, "favourite_fill", name=f"{index}.bin", megabytes=1)
+        failed = await host.events.wait_for(
+            lambda e: e.kind is EventKind.PLUGIN_FAILED and e.plugin_id == KEEPER, timeout=30
+        )
+
+        assert "disk quota exceeded" in failed.message
+        assert "disk_mb" in failed.message
+
+
+async def test_without_a_disk_quota_nothing_is_counted(tmp_path: Path) -> None:
+    folder = _plant(tmp_path)
+    async with PluginHost([folder], settings=_settings(tmp_path, disk_mb=None)) as host:
+        require(host, "landlock", "folder_overlay")
+        runner = host.runner_for(KEEPER)
+
+        written = await _text(host, "favourite_fill", name="a.bin", megabytes=3)
+
+        assert written == "written"
+        assert runner is not None and runner._watchdog.disk is None
