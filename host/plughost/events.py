@@ -44,6 +44,7 @@ class EventKind(StrEnum):
     RELOAD_ROLLED_BACK = "reload.rolled_back"
     CONFIG_UPDATED = "config.updated"
     CONFIG_REJECTED = "config.rejected"
+    NETWORK_DENIED = "network.denied"
     # Monitor events: an embedding bot's own turn, published through plughost.monitor.
     SESSION_START = "session.start"
     MESSAGE_INGESTED = "message.ingested"
@@ -176,6 +177,7 @@ PROBLEM_KINDS = frozenset(
         EventKind.RELOAD_FAILED,
         EventKind.RELOAD_ROLLED_BACK,
         EventKind.CONFIG_REJECTED,
+        EventKind.NETWORK_DENIED,
     }
 )
 """The kinds that mean something went wrong (logged and shown as warnings)."""

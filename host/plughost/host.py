@@ -276,7 +276,19 @@ class PluginHost:
             curve=self._curve,
             fork_server=self._fork_server,
             sandbox=self.sandbox,
+            network_grants=self._network_for(sources),
         )
+
+    def _network_for(self, sources: list[PluginSource]) -> list[str]:
+        """What the operator lets these plugins reach (docs/operators.md, "Network grants")."""
+        grants: list[str] = []
+        for source in sources:
+            named = self.settings.network_grants.get(source.plugin_id)
+            if named is not None:
+                grants += named
+            elif source.manifest.targets_maibot:
+                grants += self.settings.runner.sandbox.maibot_network
+        return list(dict.fromkeys(grants))
 
     def _limits_for(self, sources: list[PluginSource]) -> ResourceLimits:
         """The global runner limits, with a plugin's own overrides when it runs alone."""

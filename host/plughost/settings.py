@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from plughost.destinations import parse_destination
 from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = [
@@ -105,6 +106,43 @@ class SandboxSettings(BaseModel):
     write_paths: list[Path] = Field(
         default_factory=list, description="extra paths every runner may write"
     )
+    maibot_network: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="network grants of a plugin written for MaiBot that network_grants does "
+        "not name (MaiBot has no sandbox and its plugins assume the network): by default any "
+        "public host on ports 80 and 443, never the host's loopback or private addresses; [] "
+        "gives them none",
+    )
+    manifest_network: bool = Field(
+        True,
+        description="honour a plughost plugin's manifest 'network' field (TCP ports on the "
+        "host's network); false gives such plugins only what network_grants says",
+    )
+    hosts: dict[str, str] = Field(
+        default_factory=dict,
+        description="names the plugins' network resolves to fixed addresses, like /etc/hosts "
+        "lines (an intranet API, a test stub)",
+    )
+    learn: bool = Field(
+        False,
+        description="learn mode (plughost serve --learn): let plugins reach any host but the "
+        "host's own, and record each destination so the grants can be pasted",
+    )
+
+    @field_validator("maibot_network")
+    @classmethod
+    def _destinations(cls, value: list[str]) -> list[str]:
+        for grant in value:
+            parse_destination(grant)
+        return value
+
+    @field_validator("hosts")
+    @classmethod
+    def _addresses(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, address in value.items():
+            if parse_destination(address).address is None:
+                raise ValueError(f"hosts.{name}: {address!r} is not an IP address")
+        return value
 
 
 class RunnerSettings(BaseModel):
@@ -233,6 +271,13 @@ class HostSettings(BaseModel):
         description="tools each plugin may call through ctx.call_tool besides its own, by "
         "calling plugin id: patterns over tool names (see plughost.plugins.grants)",
     )
+    network_grants: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="hosts and ports each plugin may reach, by plugin id: 'api.example.com', "
+        "'api.example.com:8443', '*.example.org', '*', '203.0.113.7:5000', 'localhost:6379' "
+        "(see plughost.destinations); replaces runner.sandbox.maibot_network for the "
+        "plugins it names",
+    )
     api_grants: dict[str, list[str]] = Field(
         default_factory=dict,
         description="other plugins' public APIs each plugin may call through ctx.api.call, by "
@@ -267,3 +312,14 @@ class HostSettings(BaseModel):
     )
     web: WebSettings = Field(default_factory=WebSettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
+
+    @field_validator("network_grants")
+    @classmethod
+    def _network_grants(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for plugin_id, grants in value.items():
+            for grant in grants:
+                try:
+                    parse_destination(grant)
+                except ValueError as exc:
+                    raise ValueError(f"network_grants.{plugin_id}: {exc}") from None
+        return value

@@ -17,7 +17,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "host" / "plughost"
 
-LEAVES = frozenset({"settings", "events", "redaction", "monitor", "tracing"})
+LEAVES = frozenset({"settings", "events", "redaction", "monitor", "tracing", "destinations"})
 # part -> the parts it may import (besides itself). A part is a subpackage, a leaf
 # module, or "top" (the façade: plughost/__init__.py, host.py and the modules it is
 # made of, reloader.py, remote_runners.py).

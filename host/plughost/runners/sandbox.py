@@ -120,6 +120,7 @@ def runner_policy(
     cgroups: Sequence[str] = (),
     runner_id: str = "runner",
     disk_mb: int | None = None,
+    egress: str = "",
 ) -> RunnerSandbox | None:
     """The policy for a runner serving ``sources``; None when the sandbox is off.
 
@@ -163,6 +164,9 @@ def runner_policy(
     }
     if not policy["landlock"]:
         active -= {"landlock_network", "landlock_scopes"}
+    closed = policy["network_namespace"] or ("landlock_network" in active and connect == [])
+    if egress and closed:
+        policy["egress"] = egress
     names = tuple(p for p in PROTECTIONS if p in active and policy.get(p, True))
     tmpdir = writable[len(sources)]  # the first plugin's temp directory
     disk = (*writable, *(upper for _, upper, _ in overlays))

@@ -28,12 +28,13 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import zmq.asyncio
 
+from plughost.destinations import Grants
 from plughost.events import EventBus, EventKind
 from plughost.plugins.source import PluginSource
 from plughost.redaction import SecretRedactor
@@ -43,6 +44,7 @@ from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.disk import DiskMeter
+from plughost.runners.egress import EgressGate
 from plughost.runners.fork_server import ForkedProcess, ForkServer
 from plughost.runners.memory import CgroupMeter, open_meter
 from plughost.runners.output import RunnerOutput
@@ -98,6 +100,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         curve: CurveAuthority | None = None,
         fork_server: ForkServer | None = None,
         sandbox: SandboxReport | None = None,
+        network_grants: Sequence[str] = (),
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -118,6 +121,8 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         self._curve = curve
         self._fork_server = fork_server
         self._sandbox = sandbox
+        self.grants = Grants(network_grants)
+        self.gate: EgressGate | None = None  # the runner's way to its grants, once it has any
         self.protections: tuple[str, ...] = ()  # what the current runner process is confined by
         self._pids: ProcessCgroup | None = None  # limits.processes on a root host
         self._policy = RestartPolicy(settings)
@@ -163,6 +168,8 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             if self.state is not RunnerState.FAILED:
                 self.state = RunnerState.STOPPED
             self._settled.set()
+            if self.gate is not None:
+                await self.gate.aclose()
 
     async def wait_settled(self, timeout: float) -> RunnerState:
         """Wait until the first start either reached READY or failed for good."""
@@ -271,6 +278,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             cap = self.limits.processes
             if cap is not None:
                 self._pids = ProcessCgroup.create(name, cap)
+            gate = await self._open_gate()
             confined = runner_policy(
                 self._sandbox,
                 self._settings.sandbox,
@@ -282,6 +290,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
                 cgroups=[c.procs for c in (self._pids, memory) if c is not None],
                 runner_id=self.runner_id,
                 disk_mb=self.limits.disk_mb,
+                egress=str(gate.path) if gate is not None else "",
             )
         self._watchdog.disk = None
         if confined is not None:
@@ -310,6 +319,24 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             sandbox=list(self.protections),
         )
         return process
+
+    async def _open_gate(self) -> EgressGate | None:
+        """The runner's gate to the network its plugins were granted (made once, kept)."""
+        sandbox = self._settings.sandbox
+        if not self.grants and not sandbox.learn:
+            return None
+        if self.gate is None:
+            self.gate = EgressGate(
+                self._sockets.path / f"{self.runner_id}.egress",
+                self.grants,
+                runner_id=self.runner_id,
+                plugin_ids=list(self.sources),
+                events=self._events,
+                pinned=sandbox.hosts,
+                learn=sandbox.learn,
+            )
+            await self.gate.start()
+        return self.gate
 
     async def _on_request(self, envelope: wire.Envelope) -> Any:
         method = envelope["method"]

@@ -21,7 +21,9 @@ package only carries it out, in this order:
    nothing else (not the host's runtime directory, not other plugins, not the
    host's working directory); TCP ports only as the manifests ask; no signals
    to, and no ``/proc/<pid>/environ`` or ``mem`` of, any process outside;
-4. a seccomp filter (:mod:`.seccomp`).
+4. a seccomp filter (:mod:`.seccomp`);
+5. with network grants, name lookups and TCP connects routed through the
+   host's gate (:mod:`.egress`), the runner's only way out of its namespace.
 
 A step the host asked for that fails raises :class:`SandboxError`: the runner
 then exits rather than run plugins with less protection than the host reports.
@@ -42,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost_runner.sandbox import landlock, namespaces, pidns, seccomp
+from plughost_runner.sandbox import egress, landlock, namespaces, pidns, seccomp
 
 __all__ = [
     "SandboxError",
@@ -89,6 +91,7 @@ class SandboxPolicy:
     # [folder, upper, work]: a plugin folder made writable copy-on-write (namespaces.overlay_folder)
     overlays: list[list[str]] = field(default_factory=list)
     file_size: int | None = None  # RLIMIT_FSIZE, bytes: no one file past the disk quota
+    egress: str = ""  # the host's gate (a Unix socket) for the network the plugins were granted
 
     @classmethod
     def from_json(cls, text: str) -> SandboxPolicy:
@@ -140,7 +143,7 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
                 namespaces.mount_proc()
             # upper and work must stay on one mount: keep their common parent
             layers = [os.path.dirname(upper) for _, upper, _ in policy.overlays]
-            sockets = [socket_path] if socket_path else []
+            sockets = [p for p in (socket_path, policy.egress) if p]
             namespaces.hide_shared_directories([*read, *write, *layers, *sockets])
             for folder, upper, work in policy.overlays:
                 namespaces.overlay_folder(folder, upper, work)
@@ -157,6 +160,8 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
             seccomp.install()
     except OSError as exc:
         raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
+    if policy.egress:
+        egress.install(policy.egress)
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # TMPDIR: the plugin's temp dir

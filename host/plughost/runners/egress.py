@@ -1,0 +1,236 @@
+"""A runner's one way out to the network: the host resolves, checks and connects for it.
+
+A sandboxed runner has a network namespace of its own with nothing in it, so
+no library setting, raw socket or subprocess can reach anything. Its plugins'
+network grants (:mod:`plughost.destinations`) are served by an
+:class:`EgressGate`: a Unix socket only that runner can reach, on which the
+runner's socket layer (``plughost_runner.sandbox.egress``) asks two things:
+
+``{"op": "resolve", "host": NAME}``
+    The host resolves ``NAME`` itself and answers a stand-in address from
+    198.18.0.0/15 that means "NAME, as the host resolved it"; a name no grant
+    covers is refused here, before any DNS query leaves the host.
+``{"op": "connect", "address": ADDR, "port": PORT}``
+    The host checks the grant against the address the name resolved to (a
+    granted name pointed at the host's loopback or a cloud metadata address
+    is refused), opens a non-blocking TCP socket, starts connecting, and
+    passes the socket itself back (``SCM_RIGHTS``). The plugin's library then
+    completes the connect on a real TCP socket: TLS, keep-alive and timeouts
+    work as they would anywhere, and no byte is copied through the host.
+
+Each answer is one JSON line (``{"ok": true, ...}`` or ``{"ok": false,
+"errno": N, "error": "..."}``). A refusal is counted, logged and emitted as a
+``network.denied`` event naming the plugin, the destination and the grant
+that would let it through. In learn mode (``plughost serve --learn``) the gate
+lets every destination but the host's own through and records each one, so
+an operator can paste the grants a plugin turned out to need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import json
+import logging
+import os
+import socket
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from plughost.destinations import Grants, IPAddress, grant_for, reachable_by_name
+from plughost.events import EventBus, EventKind, LifecycleEvent
+
+__all__ = ["EgressGate"]
+
+log = logging.getLogger(__name__)
+
+STAND_INS = ipaddress.ip_network("198.18.0.0/15")
+_REQUEST_SECONDS = 5.0
+_RESOLVE_SECONDS = 10.0
+_REPEAT_SECONDS = 60.0  # a refused destination is reported again after this long
+_MAX_NAMES = 4096
+
+
+class EgressGate:
+    """Resolves and connects for one runner, within its plugins' grants."""
+
+    def __init__(
+        self,
+        path: Path,
+        grants: Grants,
+        *,
+        runner_id: str,
+        plugin_ids: Sequence[str],
+        events: EventBus,
+        pinned: Mapping[str, str] | None = None,
+        learn: bool = False,
+    ) -> None:
+        self.path = path
+        self.grants = grants
+        self.learn = learn
+        self._runner_id = runner_id
+        self._plugin_ids = list(plugin_ids)
+        self._events = events
+        self._pinned = {k.lower(): ipaddress.ip_address(v) for k, v in (pinned or {}).items()}
+        self._by_name: dict[str, IPAddress] = {}
+        self._names: dict[IPAddress, tuple[str, list[IPAddress]]] = {}
+        self._reported: dict[tuple[str, int], float] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self.denied: Counter[str] = Counter()
+        """Refusals by the grant that would have let them through."""
+        self.used: Counter[str] = Counter()
+        """Connections opened, by the grant that covers them (what learn mode prints)."""
+
+    async def start(self) -> None:
+        """Listen on :attr:`path` (owner only)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self._server = await asyncio.start_unix_server(self._serve, str(self.path), limit=4096)
+        self.path.chmod(0o600)
+
+    async def aclose(self) -> None:
+        """Stop answering; connections already handed over are the runner's own."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(_REQUEST_SECONDS):
+                line = await reader.readline()
+            reply, handed = await self._answer(_parse(line))
+            _send(writer, reply, handed)
+        except (OSError, TimeoutError, ValueError, asyncio.LimitOverrunError) as exc:
+            log.debug("egress request from runner=%s dropped: %s", self._runner_id, exc)
+        finally:
+            writer.close()
+
+    async def _answer(self, request: dict[str, Any]) -> tuple[dict[str, Any], socket.socket | None]:
+        if request.get("op") == "resolve":
+            return await self._resolve(str(request.get("host", ""))), None
+        if request.get("op") == "connect":
+            port = request.get("port")
+            if not isinstance(port, int) or not 0 < port < 65536:
+                return _refusal(errno.EINVAL, "the port must be a number from 1 to 65535"), None
+            return self._connect(str(request.get("address", "")), port)
+        return _refusal(errno.EINVAL, "unknown request"), None
+
+    async def _resolve(self, name: str) -> dict[str, Any]:
+        name = name.lower().rstrip(".")
+        if not 0 < len(name) <= 253:
+            return _refusal(errno.EINVAL, "not a host name")
+        if not self.learn and not self.grants.names(name):
+            return self._deny(name, 0)
+        addresses = await self._lookup(name)
+        if not addresses:
+            return {"ok": False, "errno": -2, "error": f"{name}: the host could not resolve it"}
+        stand_in = self._by_name.get(name)
+        if stand_in is None:
+            if len(self._by_name) >= _MAX_NAMES:
+                return _refusal(errno.ENOSPC, "too many distinct host names")
+            stand_in = STAND_INS[len(self._by_name) + 1]
+            self._by_name[name] = stand_in
+        self._names[stand_in] = (name, addresses)
+        return {"ok": True, "address": str(stand_in)}
+
+    async def _lookup(self, name: str) -> list[IPAddress]:
+        if name in self._pinned:
+            return [self._pinned[name]]
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(_RESOLVE_SECONDS):
+                found = await loop.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        except (OSError, TimeoutError):
+            return []
+        ordered = sorted({ipaddress.ip_address(f[4][0]) for f in found}, key=lambda a: a.version)
+        return ordered  # IPv4 first: a plugin's socket was made for the stand-in's family
+
+    def _connect(self, given: str, port: int) -> tuple[dict[str, Any], socket.socket | None]:
+        try:
+            address = ipaddress.ip_address(given)
+        except ValueError:
+            return _refusal(errno.EINVAL, f"{given!r} is not an address"), None
+        name, addresses = self._names.get(address, ("", [address]))
+        if address in STAND_INS and not name:
+            return _refusal(errno.ENETUNREACH, f"{given} was not resolved through the host"), None
+        if self.learn:
+            allowed = [a for a in addresses if reachable_by_name(a) or not name]
+            allowed = [a for a in allowed if not a.is_loopback]
+        else:
+            allowed = self.grants.allowed(name, port, addresses)
+        if not allowed:
+            return self._deny(name or str(address), port), None
+        target = allowed[0]
+        family = socket.AF_INET if target.version == 4 else socket.AF_INET6
+        connection = socket.socket(family, socket.SOCK_STREAM)
+        connection.setblocking(False)
+        code = connection.connect_ex((str(target), port))
+        if code not in (0, errno.EINPROGRESS):
+            connection.close()
+            return _refusal(code, f"{name or target}:{port}: {os.strerror(code)}"), None
+        self.used[grant_for(name or str(target), port)] += 1
+        return {"ok": True}, connection
+
+    def _deny(self, host: str, port: int) -> dict[str, Any]:
+        grant = grant_for(host, port or 443)
+        self.denied[grant] += 1
+        where = f"{host}:{port}" if port else host
+        who = ", ".join(self._plugin_ids)
+        first = self._plugin_ids[0] if self._plugin_ids else "<plugin id>"
+        fix = f'add "{grant}" to network_grants."{first}" in plughost.toml, or run: ' + (
+            f"plughost grant {first} {grant}"
+        )
+        now = time.monotonic()
+        if now - self._reported.get((host, port), -_REPEAT_SECONDS) >= _REPEAT_SECONDS:
+            self._reported[(host, port)] = now
+            message = (
+                f"network: plugin {who} was refused {where}: no network grant covers it; {fix}"
+            )
+            self._events.emit(
+                LifecycleEvent(
+                    EventKind.NETWORK_DENIED,
+                    message,
+                    plugin_id=first if len(self._plugin_ids) == 1 else None,
+                    runner_id=self._runner_id,
+                    details={"destination": where, "grant": grant, "plugins": self._plugin_ids},
+                )
+            )
+        return _refusal(
+            errno.EACCES, f"plughost sandbox: {where} is not granted to plugin {who}; {fix}"
+        )
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    request = json.loads(line)
+    if not isinstance(request, dict):
+        raise ValueError("a request is a JSON object")
+    return request
+
+
+def _refusal(code: int, message: str) -> dict[str, Any]:
+    return {"ok": False, "errno": code, "error": message}
+
+
+def _send(
+    writer: asyncio.StreamWriter, reply: dict[str, Any], handed: socket.socket | None
+) -> None:
+    """Send ``reply`` and, with it, ``handed`` (which this process then closes)."""
+    data = json.dumps(reply).encode() + b"\n"
+    transport_socket = writer.get_extra_info("socket")
+    # The transport's own socket object refuses sendmsg: send on a duplicate of it.
+    with socket.socket(fileno=os.dup(transport_socket.fileno())) as raw:
+        if handed is None:
+            raw.sendall(data)
+            return
+        try:
+            socket.send_fds(raw, [data], [handed.fileno()])
+        finally:
+            handed.close()

@@ -1,0 +1,162 @@
+"""The runner's way to the network its plugins were granted: through the host's gate.
+
+A sandboxed runner's network namespace is empty, so nothing a plugin does
+reaches the network by itself; what stops a plugin is the kernel, not this
+module. This module makes the granted part work for ordinary code: it puts
+itself under Python's ``socket`` module, which aiohttp, httpx, requests,
+urllib and asyncio all end in, so that
+
+* ``getaddrinfo`` / ``gethostbyname`` ask the host's gate (``plughost.runners.egress``)
+  to resolve a name, and get a stand-in address from 198.18.0.0/15;
+* ``connect`` / ``connect_ex`` of a TCP socket ask the gate to connect, and
+  receive the connecting socket itself, put in place of the plugin's own
+  (same descriptor number, same blocking mode, so an event loop waiting on it
+  sees the connect complete as usual).
+
+A refusal comes back as the error a library expects (``PermissionError`` for
+a destination no grant covers, ``socket.gaierror`` for a name), with the grant
+that would allow it in the message. A subprocess with its own resolver or
+socket code gets no help here and, in the empty namespace, no network.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import json
+import os
+import select
+import socket
+from typing import Any
+
+__all__ = ["install"]
+
+_ASK_SECONDS = 30.0
+
+_real_getaddrinfo = socket.getaddrinfo
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_gate = ""
+
+
+def install(gate: str) -> None:
+    """Route name lookups and TCP connects of this process through the gate at ``gate``."""
+    global _gate
+    _gate = gate
+    socket.getaddrinfo = _getaddrinfo
+    socket.gethostbyname = _gethostbyname
+    socket.gethostbyname_ex = _gethostbyname_ex
+    socket.socket.connect = _connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign,assignment]
+
+
+def _ask(request: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """One request to the gate: its JSON answer and the descriptor it handed over, if any."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as channel:
+        channel.settimeout(_ASK_SECONDS)
+        _real_connect(channel, _gate)
+        channel.sendall(json.dumps(request).encode() + b"\n")
+        data, fds, _, _ = socket.recv_fds(channel, 65536, 1)
+        while data and not data.endswith(b"\n"):
+            more = channel.recv(65536)
+            if not more:
+                break
+            data += more
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        raise ConnectionError(errno.ECONNRESET, "plughost sandbox: the host's gate gave no answer")
+    answer: dict[str, Any] = json.loads(data)
+    return answer, fds[0] if fds else None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _resolve(host: str) -> str:
+    answer, _ = _ask({"op": "resolve", "host": host})
+    if not answer.get("ok"):
+        code = socket.EAI_NONAME
+        raise socket.gaierror(code, str(answer.get("error") or f"{host}: not resolved"))
+    return str(answer["address"])
+
+
+def _getaddrinfo(
+    host: bytes | str | None,
+    port: bytes | str | int | None,
+    family: int = 0,
+    type: int = 0,
+    proto: int = 0,
+    flags: int = 0,
+) -> list[Any]:
+    name = host.decode() if isinstance(host, bytes) else host
+    # The namespace has no configured address, so AI_ADDRCONFIG would answer "no such name".
+    flags &= ~socket.AI_ADDRCONFIG
+    if not name or _is_address(name) or name == "localhost" or flags & socket.AI_NUMERICHOST:
+        return _real_getaddrinfo(host, port, family, type, proto, flags)
+    if family == socket.AF_INET6:
+        raise socket.gaierror(socket.EAI_FAMILY, f"{name}: names resolve to IPv4 here")
+    stand_in = _resolve(name)
+    return _real_getaddrinfo(stand_in, port, socket.AF_INET, type, proto, flags)
+
+
+def _gethostbyname(name: str) -> str:
+    return name if _is_address(name) or name == "localhost" else _resolve(name)
+
+
+def _gethostbyname_ex(name: str) -> tuple[str, list[str], list[str]]:
+    return name, [], [_gethostbyname(name)]
+
+
+def _through_gate(sock: socket.socket, address: Any) -> bool:
+    return (
+        sock.family in (socket.AF_INET, socket.AF_INET6)
+        and sock.type == socket.SOCK_STREAM
+        and isinstance(address, tuple)
+        and len(address) >= 2
+    )
+
+
+def _connect(self: socket.socket, address: Any) -> None:
+    if not _through_gate(self, address):
+        return _real_connect(self, address)
+    code = _open(self, address)
+    if code:
+        raise OSError(code, os.strerror(code))
+    return None
+
+
+def _connect_ex(self: socket.socket, address: Any) -> int:
+    if not _through_gate(self, address):
+        return _real_connect_ex(self, address)
+    try:
+        return _open(self, address)
+    except OSError as exc:
+        return exc.errno or errno.EIO
+
+
+def _open(sock: socket.socket, address: tuple[Any, ...]) -> int:
+    """Put the gate's connecting socket in ``sock``'s place; return 0, EINPROGRESS or raise."""
+    host, port = str(address[0]), int(address[1])
+    answer, handed = _ask({"op": "connect", "address": host, "port": port})
+    if not answer.get("ok") or handed is None:
+        code = int(answer.get("errno") or errno.ECONNREFUSED)
+        raise OSError(code, str(answer.get("error") or os.strerror(code)))
+    timeout = sock.gettimeout()
+    try:
+        os.dup2(handed, sock.fileno(), inheritable=False)
+    finally:
+        os.close(handed)
+    sock.settimeout(timeout)  # the descriptor's blocking mode, as the plugin had set it
+    if timeout == 0.0:
+        return errno.EINPROGRESS  # its event loop waits for writability, then SO_ERROR
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLOUT)
+    if not poller.poll(None if timeout is None else int(timeout * 1000)):
+        raise TimeoutError(errno.ETIMEDOUT, "timed out")
+    return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))

@@ -1,0 +1,222 @@
+"""Network grants, in real sandboxed runners, against stub hosts of the tests' own.
+
+The plugin ``net_client`` is written the way published MaiBot plugins are:
+aiohttp, httpx, requests, urllib, asyncio streams, a raw socket and a
+subprocess. Granted ``api.example.com`` (pinned to a stub host), every client
+reaches it unchanged; nothing else is reachable by any client, by address, by
+another port, through a name pointed at the host's loopback, or from a
+subprocess, and each refusal tells the operator which grant would allow it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from plughost.events import EventKind, LifecycleEvent
+from plughost.host import PluginHost
+from tests.conftest import TEST_PLUGINS, fast_settings
+from tests.security.sandboxed import require
+from tests.security.stub_network import StubNetwork, stub_network
+
+PLUGIN = "community.net-client"
+shared = pytest.mark.asyncio(loop_scope="module")
+CLIENTS = ["fetch_aiohttp", "fetch_httpx", "fetch_requests", "fetch_urllib"]
+
+
+@pytest.fixture(scope="module")
+def stubs() -> Iterator[StubNetwork]:
+    with stub_network() as network:
+        yield network
+
+
+@pytest.fixture(scope="module")
+def loopback() -> Iterator[int]:
+    """A service on the host's own loopback, as the console or an MCP endpoint would be."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield int(server.getsockname()[1])
+
+
+class Granted:
+    def __init__(self, host: PluginHost, denials: list[LifecycleEvent]) -> None:
+        self.host = host
+        self.denials = denials
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.host.invoke(tool, arguments)
+        assert result.success, result.error_message
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def granted(
+    tmp_path_factory: pytest.TempPathFactory, stubs: StubNetwork
+) -> AsyncIterator[Granted]:
+    root = tmp_path_factory.mktemp("egress")
+    folder = root / "plugins" / "net_client"
+    shutil.copytree(TEST_PLUGINS / "net_client", folder)
+    settings = fast_settings(root)
+    settings.network_grants = {PLUGIN: ["api.example.com"]}
+    settings.runner.sandbox.hosts = {
+        "api.example.com": stubs.granted,
+        "other.example.net": stubs.other,
+        "sneaky.example.com": "127.0.0.1",
+    }
+    denials: list[LifecycleEvent] = []
+    async with PluginHost([folder], settings=settings) as host:
+        host.events.add_callback(
+            lambda e: denials.append(e) if e.kind is EventKind.NETWORK_DENIED else None
+        )
+        yield Granted(host, denials)
+
+
+def _served_by(outcome: dict[str, Any]) -> str:
+    assert outcome["reached"], outcome.get("answer")
+    body = outcome["answer"]
+    return str(json.loads(body[body.index("{") :])["server"])
+
+
+@shared
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_every_http_client_reaches_a_granted_host_unchanged(
+    granted: Granted, stubs: StubNetwork, client: str
+) -> None:
+    require(granted.host, "network_namespace")
+
+    outcome = await granted.call(client, url="http://api.example.com/weather?city=tokyo")
+
+    assert _served_by(outcome) == stubs.granted
+    assert "GET /weather?city=tokyo" in outcome["answer"]
+
+
+@shared
+@pytest.mark.parametrize("client", ["fetch_socket", "fetch_streams"])
+async def test_raw_sockets_and_asyncio_streams_reach_a_granted_host(
+    granted: Granted, stubs: StubNetwork, client: str
+) -> None:
+    require(granted.host, "network_namespace")
+
+    outcome = await granted.call(client, host="api.example.com", port=80)
+
+    assert _served_by(outcome) == stubs.granted
+
+
+@shared
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_no_client_reaches_a_host_that_is_not_granted(granted: Granted, client: str) -> None:
+    require(granted.host, "network_namespace")
+
+    outcome = await granted.call(client, url="http://other.example.net/")
+
+    assert not outcome["reached"]
+    assert "other.example.net" in outcome["answer"]
+    assert "plughost grant community.net-client other.example.net" in outcome["answer"]
+
+
+@shared
+async def test_a_granted_hosts_address_another_address_or_another_port_is_refused(
+    granted: Granted, stubs: StubNetwork
+) -> None:
+    require(granted.host, "network_namespace")
+
+    by_address = await granted.call("fetch_socket", host=stubs.granted, port=80)
+    other = await granted.call("fetch_socket", host=stubs.other, port=80)
+    other_port = await granted.call("fetch_socket", host="api.example.com", port=8080)
+
+    for outcome in (by_address, other, other_port):
+        assert not outcome["reached"]
+        assert outcome["answer"].startswith("PermissionError")
+    assert "api.example.com:8080" in other_port["answer"]
+
+
+@shared
+async def test_the_hosts_loopback_is_out_of_reach_by_address_and_by_name(
+    granted: Granted, loopback: int
+) -> None:
+    require(granted.host, "network_namespace")
+
+    direct = await granted.call("fetch_socket", host="127.0.0.1", port=loopback)
+    by_name = await granted.call("fetch_socket", host="localhost", port=loopback)
+    pointed = await granted.call("fetch_socket", host="sneaky.example.com", port=80)
+
+    assert not direct["reached"] and not by_name["reached"] and not pointed["reached"]
+
+
+@shared
+async def test_a_subprocess_with_its_own_socket_code_reaches_nothing(
+    granted: Granted, stubs: StubNetwork
+) -> None:
+    """The kernel holds the line: the runner's namespace has no network of its own."""
+    require(granted.host, "network_namespace")
+
+    outcome = await granted.call("fetch_subprocess", host=stubs.granted, port=80)
+
+    assert not outcome["reached"]
+    refusal = outcome["answer"].lower()  # Landlock's, or the empty namespace's
+    assert "permission denied" in refusal or "unreachable" in refusal
+
+
+@shared
+async def test_a_refusal_is_an_event_naming_the_plugin_the_destination_and_the_grant(
+    granted: Granted,
+) -> None:
+    require(granted.host, "network_namespace")
+
+    await granted.call("fetch_urllib", url="http://other.example.net:8080/")
+    denial = next(e for e in granted.denials if e.details["destination"] == "other.example.net")
+
+    assert denial.plugin_id == PLUGIN
+    assert denial.details["grant"] == "other.example.net"
+    assert "network_grants" in denial.message and "plughost grant" in denial.message
+    [status] = granted.host.status()
+    gate = granted.host.runner_for(PLUGIN)
+    assert gate is not None and gate.gate is not None
+    assert gate.gate.denied["other.example.net"] >= 1
+    assert status.plugin_id == PLUGIN
+
+
+async def test_a_wildcard_grant_never_leads_to_a_private_address(
+    tmp_path: Path, stubs: StubNetwork
+) -> None:
+    """MaiBot plugins' default, '*': public hosts only, so not the operator's intranet."""
+    folder = tmp_path / "plugins" / "net_client"
+    shutil.copytree(TEST_PLUGINS / "net_client", folder)
+    settings = fast_settings(tmp_path)
+    settings.runner.sandbox.hosts = {"intranet.example.com": stubs.granted}
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "network_namespace")
+        runner = host.runner_for(PLUGIN)
+        assert runner is not None and runner.gate is not None
+        assert [d.text for d in runner.gate.grants.destinations] == ["*"]
+
+        result = await host.invoke("fetch_socket", {"host": "intranet.example.com", "port": 80})
+
+        assert isinstance(result.structured_content, dict)
+        assert not result.structured_content["reached"]
+        assert "PermissionError" in result.structured_content["answer"]
+
+
+async def test_a_plugin_with_no_grant_has_no_gate_and_no_network(
+    tmp_path: Path, stubs: StubNetwork
+) -> None:
+    folder = tmp_path / "plugins" / "net_client"
+    shutil.copytree(TEST_PLUGINS / "net_client", folder)
+    settings = fast_settings(tmp_path)
+    settings.network_grants = {PLUGIN: []}  # the operator caps the MaiBot default
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "network_namespace")
+        runner = host.runner_for(PLUGIN)
+
+        result = await host.invoke("fetch_socket", {"host": stubs.granted, "port": 80})
+
+        assert runner is not None and runner.gate is None
+        assert isinstance(result.structured_content, dict)
+        assert not result.structured_content["reached"]
