@@ -21,7 +21,7 @@ wrote out may also lead to a private address (an intranet API). An address
 grant leads to that address only.
 
 Lives here: parsing and matching. Not here: resolving names and connecting
-(:mod:`plughost.runners.egress`).
+(:mod:`plughost.egress`).
 """
 
 from __future__ import annotations

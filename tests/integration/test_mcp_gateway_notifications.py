@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import psutil
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.mcp_servers.harness import HERE, plughost_client, plughost_serve_http
+from tests.mcp_servers.harness import HERE, plughost_client, plughost_serve_http, server_pids
 from tests.waiting import wait_until
 
 WATCHED = HERE / "watched_server.py"
@@ -34,7 +35,10 @@ MODERN_URI = "test://modern/a"  # served by a 2026-07-28 upstream
 
 @pytest.fixture(scope="module")
 def upstream_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("watched") / "subscriptions.log"
+    """The upstream's log: a file named in its args, so its sandbox lets it write there."""
+    log = tmp_path_factory.mktemp("watched") / "subscriptions.log"
+    log.touch()
+    return log
 
 
 @pytest.fixture(scope="module")
@@ -232,9 +236,15 @@ async def test_an_upstream_subscription_is_made_again_after_the_server_restarts(
     heard = Heard()
     async with connect("stdio", config, request, heard, "legacy") as client:
         await subscribe(client, URI)
-        first = await client.call_tool("mcp_watched_whoami", {})
+        await client.call_tool("mcp_watched_whoami", {})  # connected
         made = upstream_lines(upstream_log).count(f"subscribe {URI}")
-        os.kill(int(text_of(first)), signal.SIGKILL)
+        legacy = [  # the host's pid of the legacy upstream (not "modern", not its helpers)
+            pid
+            for pid in server_pids(str(upstream_log))
+            if psutil.Process(pid).cmdline()[-1] == str(upstream_log)
+        ]
+        assert len(legacy) == 1, legacy
+        os.kill(legacy[0], signal.SIGKILL)
         # The next call reconnects (a new process): the subscription is made there again.
         await wait_until(lambda: _answers(client), timeout=15, what="a new upstream process")
         await until_logged(upstream_log, f"subscribe {URI}", made + 1)

@@ -193,3 +193,29 @@ class Peer:
     async def messages(self, message: Any) -> None:
         if isinstance(message, mcp_types.ResourceUpdatedNotification):
             self.updated.append(message.params.uri)
+
+
+def server_pids(fragment: str) -> list[int]:
+    """Host pids of the running MCP server processes whose command line has ``fragment``.
+
+    A stdio server runs in a pid namespace of its own (it reports itself as pid
+    2), under the sandbox's two helpers, whose command lines name it too; the
+    server itself is the process that no longer runs the sandbox's launcher.
+    """
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
+        line = " ".join(process.info["cmdline"] or [])
+        ours = fragment in line and "plughost_runner.sandbox.launch" not in line
+        if ours and process.info["status"] != psutil.STATUS_ZOMBIE and process.pid != os.getpid():
+            found.append(process.pid)
+    return found
+
+
+def server_pid(fragment: str) -> int:
+    """The host pid of the one running MCP server whose command line has ``fragment``."""
+    pids = server_pids(fragment)
+    if len(pids) != 1:
+        raise AssertionError(f"expected one server process with {fragment!r}, found {pids}")
+    return pids[0]

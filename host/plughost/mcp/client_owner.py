@@ -36,6 +36,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from plughost.mcp.config import MCPServerConfig
+from plughost.mcp.sandbox import SandboxState
 from plughost.mcp.session import (
     Catalog,
     describe_error,
@@ -74,6 +75,7 @@ class ConnectionOwner:
     ) -> None:
         self.name = name
         self.config = config
+        self.sandbox = SandboxState()  # a stdio server's protections, grants and refusals
         self._on_change = on_change
         self._on_notification = on_notification
         self._on_connected = on_connected
@@ -161,7 +163,12 @@ class ConnectionOwner:
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             try:
                 async with open_client(
-                    self.config, self._on_message, self._on_exit, callbacks=self._callbacks
+                    self.config,
+                    self._on_message,
+                    self._on_exit,
+                    callbacks=self._callbacks,
+                    name=self.name,
+                    sandbox=self.sandbox,
                 ) as client:
                     try:
                         catalog = await fetch_catalog(client, self.config)

@@ -32,6 +32,8 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from plughost.destinations import parse_destination
+
 __all__ = ["MCPConfig", "MCPServerConfig", "TransportKind"]
 
 TransportKind = Literal["stdio", "sse", "streamable_http"]
@@ -69,6 +71,14 @@ class MCPServerConfig(BaseModel):
         retry_delay: Seconds before the first new attempt after a failed
             connect; doubled after each further failure, up to 60 s.
         enabled: False keeps the server configured but never connected.
+        network: Network grants of a stdio server (see :mod:`plughost.destinations`);
+            without any it has no network at all.
+        read: Extra paths a stdio server may read (it always reads the system and its
+            own installation).
+        write: Extra paths a stdio server may write (it always writes its data
+            directory, its ``cwd`` and the directories named in its ``args``).
+        data_dir: A stdio server's own writable directory, its ``HOME`` and
+            ``TMPDIR``; ``data/mcp/<name>`` when unset.
     """
 
     model_config = ConfigDict(
@@ -90,6 +100,17 @@ class MCPServerConfig(BaseModel):
     connect_timeout: float = Field(default=10.0, gt=0)
     retry_delay: float = Field(default=2.0, ge=0)
     enabled: bool = True
+    network: list[str] = Field(default_factory=list)
+    read: list[str] = Field(default_factory=list)
+    write: list[str] = Field(default_factory=list)
+    data_dir: str | None = None
+
+    @field_validator("network")
+    @classmethod
+    def _grants(cls, value: list[str]) -> list[str]:
+        for grant in value:
+            parse_destination(grant)
+        return value
 
     @field_validator("transport", mode="before")
     @classmethod

@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.delivery import TrackingHTTPTransport
+from plughost.mcp.sandbox import LaunchPlan, SandboxState, read_report, sandboxed
 from plughost.mcp.stdio import stdio_transport
 
 __all__ = [
@@ -70,6 +71,8 @@ async def open_client(
     on_exit: Callable[[str], None],
     *,
     callbacks: Mapping[str, Any] | None = None,
+    name: str = "server",
+    sandbox: SandboxState | None = None,
 ) -> AsyncIterator[Client]:
     """Enter a client session with the server; to be entered and exited by one task.
 
@@ -79,17 +82,23 @@ async def open_client(
         on_exit: Called with the reason when a stdio server's process ends by itself.
         callbacks: ``mcp.Client``'s ``sampling_callback``, ``elicitation_callback`` and
             ``list_roots_callback``; each one given is advertised as a capability.
+        name: The server's name (its data directory under ``data/mcp``).
+        sandbox: Filled with what a stdio server's sandbox turned out to be.
     """
     async with contextlib.AsyncExitStack() as stack:
         server: Any
         kind = config.resolved_transport
+        plan: LaunchPlan | None = None
         if kind == "stdio":
+            state = sandbox if sandbox is not None else SandboxState()
+            plan = await stack.enter_async_context(sandboxed(name, config, state))
             server = stdio_transport(
-                config.command or "",
-                list(config.args),
-                env=dict(config.env) or None,
+                plan.argv[0],
+                plan.argv[1:],
+                env=plan.env,
                 cwd=config.cwd,
                 on_exit=on_exit,
+                pass_fds=(plan.passed,),
             )
         elif kind == "sse":
             server = sse_client(
@@ -116,7 +125,10 @@ async def open_client(
             log_level="info",
             **dict(callbacks or {}),
         )
-        yield await stack.enter_async_context(client)
+        entered = await stack.enter_async_context(client)
+        if plan is not None:  # the server answered: the launcher reported before its exec
+            read_report(plan.report, state)
+        yield entered
 
 
 def tracks_delivery(config: MCPServerConfig) -> bool:

@@ -152,6 +152,7 @@ async def stdio_transport(
     env: dict[str, str] | None,
     cwd: str | None,
     on_exit: Callable[[str], None],
+    pass_fds: tuple[int, ...] = (),
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server and yield the SDK's (read stream, write stream) pair.
 
@@ -162,19 +163,26 @@ async def stdio_transport(
         cwd: Its working directory.
         on_exit: Called once with :func:`exit_reason` when the server's output ends
             (not when this context exits first).
+        pass_fds: Descriptors the process inherits (the sandbox launcher's report pipe);
+            this function closes them.
 
     Raises:
         OSError: The command could not be started.
     """
-    process = await anyio.open_process(
-        [command, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=sys.stderr,
-        env=get_default_environment() | (env or {}),
-        cwd=cwd,
-        start_new_session=True,
-    )
+    try:
+        process = await anyio.open_process(
+            [command, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=sys.stderr,
+            env=get_default_environment() | (env or {}),
+            cwd=cwd,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+    finally:
+        for fd in pass_fds:  # the child has them now, or never will
+            os.close(fd)
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     ended = _ExitReport(process, on_exit)
     writer = _Writer(process, ended)

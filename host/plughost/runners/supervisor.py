@@ -35,6 +35,7 @@ from typing import Any
 import zmq.asyncio
 
 from plughost.destinations import Grants
+from plughost.egress import EgressGate
 from plughost.events import EventBus, EventKind
 from plughost.plugins.source import PluginSource
 from plughost.redaction import SecretRedactor
@@ -44,7 +45,6 @@ from plughost.runners.channel import RemoteError, RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.disk import DiskMeter
-from plughost.runners.egress import EgressGate
 from plughost.runners.fork_server import ForkedProcess, ForkServer
 from plughost.runners.memory import CgroupMeter, open_meter
 from plughost.runners.output import RunnerOutput

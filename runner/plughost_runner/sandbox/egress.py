@@ -6,7 +6,7 @@ module. This module makes the granted part work for ordinary code: it puts
 itself under Python's ``socket`` module, which aiohttp, httpx, requests,
 urllib and asyncio all end in, so that
 
-* ``getaddrinfo`` / ``gethostbyname`` ask the host's gate (``plughost.runners.egress``)
+* ``getaddrinfo`` / ``gethostbyname`` ask the host's gate (``plughost.egress``)
   to resolve a name, and get a stand-in address from 198.18.0.0/15;
 * ``connect`` / ``connect_ex`` of a TCP socket ask the gate to connect, and
   receive the connecting socket itself, put in place of the plugin's own

@@ -26,6 +26,7 @@ from tests.mcp_servers.harness import (
     ServerProcess,
     free_port,
     pid_alive,
+    server_pid,
 )
 from tests.waiting import wait_until
 
@@ -34,9 +35,15 @@ def demo_stdio(**options: Any) -> MCPServerConfig:
     return MCPServerConfig(command=sys.executable, args=[str(DEMO_SERVER), "stdio"], **options)
 
 
+DEMO_TAG = "stdio demo-fixture"  # in its command line: the tests find its process by it
+
+
 @pytest.fixture
 async def demo() -> AsyncIterator[MCPToolProvider]:
-    provider = MCPToolProvider({"demo": demo_stdio(tool_timeout=1.0)})
+    config = MCPServerConfig(
+        command=sys.executable, args=[str(DEMO_SERVER), *DEMO_TAG.split()], tool_timeout=1.0
+    )
+    provider = MCPToolProvider({"demo": config})
     try:
         yield provider
     finally:
@@ -154,7 +161,8 @@ async def test_slow_tool_times_out_naming_the_server_and_the_limit_and_the_next_
 async def test_stdio_server_killed_mid_session_is_restarted_by_the_next_call(
     demo: MCPToolProvider,
 ) -> None:
-    first = int((await call(demo, "mcp_demo_whoami")).content)
+    await call(demo, "mcp_demo_whoami")  # connected
+    first = server_pid(DEMO_TAG)  # the host's pid: inside its sandbox it is pid 2
     os.kill(first, signal.SIGKILL)
     await wait_until(lambda: not pid_alive(first), timeout=10, what="the server process died")
     # The end of its output marks the connection lost (a call racing that may instead
@@ -168,7 +176,7 @@ async def test_stdio_server_killed_mid_session_is_restarted_by_the_next_call(
     result = await call(demo, "mcp_demo_whoami")
 
     assert result.success, result.error_message
-    assert int(result.content) != first
+    assert server_pid(DEMO_TAG) != first
     assert demo.status()["demo"].state is ServerState.CONNECTED
 
 
@@ -412,7 +420,8 @@ async def test_registry_checks_arguments_before_they_reach_the_server() -> None:
 
 
 async def test_close_stops_the_server_process(demo: MCPToolProvider) -> None:
-    pid = int((await call(demo, "mcp_demo_whoami")).content)
+    await call(demo, "mcp_demo_whoami")  # connected
+    pid = server_pid(DEMO_TAG)
 
     await demo.close()
 

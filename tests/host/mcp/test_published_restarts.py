@@ -20,7 +20,7 @@ from plughost.mcp.client import ServerState
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.provider import MCPToolProvider
 from plughost_sdk.models import ToolExecutionResult, ToolInvocation
-from tests.mcp_servers.harness import PUBLISHED, free_port, kill_server, wait_for_port
+from tests.mcp_servers.harness import PUBLISHED, free_port, kill_server, server_pid, wait_for_port
 from tests.waiting import wait_until
 
 EVERYTHING = PUBLISHED / "node" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -109,11 +109,7 @@ async def test_a_killed_stdio_server_everything_is_marked_lost_and_restarted() -
     provider = MCPToolProvider({"ev": config})
     try:
         first = await echo(provider, "a")
-        (server,) = [
-            child
-            for child in psutil.Process().children(recursive=True)
-            if "mcp-server-everything" in " ".join(child.cmdline())
-        ]
+        server = psutil.Process(server_pid("mcp-server-everything"))
         server.kill()
         await wait_until(
             lambda: provider.status()["ev"].state is ServerState.DISCONNECTED,

@@ -26,7 +26,7 @@ from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.server import serve_http
 from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import ToolExecutionResult, ToolInvocation
-from tests.mcp_servers.harness import HERE, free_port, kill_server, wait_for_port
+from tests.mcp_servers.harness import HERE, free_port, kill_server, server_pid, wait_for_port
 from tests.waiting import wait_until
 
 RECORDER = HERE / "recording_server.py"
@@ -72,7 +72,9 @@ class HTTPRecorder:
 
 @pytest.fixture
 def recorder(tmp_path: Path) -> Recorder:
-    return Recorder(tmp_path / "calls.log")
+    log = tmp_path / "calls.log"
+    log.touch()  # a file named in a stdio server's args: its sandbox lets it write there
+    return Recorder(log)
 
 
 @pytest.fixture
@@ -137,7 +139,7 @@ async def test_a_stdio_call_killed_midway_fails_as_maybe_run_and_is_never_sent_a
     await call(stdio_provider, "mcp_rec_whoami")  # connected
 
     def kill() -> None:
-        os.kill(recorder.pid_of("once"), signal.SIGKILL)
+        os.kill(server_pid(str(recorder.path)), signal.SIGKILL)  # the host's pid of it
 
     result = await call_killed_midway(stdio_provider, recorder, kill)
     await wait_until(

@@ -66,15 +66,17 @@ class EgressGate:
         *,
         runner_id: str,
         plugin_ids: Sequence[str],
-        events: EventBus,
+        events: EventBus | None = None,
         pinned: Mapping[str, str] | None = None,
         learn: bool = False,
+        kind: str = "plugin",
     ) -> None:
         self.path = path
         self.grants = grants
         self.learn = learn
         self._runner_id = runner_id
         self._plugin_ids = list(plugin_ids)
+        self._kind = kind  # "plugin" or "MCP server": who asked, and where its grants live
         self._events = events
         self._pinned = {k.lower(): ipaddress.ip_address(v) for k, v in (pinned or {}).items()}
         self._by_name: dict[str, IPAddress] = {}
@@ -183,28 +185,32 @@ class EgressGate:
         grant = grant_for(host, port or 443)
         self.denied[grant] += 1
         where = f"{host}:{port}" if port else host
-        who = ", ".join(self._plugin_ids)
-        first = self._plugin_ids[0] if self._plugin_ids else "<plugin id>"
-        fix = f'add "{grant}" to network_grants."{first}" in plughost.toml, or run: ' + (
-            f"plughost grant {first} {grant}"
-        )
+        who = f"{self._kind} {', '.join(self._plugin_ids)}"
+        fix = self._fix(grant)
         now = time.monotonic()
         if now - self._reported.get((host, port), -_REPEAT_SECONDS) >= _REPEAT_SECONDS:
             self._reported[(host, port)] = now
-            message = (
-                f"network: plugin {who} was refused {where}: no network grant covers it; {fix}"
-            )
-            self._events.emit(
-                LifecycleEvent(
-                    EventKind.NETWORK_DENIED,
-                    message,
-                    plugin_id=first if len(self._plugin_ids) == 1 else None,
-                    runner_id=self._runner_id,
-                    details={"destination": where, "grant": grant, "plugins": self._plugin_ids},
+            message = f"network: {who} was refused {where}: no network grant covers it; {fix}"
+            log.warning("%s", message)
+            if self._events is not None:
+                self._events.emit(
+                    LifecycleEvent(
+                        EventKind.NETWORK_DENIED,
+                        message,
+                        plugin_id=self._plugin_ids[0] if len(self._plugin_ids) == 1 else None,
+                        runner_id=self._runner_id,
+                        details={"destination": where, "grant": grant, "plugins": self._plugin_ids},
+                    )
                 )
-            )
-        return _refusal(
-            errno.EACCES, f"plughost sandbox: {where} is not granted to plugin {who}; {fix}"
+        return _refusal(errno.EACCES, f"plughost sandbox: {where} is not granted to {who}; {fix}")
+
+    def _fix(self, grant: str) -> str:
+        first = self._plugin_ids[0] if self._plugin_ids else "<id>"
+        if self._kind == "MCP server":
+            return f'add "{grant}" to network in [mcp.servers.{first}]'
+        return (
+            f'add "{grant}" to network_grants."{first}" in plughost.toml, or run: '
+            f"plughost grant {first} {grant}"
         )
 
 
