@@ -77,6 +77,11 @@ def parse_destination(text: str) -> Destination:
         ValueError: naming what is wrong and showing the accepted shapes.
     """
     raw = text.strip()
+    if "://" in raw or "/" in raw:
+        raise ValueError(
+            f"{text!r} is a URL, not a network grant; write only its host and port, "
+            "for example 'api.example.com' or 'api.example.com:8443'"
+        )
     host, ports = _split_port(raw)
     host = host.lower().rstrip(".")
     if host == "localhost":

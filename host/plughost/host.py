@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import zmq.asyncio
 
+from plughost.destinations import parse_destination
 from plughost.dispatch.apis import ApiOutcome
 from plughost.dispatch.commands import CommandOutcome
 from plughost.dispatch.events import EventOutcome
@@ -51,7 +52,7 @@ from plughost.runners.curve import CurveAuthority
 from plughost.runners.early import EarlyChildren
 from plughost.runners.fork_server import ForkServer
 from plughost.runners.pool import RunnerPool
-from plughost.runners.sandbox import SandboxReport
+from plughost.runners.sandbox import SandboxReport, network_for
 from plughost.runners.spawn import SocketDirectory
 from plughost.runners.supervisor import LostCallback, ReadyCallback, RunnerSupervisor
 from plughost.settings import HostSettings, ResourceLimits
@@ -279,16 +280,48 @@ class PluginHost:
             network_grants=self._network_for(sources),
         )
 
+    async def grant_network(self, plugin_id: str, destinations: list[str]) -> list[str]:
+        """Let ``plugin_id`` reach ``destinations`` from now on, without a restart.
+
+        The grants join ``settings.network_grants`` (which then replaces the
+        MaiBot default for this plugin) and the plugin's running gates; a plugin
+        that had no grant, and so no gate, is reloaded (blue/green) to get one.
+        They last until the host stops: ``plughost grant`` writes them to the file.
+
+        Returns:
+            The plugin's grants now.
+
+        Raises:
+            ValueError: an unknown plugin, or a destination that is not a grant.
+        """
+        source = self.sources.get(plugin_id)
+        if source is None:
+            raise ValueError(f"no plugin {plugin_id!r}; plughost status lists them")
+        for destination in destinations:
+            parse_destination(destination)
+        current = self._network_for([source])
+        grants = list(dict.fromkeys([*current, *destinations]))
+        self.settings.network_grants[plugin_id] = grants
+        runners = self.runners_for(plugin_id)
+        for runner in runners:
+            runner.grant(grants)
+        log.info("network granted plugin=%s grants=%s", plugin_id, ",".join(grants))
+        if any(runner.gate is None for runner in runners):
+            await self.reload_plugin(plugin_id)
+        return grants
+
+    def learned_network(self) -> dict[str, list[str]]:
+        """Learn mode's findings: each plugin's destinations, as grants to paste."""
+        learned: dict[str, list[str]] = {}
+        for runner in self.runners():
+            if runner.gate is not None:
+                for plugin_id in runner.plugin_ids:
+                    found = learned.setdefault(plugin_id, [])
+                    found += [g for g in runner.gate.used if g not in found]
+        return {k: sorted(v) for k, v in sorted(learned.items()) if v}
+
     def _network_for(self, sources: list[PluginSource]) -> list[str]:
-        """What the operator lets these plugins reach (docs/operators.md, "Network grants")."""
-        grants: list[str] = []
-        for source in sources:
-            named = self.settings.network_grants.get(source.plugin_id)
-            if named is not None:
-                grants += named
-            elif source.manifest.targets_maibot:
-                grants += self.settings.runner.sandbox.maibot_network
-        return list(dict.fromkeys(grants))
+        return network_for(self.settings, sources)
 
     def _limits_for(self, sources: list[PluginSource]) -> ResourceLimits:
         """The global runner limits, with a plugin's own overrides when it runs alone."""

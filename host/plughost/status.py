@@ -36,6 +36,8 @@ class PluginStatus:
     components: tuple[str, ...] = ()  # commands, handlers, APIs, cards: KIND:plugin_id.name
     runners: tuple[str, ...] = ()  # every runner serving it (several with replicas)
     where: tuple[str, ...] = ()  # where each of those runners is: "local pid N", or an address
+    network: tuple[str, ...] = ()  # the destinations its runner may reach (network grants)
+    denied: int = 0  # connections its runner's gate refused since it started
 
 
 class StatusSource(Protocol):
@@ -72,6 +74,8 @@ def plugin_statuses(host: StatusSource) -> list[PluginStatus]:
             components=tuple(c.key for c in host.components.components_of(plugin_id)),
             runners=tuple(r.runner_id for r in host.runners_for(plugin_id)),
             where=tuple(f"local pid {r.pid}" for r in host.runners_for(plugin_id)),
+            network=tuple(d.text for d in runner.grants.destinations) if runner else (),
+            denied=sum(r.gate.denied.total() for r in host.runners_for(plugin_id) if r.gate),
         )
     remote = host.remote
     for plugin_id, pool in (remote.pools if remote else {}).items():

@@ -22,6 +22,7 @@ import pytest_asyncio
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
+from plughost.settings import HostSettings
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.security.sandboxed import require
 from tests.security.stub_network import StubNetwork, stub_network
@@ -60,10 +61,7 @@ class Granted:
 async def granted(
     tmp_path_factory: pytest.TempPathFactory, stubs: StubNetwork
 ) -> AsyncIterator[Granted]:
-    root = tmp_path_factory.mktemp("egress")
-    folder = root / "plugins" / "net_client"
-    shutil.copytree(TEST_PLUGINS / "net_client", folder)
-    settings = fast_settings(root)
+    folder, settings = _plant(tmp_path_factory.mktemp("egress"))
     settings.network_grants = {PLUGIN: ["api.example.com"]}
     settings.runner.sandbox.hosts = {
         "api.example.com": stubs.granted,
@@ -76,6 +74,13 @@ async def granted(
             lambda e: denials.append(e) if e.kind is EventKind.NETWORK_DENIED else None
         )
         yield Granted(host, denials)
+
+
+def _plant(root: Path) -> tuple[Path, HostSettings]:
+    """A copy of ``net_client`` under ``root``, and fast settings whose data lives there."""
+    folder = root / "plugins" / "net_client"
+    shutil.copytree(TEST_PLUGINS / "net_client", folder)
+    return folder, fast_settings(root)
 
 
 def _served_by(outcome: dict[str, Any]) -> str:
@@ -187,9 +192,7 @@ async def test_a_wildcard_grant_never_leads_to_a_private_address(
     tmp_path: Path, stubs: StubNetwork
 ) -> None:
     """MaiBot plugins' default, '*': public hosts only, so not the operator's intranet."""
-    folder = tmp_path / "plugins" / "net_client"
-    shutil.copytree(TEST_PLUGINS / "net_client", folder)
-    settings = fast_settings(tmp_path)
+    folder, settings = _plant(tmp_path)
     settings.runner.sandbox.hosts = {"intranet.example.com": stubs.granted}
     async with PluginHost([folder], settings=settings) as host:
         require(host, "network_namespace")
@@ -207,9 +210,7 @@ async def test_a_wildcard_grant_never_leads_to_a_private_address(
 async def test_a_plugin_with_no_grant_has_no_gate_and_no_network(
     tmp_path: Path, stubs: StubNetwork
 ) -> None:
-    folder = tmp_path / "plugins" / "net_client"
-    shutil.copytree(TEST_PLUGINS / "net_client", folder)
-    settings = fast_settings(tmp_path)
+    folder, settings = _plant(tmp_path)
     settings.network_grants = {PLUGIN: []}  # the operator caps the MaiBot default
     async with PluginHost([folder], settings=settings) as host:
         require(host, "network_namespace")
@@ -220,3 +221,41 @@ async def test_a_plugin_with_no_grant_has_no_gate_and_no_network(
         assert runner is not None and runner.gate is None
         assert isinstance(result.structured_content, dict)
         assert not result.structured_content["reached"]
+
+
+async def test_learn_mode_lets_a_plugin_through_and_records_the_grants_it_needed(
+    tmp_path: Path, stubs: StubNetwork, loopback: int
+) -> None:
+    folder, settings = _plant(tmp_path)
+    settings.network_grants = {PLUGIN: []}
+    settings.runner.sandbox.learn = True
+    settings.runner.sandbox.hosts = {"api.example.com": stubs.granted}
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "network_namespace")
+
+        reached = await host.invoke("fetch_httpx", {"url": "http://api.example.com:8080/"})
+        own = await host.invoke("fetch_socket", {"host": "127.0.0.1", "port": loopback})
+        learned = host.learned_network()
+
+    assert isinstance(reached.structured_content, dict) and reached.structured_content["reached"]
+    assert isinstance(own.structured_content, dict) and not own.structured_content["reached"]
+    assert learned == {PLUGIN: ["api.example.com:8080"]}
+
+
+async def test_a_grant_given_while_serving_lets_the_plugin_through_without_a_restart(
+    tmp_path: Path, stubs: StubNetwork
+) -> None:
+    folder, settings = _plant(tmp_path)
+    settings.network_grants = {PLUGIN: []}
+    settings.runner.sandbox.hosts = {"api.example.com": stubs.granted}
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "network_namespace")
+        before = await host.invoke("fetch_urllib", {"url": "http://api.example.com/"})
+
+        grants = await host.grant_network(PLUGIN, ["api.example.com"])
+        after = await host.invoke("fetch_urllib", {"url": "http://api.example.com/"})
+        [status] = host.status()
+
+    assert isinstance(before.structured_content, dict) and not before.structured_content["reached"]
+    assert isinstance(after.structured_content, dict) and after.structured_content["reached"]
+    assert grants == ["api.example.com"] and status.network == ("api.example.com",)

@@ -36,6 +36,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from plughost.cli.component_checks import component_findings, word
+from plughost.cli.network_checks import network_use
 from plughost.host import PluginHost
 from plughost.plugins.source import (
     PluginProblem,
@@ -140,12 +141,15 @@ class CheckReport:
         }
 
 
-async def check_plugins(dirs: list[Path], *, timeout: float = 20.0) -> CheckReport:
+async def check_plugins(
+    dirs: list[Path], *, timeout: float = 20.0, settings: HostSettings | None = None
+) -> CheckReport:
     """Check plugin folders (or folders of plugin folders) and report every problem.
 
     Args:
         dirs: Plugin folders, or folders holding plugin folders.
         timeout: Seconds each plugin may take to start and load.
+        settings: The host's settings (network grants); the defaults when None.
 
     Returns:
         The report; ``report.ok`` is False when any plugin has an error.
@@ -158,6 +162,7 @@ async def check_plugins(dirs: list[Path], *, timeout: float = 20.0) -> CheckRepo
         report.problems.extend(_folder_problems(problem))
     for source in sources:
         report.problems.extend(_manifest_warnings(source))
+        report.problems.extend(_network_warnings(source, settings or HostSettings()))
     outcomes = await _load(sources, timeout)
     for source in sources:
         outcome = outcomes[source.plugin_id]
@@ -236,6 +241,22 @@ def _manifest_warnings(source: PluginSource) -> list[CheckProblem]:
         fix = f'add "plughost_sdk": {json.dumps(wanted)}'
         found.append(CheckProblem(source.plugin_id, file, 0, message, fix, "warning"))
     return found
+
+
+def _network_warnings(source: PluginSource, settings: HostSettings) -> list[CheckProblem]:
+    used = network_use(source, settings)
+    if used is None:
+        return []
+    file, line, module = used
+    message = (
+        f"the code imports {module} but the plugin has no network grant: the sandbox will "
+        "refuse every connection it makes"
+    )
+    fix = (
+        "run plughost serve --learn to see where it connects, then "
+        f"plughost grant {source.plugin_id} HOST (written to plughost.toml)"
+    )
+    return [CheckProblem(source.plugin_id, file, line, message, fix, "warning")]
 
 
 _Loaded = tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]

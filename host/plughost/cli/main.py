@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from plughost import __version__
 from plughost.cli.one_shot import load_config, run
 from plughost.cli.options import EXIT_FAILED, json_option, plugins_option
+
+if TYPE_CHECKING:
+    from plughost.settings import HostSettings
 
 __all__ = ["cli", "main"]
 
@@ -46,6 +50,7 @@ def cli(ctx: click.Context, verbose: int) -> None:
       plughost call get_weather --plugins plugins_example --args '{"city": "Paris"}'
       plughost new my_plugin --dir plugins         # scaffold a plugin
       plughost check plugins                       # validate before deploying
+      plughost grant community.weather api.example.com  # network for one plugin
     """
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = verbose
@@ -92,6 +97,12 @@ def cli(ctx: click.Context, verbose: int) -> None:
     help="The --mcp-http bearer token file (0600); created with a new token if missing.",
 )
 @click.option("--strict", is_flag=True, help="Exit with code 3 if any plugin fails to start.")
+@click.option(
+    "--learn",
+    is_flag=True,
+    help="Learn mode: let plugins reach any host but this one, record where they go, and "
+    "print the network grants to paste when serve stops.",
+)
 @click.option("--print-config", is_flag=True, help="Print the effective configuration and exit.")
 @click.pass_context
 def serve(
@@ -107,6 +118,7 @@ def serve(
     allow_remote: bool,
     mcp_token_file: Path | None,
     strict: bool,
+    learn: bool,
     print_config: bool,
 ) -> None:
     """Start the host: load plugins, hot-reload edits, stream lifecycle events.
@@ -117,6 +129,7 @@ def serve(
       plughost serve --config plughost.toml --log-format json
       plughost serve --plugins plugins --mcp-http 127.0.0.1:8765
       plughost serve --plugins plugins --web 127.0.0.1:8770   # console: open the printed URL
+      plughost serve --plugins plugins --learn   # then: plughost grant ID HOST --config ...
     """
     from plughost.cli.serve import configure_logging
     from plughost.cli.serve import serve as run_serve
@@ -127,6 +140,9 @@ def serve(
     host = config.host.model_copy(update={"plugin_dirs": [*config.host.plugin_dirs, *plugin_dirs]})
     if web:
         host.web = host.web.model_copy(update={"address": web})
+    if learn:
+        sandbox = host.runner.sandbox.model_copy(update={"learn": True})
+        host.runner = host.runner.model_copy(update={"sandbox": sandbox})
     serve_settings = config.serve.model_copy(
         update={
             k: v
@@ -202,22 +218,33 @@ def new(name: str, directory: Path, plugin_id: str | None) -> None:
 @click.option(
     "--timeout", default=20.0, show_default=True, help="Seconds each plugin may take to load."
 )
-def check(dirs: tuple[Path, ...], as_json: bool, timeout: float) -> None:
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The plughost.toml the plugins will run under (its network grants).",
+)
+def check(dirs: tuple[Path, ...], as_json: bool, timeout: float, config_file: Path | None) -> None:
     """Validate plugin folders before deploying: manifests, imports, declarations, schemas.
 
     Each plugin is loaded in a throwaway runner. Every problem is reported with
     its file, line and a fix. Exit 0 when there is no error (warnings allowed),
     1 otherwise.
 
+    It also warns about a plugin whose code imports a network client but has
+    no network grant (in --config's plughost.toml, or by default).
+
     \b
     Examples:
       plughost check plugins
       plughost check plugins/weather_tools --json
+      plughost check plugins --config plughost.toml
     """
-    sys.exit(run(_check(list(dirs), as_json, timeout)))
+    settings = load_config(config_file).host
+    sys.exit(run(_check(list(dirs), as_json, timeout, settings)))
 
 
-async def _check(dirs: list[Path], as_json: bool, timeout: float) -> int:
+async def _check(dirs: list[Path], as_json: bool, timeout: float, settings: HostSettings) -> int:
     import logging
 
     from rich.console import Console
@@ -230,9 +257,9 @@ async def _check(dirs: list[Path], as_json: bool, timeout: float) -> int:
     logging.getLogger("plughost").setLevel(logging.CRITICAL)
     if stderr.is_terminal and not as_json:
         with stderr.status("loading plugins in throwaway runners..."):
-            report = await check_plugins(dirs, timeout=timeout)
+            report = await check_plugins(dirs, timeout=timeout, settings=settings)
     else:
-        report = await check_plugins(dirs, timeout=timeout)
+        report = await check_plugins(dirs, timeout=timeout, settings=settings)
     if as_json:
         print_json(report.to_dict())
         return 0 if report.ok else EXIT_FAILED
@@ -252,9 +279,10 @@ async def _check(dirs: list[Path], as_json: bool, timeout: float) -> int:
 def _add_commands() -> None:
     # Each imports only click at the top, like this module.
     from plughost.cli.credentials import runner_credentials
+    from plughost.cli.grants import grant
     from plughost.cli.one_shot_commands import call, components, search, tools
 
-    for command in (tools, components, call, search, runner_credentials):
+    for command in (tools, components, call, search, grant, runner_credentials):
         cli.add_command(command)
 
 

@@ -89,7 +89,10 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
     finally:
         with contextlib.suppress(Exception):
             stderr.print("[dim]stopping runners...[/dim]")
+        learned = host.learned_network() if config.host.runner.sandbox.learn else None
         await host.aclose()
+        if learned is not None:
+            _print_learned(learned, config.serve.log_format)
     if config.serve.mcp == "stdio" and stop.is_set():
         # Every answer is written and the host is closed. The MCP SDK reads stdin in a
         # worker thread that only end-of-file stops, and the interpreter's exit would
@@ -300,6 +303,25 @@ async def _progress(host: PluginHost, config: ServeConfig) -> Any:
             host.events.remove_callback(count)
 
 
+def _print_learned(learned: dict[str, list[str]], log_format: str) -> None:
+    """Learn mode's findings, as the ``[host.network_grants]`` table to paste."""
+    if log_format == "json":
+        sys.stderr.write(json.dumps({"event": "serve.learned", "network_grants": learned}) + "\n")
+        return
+    if not learned:
+        stderr.print("learn mode: no plugin opened a network connection.")
+        return
+    lines = ["[host.network_grants]"] + [
+        f"{json.dumps(plugin_id)} = {json.dumps(grants)}" for plugin_id, grants in learned.items()
+    ]
+    stderr.print(
+        "learn mode: the plugins reached these destinations; paste into plughost.toml "
+        "(or run plughost grant ID DESTINATION --config plughost.toml):",
+        markup=False,
+    )
+    print("\n".join(lines), file=sys.stderr)
+
+
 def _print_summary(host: PluginHost, log_format: str) -> None:
     rows = host.status()
     sandbox = host.sandbox
@@ -314,6 +336,15 @@ def _print_summary(host: PluginHost, log_format: str) -> None:
     stderr.print(plugins_table(rows))
     if sandbox is not None:
         stderr.print(sandbox.describe(), markup=False)
+    for row in rows:
+        if row.network:
+            reach = ", ".join(row.network)
+            stderr.print(f"network: {row.plugin_id} may reach {reach}", markup=False)
+    if host.settings.runner.sandbox.learn:
+        stderr.print(
+            "[yellow]learn mode: plugins may reach any host but this one; the grants they "
+            "needed are printed when serve stops[/yellow]"
+        )
     loaded = sum(1 for r in rows if r.state == "loaded")
     failed = len(rows) - loaded
     stderr.print(f"{loaded} plugin(s) loaded, {failed} failed. Watching for changes; Ctrl-C stops.")

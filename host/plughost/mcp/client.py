@@ -111,6 +111,9 @@ class MCPConnection(ConnectionOwner):
             failures=self._failures,
             retry_in=retry_in,
             protocol_version=self._protocol_version,
+            sandbox=tuple(self.sandbox.active),
+            network=tuple(self.config.network),
+            denied=self.sandbox.denied,
         )
 
     def wants_connect(self) -> bool:

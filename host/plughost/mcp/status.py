@@ -38,6 +38,9 @@ class ServerStatus:
         failures: Connect failures in a row (0 once connected).
         retry_in: Seconds until the next connect attempt (FAILED only).
         protocol_version: The MCP protocol version negotiated at the last connect.
+        sandbox: The protections a stdio server's process runs under (empty for HTTP).
+        network: The destinations a stdio server may reach (its network grants).
+        denied: Connections its sandbox refused since plughost started it.
     """
 
     state: ServerState
@@ -47,6 +50,9 @@ class ServerStatus:
     failures: int = 0
     retry_in: float | None = None
     protocol_version: str | None = None
+    sandbox: tuple[str, ...] = ()
+    network: tuple[str, ...] = ()
+    denied: int = 0
 
 
 class ServerUnavailableError(PlugHostError):

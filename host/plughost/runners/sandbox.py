@@ -28,7 +28,7 @@ from typing import get_args
 
 from plughost.plugins.source import PluginSource
 from plughost.runners.sandbox_probe import SandboxSupport, probe_support
-from plughost.settings import Protection, SandboxSettings
+from plughost.settings import HostSettings, Protection, SandboxSettings
 from plughost_sdk.errors import RunnerStartError
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "SandboxReport",
     "SandboxSupport",
     "folder_views",
+    "network_for",
     "probe_support",
     "runner_policy",
     "sandbox_report",
@@ -171,6 +172,23 @@ def runner_policy(
     tmpdir = writable[len(sources)]  # the first plugin's temp directory
     disk = (*writable, *(upper for _, upper, _ in overlays))
     return RunnerSandbox(json.dumps(policy, separators=(",", ":")), names, tmpdir, disk)
+
+
+def network_for(settings: HostSettings, sources: Sequence[PluginSource]) -> list[str]:
+    """The network grants of a runner serving ``sources`` (docs/operators.md, "Network").
+
+    The operator's ``network_grants`` for a plugin they name; for a plugin
+    written for MaiBot they do not name, ``runner.sandbox.maibot_network``;
+    for any other, nothing.
+    """
+    grants: list[str] = []
+    for source in sources:
+        named = settings.network_grants.get(source.plugin_id)
+        if named is not None:
+            grants += named
+        elif source.manifest.targets_maibot:
+            grants += settings.runner.sandbox.maibot_network
+    return list(dict.fromkeys(grants))
 
 
 def folder_views(

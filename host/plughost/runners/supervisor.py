@@ -320,6 +320,16 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         )
         return process
 
+    def grant(self, grants: Sequence[str]) -> None:
+        """Replace this runner's network grants; a running gate applies them at once.
+
+        A runner started with no grant has no gate, and no way out of its
+        network namespace: it gets one at its next start (a reload does that).
+        """
+        self.grants = Grants(grants)
+        if self.gate is not None:
+            self.gate.grants = self.grants
+
     async def _open_gate(self) -> EgressGate | None:
         """The runner's gate to the network its plugins were granted (made once, kept)."""
         sandbox = self._settings.sandbox

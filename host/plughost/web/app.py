@@ -161,7 +161,16 @@ class _Api:
             except KeyError as exc:
                 return _error(409, str(exc.args[0]))
             return _json({"plugin_id": plugin_id, "enabled": action == "enable"})
-        return _error(404, f"no action {action!r}; use reload, enable or disable")
+        if action == "grant":
+            destination = (await _body(request)).get("destination")
+            if not isinstance(destination, str):
+                return _error(400, 'send {"destination": "api.example.com"}')
+            try:
+                grants = await self._host.grant_network(plugin_id, [destination])
+            except ValueError as exc:
+                return _error(400, str(exc))
+            return _json({"plugin_id": plugin_id, "network": grants})
+        return _error(404, f"no action {action!r}; use reload, enable, disable or grant")
 
     async def tool_enabled(self, request: Request) -> Response:
         body = await _body(request)

@@ -21,6 +21,8 @@ plughost_runner_up                          runner (1 while ready)
 plughost_plugins                            state (loaded, failed, starting...)
 plughost_mcp_server_up                      server (1 while connected)
 plughost_mcp_server_failures                server (connect failures in a row)
+plughost_network_denied                     kind (plugin, mcp), name: refused connections
+plughost_sandbox_protections                kind (plugin, mcp), name: protections in force
 ==========================================  =======================================
 """
 
@@ -35,6 +37,7 @@ from prometheus_client.registry import Collector
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.runners.supervisor import RunnerState
+from plughost.status import PluginStatus
 from plughost.web.snapshot import mcp_servers, runner_process
 from plughost_sdk.models import ToolExecutionResult, ToolSpec
 
@@ -136,12 +139,36 @@ class _HostCollector(Collector):
         yield from self._runners()
         states = GaugeMetricFamily("plughost_plugins", "Plugins by state", labels=["state"])
         counts: dict[str, int] = {}
-        for row in self._host.status():
+        rows = self._host.status()
+        for row in rows:
             counts[row.state] = counts.get(row.state, 0) + 1
         for state, count in sorted(counts.items()):
             states.add_metric([state], count)
         yield states
         yield from self._mcp()
+        yield from self._sandbox(rows)
+
+    def _sandbox(self, rows: list[PluginStatus]) -> Iterator[Metric]:
+        labels = ["kind", "name"]
+        denied = GaugeMetricFamily(
+            "plughost_network_denied",
+            "Connections the sandbox refused (no network grant covered them)",
+            labels=labels,
+        )
+        protections = GaugeMetricFamily(
+            "plughost_sandbox_protections",
+            "Protections the process runs under (0: none)",
+            labels=labels,
+        )
+        for row in rows:
+            denied.add_metric(["plugin", row.plugin_id], row.denied)
+            protections.add_metric(["plugin", row.plugin_id], len(row.sandbox))
+        for server in mcp_servers(self._host):
+            if server["transport"] == "stdio":
+                denied.add_metric(["mcp", server["name"]], server["denied"])
+                protections.add_metric(["mcp", server["name"]], len(server["sandbox"]))
+        yield denied
+        yield protections
 
     def _runners(self) -> Iterator[Metric]:
         memory = GaugeMetricFamily(

@@ -252,6 +252,9 @@ def mcp_servers(host: PluginHost) -> list[dict[str, Any]]:
                     "tools": status.tools,
                     "failures": status.failures,
                     "retry_in": status.retry_in,
+                    "sandbox": list(status.sandbox),
+                    "network": list(status.network),
+                    "denied": status.denied,
                 }
             )
     return rows

@@ -334,3 +334,67 @@ async def test_maibot_plugins_check_ok_unmodified_and_their_folders_are_left_alo
     assert len(report.plugins_ok) == 6
     assert not any("plughost_sdk" in p.message for p in report.warnings)
     assert list((tmp_path / "maibot").glob("*/config.toml")) == []
+
+
+NETWORK_PLUGIN = """
+    import urllib.request
+    from plughost_sdk import Plugin, Tool
+
+    class Fetcher(Plugin):
+        @Tool("fetch_page", brief_description="Fetch a page")
+        async def fetch_page(self, **kwargs):
+            return urllib.request.urlopen("https://api.example.com").read().decode()
+
+    def create_plugin():
+        return Fetcher()
+"""
+
+
+async def test_check_warns_about_network_code_without_a_grant_and_says_how_to_grant(
+    tmp_path: Path,
+) -> None:
+    folder = _write_plugin(tmp_path / "plugins" / "fetcher", NETWORK_PLUGIN)
+
+    report = await check_plugins([folder])
+    [warning] = [p for p in _only(report, "tests.fetcher") if "network grant" in p.message]
+
+    assert warning.severity == "warning"
+    assert warning.file == str(folder / "plugin.py") and warning.line == 2
+    assert "urllib.request" in warning.message
+    assert "plughost serve --learn" in warning.fix and "plughost grant tests.fetcher" in warning.fix
+
+
+async def test_check_is_quiet_about_network_code_the_operator_granted(tmp_path: Path) -> None:
+    from plughost.settings import HostSettings
+
+    folder = _write_plugin(tmp_path / "plugins" / "fetcher", NETWORK_PLUGIN)
+    settings = HostSettings(network_grants={"tests.fetcher": ["api.example.com"]})
+
+    report = await check_plugins([folder], settings=settings)
+
+    assert not [p for p in _only(report, "tests.fetcher") if "network grant" in p.message]
+
+
+async def test_check_never_follows_a_symlink_out_of_the_plugin_folder(tmp_path: Path) -> None:
+    folder = _write_plugin(tmp_path / "plugins" / "quiet", _QUIET)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "client.py").write_text("import requests\n")
+    (folder / "vendor").symlink_to(elsewhere)
+
+    report = await check_plugins([folder])
+
+    assert not [p for p in _only(report, "tests.quiet") if "network grant" in p.message]
+
+
+_QUIET = """
+    from plughost_sdk import Plugin, Tool
+
+    class Quiet(Plugin):
+        @Tool("be_quiet", brief_description="Say nothing at all")
+        async def be_quiet(self, **kwargs):
+            return ""
+
+    def create_plugin():
+        return Quiet()
+"""

@@ -119,8 +119,8 @@ function chart(calls) {
   return svg;
 }
 
-function pluginAction(id, action) {
-  return api(`/api/plugins/${encodeURIComponent(id)}/${action}`, {})
+function pluginAction(id, action, body) {
+  return api(`/api/plugins/${encodeURIComponent(id)}/${action}`, body || {})
     .then((answer) => note(`${action} ${id}: ${JSON.stringify(answer)}`))
     .catch((error) => note(`${action} ${id} refused: ${error.message}`, true));
 }
@@ -372,7 +372,18 @@ function feedLine(entry) {
   return el("li", { class: `${entry.source} ${entry.level}`, "data-kind": entry.kind, "data-plugin": entry.plugin_id || "" },
     el("span", { class: "time" }, fmt.time(entry.time)),
     el("span", { class: "kind" }, entry.kind),
-    " ", entry.plugin_id ? `[${entry.plugin_id}] ` : "", entry.message, where);
+    " ", entry.plugin_id ? `[${entry.plugin_id}] ` : "", entry.message, where,
+    grantButton(entry));
+}
+
+function grantButton(entry) {
+  const grant = entry.kind === "network.denied" && entry.details && entry.details.grant;
+  if (!grant || !entry.plugin_id) return "";
+  return el("button", {
+    class: "grant",
+    title: `let ${entry.plugin_id} reach ${grant} until the host stops (plughost grant keeps it)`,
+    onclick: () => pluginAction(entry.plugin_id, "grant", { destination: grant }),
+  }, `grant ${grant}`);
 }
 
 function renderFeed() {
