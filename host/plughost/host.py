@@ -278,6 +278,9 @@ class PluginHost:
             fork_server=self._fork_server,
             sandbox=self.sandbox,
             network_grants=self._network_for(sources),
+            write_grants=[
+                p for s in sources for p in self.settings.write_grants.get(s.plugin_id, [])
+            ],
         )
 
     async def grant_network(self, plugin_id: str, destinations: list[str]) -> list[str]:

@@ -278,6 +278,12 @@ class HostSettings(BaseModel):
         "(see plughost.destinations); replaces runner.sandbox.maibot_network for the "
         "plugins it names",
     )
+    write_grants: dict[str, list[Path]] = Field(
+        default_factory=dict,
+        description="paths each plugin may write besides its own folder, data and temp "
+        "directories, by plugin id (a shared media folder, say); the sandbox's refusal "
+        "messages name the path to add",
+    )
     api_grants: dict[str, list[str]] = Field(
         default_factory=dict,
         description="other plugins' public APIs each plugin may call through ctx.api.call, by "

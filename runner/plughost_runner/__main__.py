@@ -48,8 +48,12 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             socket = args.endpoint[len("ipc://") :] if args.endpoint.startswith("ipc://") else ""
-            if apply(SandboxPolicy.from_json(args.sandbox), socket):
+            policy = SandboxPolicy.from_json(args.sandbox)
+            if apply(policy, socket):
                 args.parent_pid = os.getppid()  # 1: its pid namespace's init
+            from plughost_runner.limits import note_sandbox
+
+            note_sandbox(policy.write, policy.file_size)
         except (SandboxError, ValueError, TypeError) as exc:
             print(f"plughost runner: {exc}", file=sys.stderr)
             return 4

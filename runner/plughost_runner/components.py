@@ -167,7 +167,7 @@ async def call_component(
         raise
     except Exception as exc:
         log.exception("%s %s of plugin %s raised", kind, handler.declaration.name, plugin_id)
-        error = describe_limit_error(exc) or f"{type(exc).__name__}: {exc}"
+        error = describe_limit_error(exc, plugin_id) or f"{type(exc).__name__}: {exc}"
         return _failed(kind, error)
     return _READERS[kind](value, handler.declaration.metadata)
 

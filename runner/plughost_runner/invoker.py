@@ -131,7 +131,7 @@ class Invoker:
         except TimeoutError:
             raise
         except Exception as exc:
-            limit = describe_limit_error(exc)
+            limit = describe_limit_error(exc, plugin_id)
             if limit is not None:
                 return result_fields(ToolExecutionResult.failure(name, limit, "resource_limit"))
             return result_fields(normalize_exception(name, exc))

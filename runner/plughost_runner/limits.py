@@ -15,13 +15,20 @@ from __future__ import annotations
 import errno
 import logging
 import resource
-from typing import Any
+from typing import Any, TypeGuard
 
-__all__ = ["apply_limits", "describe_limit_error"]
+__all__ = ["apply_limits", "describe_limit_error", "note_sandbox"]
 
 log = logging.getLogger("plughost_runner")
 
 _active: dict[str, int] = {}
+_sandbox: dict[str, Any] = {}  # what the runner's sandbox lets its plugins write
+
+
+def note_sandbox(writable: list[str], file_size: int | None) -> None:
+    """Remember the sandbox's writable paths and file size cap, to explain its refusals."""
+    _sandbox["writable"] = writable
+    _sandbox["file_size"] = file_size
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -37,6 +44,21 @@ def apply_limits(limits: dict[str, Any]) -> None:
         _active["open_files"] = files
 
 
+_HIDDEN = ("/tmp/", "/var/tmp/", "/run/", "/var/run/", "/dev/shm/")  # private in a sandbox
+
+
+def _refused_by_sandbox(exc: BaseException) -> TypeGuard[OSError]:
+    """A path outside what the plugin may write, refused (or hidden) by the sandbox."""
+    if not isinstance(exc, OSError) or not exc.filename or "writable" not in _sandbox:
+        return False
+    path = str(exc.filename)
+    if any(path == w or path.startswith(w.rstrip("/") + "/") for w in _sandbox["writable"]):
+        return False
+    if isinstance(exc, PermissionError):
+        return True
+    return isinstance(exc, FileNotFoundError) and path.startswith(_HIDDEN)
+
+
 def _set(kind: int, soft: int, hard: int | None = None) -> None:
     _, current_hard = resource.getrlimit(kind)
     wanted_hard = soft if hard is None else hard
@@ -49,11 +71,29 @@ def _set(kind: int, soft: int, hard: int | None = None) -> None:
         log.warning("could not apply resource limit %s=%s: %s", kind, soft, exc)
 
 
-def describe_limit_error(exc: BaseException) -> str | None:
-    """A message naming the limit ``exc`` ran into, or None if it is not a limit error."""
+def describe_limit_error(exc: BaseException, plugin_id: str = "") -> str | None:
+    """A message naming the limit ``exc`` ran into, or None if it is not a limit error.
+
+    A sandbox refusal of a path is one too: the message names the path, what
+    the plugin may write, and the grant that would let it (an operator's
+    ``write_grants``, never an edit of the plugin).
+    """
     if isinstance(exc, OSError) and exc.errno == errno.EMFILE and "open_files" in _active:
         return (
             f"the plugin has too many open files: its runner is limited to "
             f"{_active['open_files']} (limits.open_files)"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG and _sandbox.get("file_size"):
+        return (
+            f"the plugin wrote a file larger than its disk quota of "
+            f"{_sandbox['file_size'] // 2**20} MiB ({exc.filename or 'a file'}; limits.disk_mb)"
+        )
+    if _refused_by_sandbox(exc):
+        who = plugin_id or "<plugin id>"
+        return (
+            f"the sandbox refused {exc.filename!s}: {type(exc).__name__}: {exc.strerror}. A "
+            f"plugin writes only its own folder, data and temp directories "
+            f"({', '.join(_sandbox['writable'])}); to let {who} write there, add the path "
+            f'to write_grants."{who}" in plughost.toml'
         )
     return None

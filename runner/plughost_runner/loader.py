@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from plughost_runner import maibot_imports
 from plughost_runner.components import ComponentHandler, call_shape, component_handlers
+from plughost_runner.limits import describe_limit_error
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
 from plughost_sdk.plugin import Plugin
@@ -369,6 +370,9 @@ def _failure(spec: PluginSpec, stage: str, reason: str, exc: BaseException | Non
     if exc is not None:
         text = "".join(traceback.format_exception(exc))
         file, line = _plugin_frame(spec.path, exc)
+        refused = describe_limit_error(exc, spec.plugin_id)  # the sandbox's, with the grant
+        if refused is not None:
+            reason = f"{reason}; {refused}"
     if not file:
         file = str(spec.path / "plugin.py")
     return LoadFailure(

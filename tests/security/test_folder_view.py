@@ -198,3 +198,26 @@ async def test_without_a_disk_quota_nothing_is_counted(tmp_path: Path) -> None:
 
         assert written == "written"
         assert runner is not None and runner._watchdog.disk is None
+
+
+async def test_a_refused_write_names_the_path_and_the_grant_and_the_grant_works(
+    tmp_path: Path,
+) -> None:
+    folder = _plant(tmp_path)
+    shared = tmp_path / "shared-media"
+    shared.mkdir()
+    target = shared / "favourites.json"
+    refused_settings = _settings(tmp_path)
+    async with PluginHost([folder], settings=refused_settings) as host:
+        require(host, "landlock")
+        refused = await host.invoke("favourite_export", {"path": str(target)})
+
+    granted_settings = _settings(tmp_path)
+    granted_settings.write_grants = {KEEPER: [shared]}
+    async with PluginHost([folder], settings=granted_settings) as host:
+        exported = await _text(host, "favourite_export", path=str(target))
+
+    assert not refused.success
+    assert str(target) in refused.error_message
+    assert f'write_grants."{KEEPER}"' in refused.error_message
+    assert "已导出" in exported and target.read_text(encoding="utf-8") == "[]"

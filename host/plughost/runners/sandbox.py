@@ -122,6 +122,7 @@ def runner_policy(
     runner_id: str = "runner",
     disk_mb: int | None = None,
     egress: str = "",
+    write_grants: Sequence[Path] = (),
 ) -> RunnerSandbox | None:
     """The policy for a runner serving ``sources``; None when the sandbox is off.
 
@@ -155,7 +156,9 @@ def runner_policy(
         "landlock": "landlock" in active and "no_new_privs" in active,
         "read": [str(s.path) for s in sources if str(s.path) not in viewed]
         + [str(p.resolve()) for p in settings.read_paths],
-        "write": writable + sorted(viewed) + [str(p.resolve()) for p in settings.write_paths],
+        "write": writable
+        + sorted(viewed)
+        + [str(p.resolve()) for p in (*settings.write_paths, *write_grants)],
         "connect_ports": connect,
         "bind_ports": bind,
         "processes": processes,

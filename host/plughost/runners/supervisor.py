@@ -101,6 +101,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         fork_server: ForkServer | None = None,
         sandbox: SandboxReport | None = None,
         network_grants: Sequence[str] = (),
+        write_grants: Sequence[Path] = (),
     ) -> None:
         self.runner_id = runner_id
         self.sources = {s.plugin_id: s for s in sources}
@@ -122,6 +123,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         self._fork_server = fork_server
         self._sandbox = sandbox
         self.grants = Grants(network_grants)
+        self._write_grants = tuple(write_grants)
         self.gate: EgressGate | None = None  # the runner's way to its grants, once it has any
         self.protections: tuple[str, ...] = ()  # what the current runner process is confined by
         self._pids: ProcessCgroup | None = None  # limits.processes on a root host
@@ -291,6 +293,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
                 runner_id=self.runner_id,
                 disk_mb=self.limits.disk_mb,
                 egress=str(gate.path) if gate is not None else "",
+                write_grants=self._write_grants,
             )
         self._watchdog.disk = None
         if confined is not None:

@@ -58,6 +58,15 @@ class FolderKeeperPlugin(MaiBotPlugin):
             return f"refused: {os.strerror(exc.errno or 0)}"
         return "written"
 
+    @Tool(
+        "favourite_export",
+        description="把收藏导出到指定文件",
+        parameters={"path": {"type": "string", "description": "文件路径", "required": True}},
+    )
+    async def export(self, path: str, **kwargs: Any) -> str:
+        Path(path).write_text(STORE.read_text(encoding="utf-8"), encoding="utf-8")
+        return f"已导出到 {path}"
+
     @Tool("favourite_config", description="读取首次启动时复制的配置")
     async def config_text(self, **kwargs: Any) -> str:
         return (HERE / "config.toml").read_text(encoding="utf-8")
