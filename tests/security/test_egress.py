@@ -17,12 +17,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import pytest_asyncio
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
-from plughost.settings import HostSettings
+from plughost.settings import HostSettings, WebSettings
+from plughost.web import WebConsole
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.security.sandboxed import require
 from tests.security.stub_network import StubNetwork, stub_network
@@ -259,3 +261,42 @@ async def test_a_grant_given_while_serving_lets_the_plugin_through_without_a_res
     assert isinstance(before.structured_content, dict) and not before.structured_content["reached"]
     assert isinstance(after.structured_content, dict) and after.structured_content["reached"]
     assert grants == ["api.example.com"] and status.network == ("api.example.com",)
+
+
+async def test_the_console_shows_a_refusal_and_its_grant_button_lets_the_plugin_through(
+    tmp_path: Path, stubs: StubNetwork
+) -> None:
+    token = "egress-console-token-0123456789"
+    folder, settings = _plant(tmp_path)
+    settings.network_grants = {PLUGIN: ["api.example.com"]}
+    settings.runner.sandbox.hosts = {"other.example.net": stubs.other}
+    web = WebSettings(address="127.0.0.1:0", token=token)
+    async with (
+        PluginHost([folder], settings=settings) as host,
+        WebConsole(host, web) as console,
+        httpx2.AsyncClient(base_url=console.url.rstrip("/"), timeout=10) as client,
+    ):
+        require(host, "network_namespace")
+        url = {"url": "http://other.example.net/"}
+        refused = await host.invoke("fetch_requests", url)
+        feed = (await client.get("/api/feed", params={"plugin": PLUGIN})).json()["entries"]
+        [denial] = [e for e in feed if e["kind"] == "network.denied"]
+        anonymous = await client.post(
+            f"/api/plugins/{PLUGIN}/grant", json={"destination": denial["details"]["grant"]}
+        )
+        granted = await client.post(
+            f"/api/plugins/{PLUGIN}/grant",
+            json={"destination": denial["details"]["grant"]},
+            headers={"authorization": f"Bearer {token}"},
+        )
+        reached = await host.invoke("fetch_requests", url)
+        metrics = (await client.get("/metrics")).text
+
+    assert (
+        isinstance(refused.structured_content, dict) and not refused.structured_content["reached"]
+    )
+    assert denial["details"]["grant"] == "other.example.net"
+    assert anonymous.status_code in (401, 403)
+    assert granted.json()["network"] == ["api.example.com", "other.example.net"]
+    assert isinstance(reached.structured_content, dict) and reached.structured_content["reached"]
+    assert f'plughost_network_denied{{kind="plugin",name="{PLUGIN}"}} 1.0' in metrics

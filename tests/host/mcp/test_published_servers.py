@@ -75,6 +75,9 @@ async def test_published_servers_list_their_tools_under_prefixed_names(
     assert specs["mcp_time_get_current_time"].metadata["read_only"] is True
     assert status["time"].protocol_version == "2026-07-28"
     assert status["everything"].protocol_version != "2026-07-28"  # the handshake fallback
+    for name in ("time", "everything"):  # each runs sandboxed, with what this kernel grants
+        assert "no_new_privs" in status[name].sandbox, status[name]
+        assert status[name].network == ()
 
 
 async def test_time_server_answers_with_text_and_structured_content(
