@@ -238,10 +238,14 @@ async def test_an_upstream_subscription_is_made_again_after_the_server_restarts(
         await subscribe(client, URI)
         await client.call_tool("mcp_watched_whoami", {})  # connected
         made = upstream_lines(upstream_log).count(f"subscribe {URI}")
-        legacy = [  # the host's pid of the legacy upstream (not "modern", not its helpers)
+        # The host's pid of this gateway's legacy upstream: not "modern", not the sandbox's
+        # helpers, not the one the module's HTTP gateway started.
+        gateway = [p for p in psutil.Process().children() if "--mcp-stdio" in p.cmdline()]
+        below = {c.pid for g in gateway for c in g.children(recursive=True)}
+        legacy = [
             pid
             for pid in server_pids(str(upstream_log))
-            if psutil.Process(pid).cmdline()[-1] == str(upstream_log)
+            if pid in below and psutil.Process(pid).cmdline()[-1] == str(upstream_log)
         ]
         assert len(legacy) == 1, legacy
         os.kill(legacy[0], signal.SIGKILL)

@@ -146,7 +146,8 @@ def runner_policy(
             writable.append(str(folder))
     overlays = folder_views(sources, data_root, runner_id) if "folder_overlay" in active else []
     viewed = {overlay[0] for overlay in overlays}
-    connect, bind = _network(sources, endpoint, active)
+    asking = sources if settings.manifest_network else []  # the operator may cap manifests
+    connect, bind = _network(asking, endpoint, active)
     policy = {
         "user_namespace": "user_namespace" in active,
         "network_namespace": "network_namespace" in active and "user_namespace" in active,

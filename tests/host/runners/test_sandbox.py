@@ -84,6 +84,21 @@ def test_a_plugin_asking_for_ports_shares_the_hosts_network_but_only_those_ports
     assert policy["connect_ports"] == [443, 80] and policy["bind_ports"] == []
 
 
+def test_an_operator_who_caps_manifests_keeps_a_plugin_asking_for_ports_offline(
+    tmp_path: Path,
+) -> None:
+    plugin = source(tmp_path / "fetcher", {"connect": "any", "bind": [8080]})
+    report = sandbox_report(SandboxSettings(), EVERYTHING)
+    capped = SandboxSettings(manifest_network=False)
+
+    made = runner_policy(report, capped, [plugin], tmp_path / "d", tmp_path / "t", "ipc:///x")
+
+    assert made is not None
+    policy = json.loads(made.policy)
+    assert policy["network_namespace"] and "network_namespace" in made.active
+    assert policy["connect_ports"] == [] and policy["bind_ports"] == []
+
+
 def test_any_port_leaves_tcp_unfiltered(tmp_path: Path) -> None:
     plugin = source(tmp_path / "crawler", {"connect": "any"})
 

@@ -164,7 +164,12 @@ function renderPlugins(plugins) {
         `runner ${runner.runner_id} (${runner.state}${shared}); tools: ${(p.tools || []).join(", ") || "none"}`));
     }
     if (members.length > 1) extra.push(poolDetails(members));
+    if ((p.network || []).length || p.denied) {
+      extra.push(el("div", { class: "details network" },
+        `network: ${(p.network || []).join(", ") || "none"}` + (p.denied ? `; ${p.denied} connection(s) refused (see network.denied in the feed)` : "")));
+    }
     for (const [key, value] of Object.entries(p)) {
+      if (key === "network" || key === "denied") continue;
       if (KNOWN_FIELDS.has(key) || value === null || value === "" || (Array.isArray(value) && !value.length)) continue;
       extra.push(el("div", { class: "details extra", "data-field": key }, `${key.replace(/_/g, " ")}: ${typeof value === "object" ? JSON.stringify(value) : value}`));
     }
