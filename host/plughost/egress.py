@@ -208,8 +208,10 @@ class EgressGate:
         first = self._plugin_ids[0] if self._plugin_ids else "<id>"
         if self._kind == "MCP server":
             return f'add "{grant}" to network in [mcp.servers.{first}]'
+        current = [d.text for d in self.grants.destinations]
+        wanted = json.dumps([*current, grant], ensure_ascii=False)
         return (
-            f'add "{grant}" to network_grants."{first}" in plughost.toml, or run: '
+            f'set network_grants."{first}" = {wanted} in plughost.toml, or run: '
             f"plughost grant {first} {grant}"
         )
 

@@ -281,8 +281,8 @@ class HostSettings(BaseModel):
     write_grants: dict[str, list[Path]] = Field(
         default_factory=dict,
         description="paths each plugin may write besides its own folder, data and temp "
-        "directories, by plugin id (a shared media folder, say); the sandbox's refusal "
-        "messages name the path to add",
+        "directories, by plugin id (a shared media folder, say; made when missing); the "
+        "sandbox's refusal messages name the path to add",
     )
     api_grants: dict[str, list[str]] = Field(
         default_factory=dict,

@@ -221,3 +221,18 @@ async def test_a_refused_write_names_the_path_and_the_grant_and_the_grant_works(
     assert str(target) in refused.error_message
     assert f'write_grants."{KEEPER}"' in refused.error_message
     assert "已导出" in exported and target.read_text(encoding="utf-8") == "[]"
+
+
+async def test_a_granted_directory_that_does_not_exist_yet_is_made_and_writable(
+    tmp_path: Path,
+) -> None:
+    """Plugins make their own data folders outside their folder (``<plugins>/../data/x``)."""
+    folder = _plant(tmp_path)
+    target = tmp_path / "bot-data" / "folder-keeper" / "export.json"
+    settings = _settings(tmp_path)
+    settings.write_grants = {KEEPER: [target.parent]}
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "landlock")
+        exported = await _text(host, "favourite_export", path=str(target))
+
+    assert "已导出" in exported and target.read_text(encoding="utf-8") == "[]"

@@ -93,6 +93,8 @@ def write_grants(path: Path, target: str, destinations: list[str], *, mcp: bool)
         host = document.setdefault("host", tomlkit.table())
         table = host.setdefault("network_grants", tomlkit.table())
         key = target
+        if key not in table:  # naming a plugin replaces its default: keep what it had
+            table[key] = _default_grants(path, target)
     current = [str(g) for g in table.get(key, [])]
     merged = list(dict.fromkeys([*current, *destinations]))
     table[key] = merged
@@ -105,3 +107,23 @@ def write_grants(path: Path, target: str, destinations: list[str], *, mcp: bool)
         raise ValueError(str(exc).replace(str(partial), str(path))) from None
     partial.replace(path)
     return merged
+
+
+def _default_grants(path: Path, plugin_id: str) -> list[str]:
+    """What ``plugin_id`` reaches before the file names it: MaiBot's default, or nothing.
+
+    Found by reading the manifests in the file's ``host.plugin_dirs``; a plugin
+    not found there is taken to have no default.
+    """
+    from plughost.cli.serve_config import ConfigFileError, ServeConfig
+    from plughost.plugins.source import scan_plugin_dirs
+    from plughost.runners.sandbox import network_for
+
+    if not path.exists():
+        return []
+    try:
+        settings = ServeConfig.load(path).host
+    except ConfigFileError:
+        return []
+    sources, _ = scan_plugin_dirs(settings.plugin_dirs)
+    return next((network_for(settings, [s]) for s in sources if s.plugin_id == plugin_id), [])

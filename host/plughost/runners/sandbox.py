@@ -159,7 +159,7 @@ def runner_policy(
         + [str(p.resolve()) for p in settings.read_paths],
         "write": writable
         + sorted(viewed)
-        + [str(p.resolve()) for p in (*settings.write_paths, *write_grants)],
+        + [str(p.resolve()) for p in (*settings.write_paths, *_made(write_grants))],
         "connect_ports": connect,
         "bind_ports": bind,
         "processes": processes,
@@ -176,6 +176,14 @@ def runner_policy(
     tmpdir = writable[len(sources)]  # the first plugin's temp directory
     disk = (*writable, *(upper for _, upper, _ in overlays))
     return RunnerSandbox(json.dumps(policy, separators=(",", ":")), names, tmpdir, disk)
+
+
+def _made(paths: Sequence[Path]) -> Sequence[Path]:
+    """The operator's granted directories, made if missing (Landlock skips absent paths)."""
+    for path in paths:
+        if not path.exists():
+            path.mkdir(parents=True, exist_ok=True)
+    return paths
 
 
 def network_for(settings: HostSettings, sources: Sequence[PluginSource]) -> list[str]:

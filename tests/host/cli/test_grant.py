@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from plughost.cli.main import cli
 from plughost.cli.serve_config import ServeConfig
+from tests.conftest import TEST_PLUGINS
 
 
 def test_grant_adds_to_the_plugins_grants_and_keeps_the_operators_comments(
@@ -66,3 +67,20 @@ def test_grant_for_an_unknown_mcp_server_is_a_usage_error(tmp_path: Path) -> Non
     result = CliRunner().invoke(cli, ["grant", "nope", "*", "--mcp", "--config", str(config)])
 
     assert result.exit_code == 2 and "no [mcp.servers.nope]" in result.output
+
+
+def test_granting_a_maibot_plugin_keeps_the_default_it_had_before_the_file_named_it(
+    tmp_path: Path,
+) -> None:
+    """Naming a plugin in network_grants replaces MaiBot's default: the grant carries it over."""
+    config = tmp_path / "plughost.toml"
+    folder = TEST_PLUGINS / "folder_keeper"  # written for MaiBot: public hosts by default
+    config.write_text(f"[host]\nplugin_dirs = [{json.dumps(str(folder))}]\n")
+
+    result = CliRunner().invoke(
+        cli, ["grant", "community.folder-keeper", "localhost:9999", "--config", str(config)]
+    )
+
+    assert result.exit_code == 0, result.output
+    grants = ServeConfig.load(config).host.network_grants
+    assert grants == {"community.folder-keeper": ["*", "localhost:9999"]}
