@@ -300,3 +300,21 @@ async def test_the_console_shows_a_refusal_and_its_grant_button_lets_the_plugin_
     assert granted.json()["network"] == ["api.example.com", "other.example.net"]
     assert isinstance(reached.structured_content, dict) and reached.structured_content["reached"]
     assert f'plughost_network_denied{{kind="plugin",name="{PLUGIN}"}} 1.0' in metrics
+
+
+@shared
+@pytest.mark.parametrize("program", ["curl", "curl-tunnel", "python"])
+async def test_a_subprocess_that_honours_the_proxy_variables_reaches_a_granted_host_only(
+    granted: Granted, stubs: StubNetwork, program: str
+) -> None:
+    """curl (absolute-form and CONNECT) and a fresh interpreter, through the runner's proxy."""
+    require(granted.host, "network_namespace")
+
+    reached = await granted.call("fetch_child", url="http://api.example.com/x", program=program)
+    refused = await granted.call("fetch_child", url="http://other.example.net/", program=program)
+
+    assert _served_by(reached) == stubs.granted
+    assert not refused["reached"]
+    runner = granted.host.runner_for(PLUGIN)
+    assert runner is not None and runner.gate is not None
+    assert runner.gate.denied["other.example.net"] >= 1

@@ -23,7 +23,9 @@ package only carries it out, in this order:
    to, and no ``/proc/<pid>/environ`` or ``mem`` of, any process outside;
 4. a seccomp filter (:mod:`.seccomp`);
 5. with network grants, name lookups and TCP connects routed through the
-   host's gate (:mod:`.egress`), the runner's only way out of its namespace.
+   host's gate (:mod:`.egress`), the runner's only way out of its namespace,
+   and an HTTP proxy on the namespace's own loopback for native clients and
+   subprocesses (:mod:`.egress_proxy`).
 
 A step the host asked for that fails raises :class:`SandboxError`: the runner
 then exits rather than run plugins with less protection than the host reports.
@@ -39,6 +41,7 @@ import functools
 import json
 import os
 import resource
+import socket
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -129,6 +132,8 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
     inside = False
     read = [*SYSTEM_READ, *interpreter_paths(policy), *policy.read]
     write = [*DEVICES, *policy.write]
+    proxy: socket.socket | None = None
+    connect = policy.connect_ports
     try:
         for procs in policy.cgroups:  # before anything forks: every child is born inside
             with open(procs, "w", encoding="utf-8") as handle:
@@ -147,25 +152,36 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
             namespaces.hide_shared_directories([*read, *write, *layers, *sockets])
             for folder, upper, work in policy.overlays:
                 namespaces.overlay_folder(folder, upper, work)
+            if policy.egress and policy.network_namespace:
+                proxy = _proxy_listener()  # bound while binding is still allowed
+                if connect is not None:
+                    connect = [*connect, proxy.getsockname()[1]]
         if policy.file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (policy.file_size, policy.file_size))
         if policy.no_new_privs:
             namespaces.drop_capabilities()
             set_no_new_privs()
         if policy.landlock:
-            landlock.restrict(
-                read, write, connect_ports=policy.connect_ports, bind_ports=policy.bind_ports
-            )
+            landlock.restrict(read, write, connect_ports=connect, bind_ports=policy.bind_ports)
         if policy.seccomp:
             seccomp.install()
     except OSError as exc:
         raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
     if policy.egress:
-        egress.install(policy.egress)
+        egress.install(policy.egress, proxy)
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # TMPDIR: the plugin's temp dir
     return inside
+
+
+def _proxy_listener() -> socket.socket:
+    """A listening socket on the namespace's own loopback, for :mod:`.egress_proxy`."""
+    namespaces.loopback_up()
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    return listener
 
 
 def interpreter_paths(policy: SandboxPolicy) -> list[str]:

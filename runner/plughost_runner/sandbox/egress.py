@@ -37,12 +37,22 @@ _real_getaddrinfo = socket.getaddrinfo
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 _gate = ""
+_local: set[tuple[str, int]] = set()  # the runner's own proxy: connected directly
 
 
-def install(gate: str) -> None:
-    """Route name lookups and TCP connects of this process through the gate at ``gate``."""
+def install(gate: str, proxy: socket.socket | None = None) -> None:
+    """Route name lookups and TCP connects of this process through the gate at ``gate``.
+
+    With ``proxy`` (a listening socket on the namespace's loopback), also serve
+    ``HTTP(S)_PROXY`` for native clients and subprocesses (:mod:`.egress_proxy`).
+    """
     global _gate
     _gate = gate
+    if proxy is not None:
+        from plughost_runner.sandbox import egress_proxy
+
+        _local.add(proxy.getsockname()[:2])
+        egress_proxy.start(proxy, open_through_gate)
     socket.getaddrinfo = _getaddrinfo
     socket.gethostbyname = _gethostbyname
     socket.gethostbyname_ex = _gethostbyname_ex
@@ -119,7 +129,24 @@ def _through_gate(sock: socket.socket, address: Any) -> bool:
         and sock.type == socket.SOCK_STREAM
         and isinstance(address, tuple)
         and len(address) >= 2
+        and (address[0], address[1]) not in _local
     )
+
+
+def open_through_gate(host: str, port: int) -> socket.socket:
+    """A connected TCP socket to ``host``:``port``, made by the gate (the proxy's way out).
+
+    Raises:
+        OSError: refused (``PermissionError``, with the gate's message) or unreachable.
+    """
+    from plughost_runner.sandbox.egress_proxy import connected
+
+    address = host if _is_address(host) else _resolve(host)
+    answer, handed = _ask({"op": "connect", "address": address, "port": port})
+    if not answer.get("ok") or handed is None:
+        code = int(answer.get("errno") or errno.ECONNREFUSED)
+        raise OSError(code, str(answer.get("error") or os.strerror(code)))
+    return connected(socket.socket(fileno=handed), _ASK_SECONDS)
 
 
 def _connect(self: socket.socket, address: Any) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "drop_capabilities",
     "enter",
     "hide_shared_directories",
+    "loopback_up",
     "mount_proc",
     "overlay_folder",
     "unmount",
@@ -133,6 +134,24 @@ def overlay_folder(folder: str, upper: str, work: str) -> None:
     options = f"lowerdir={folder},upperdir={upper},workdir={work}".encode()
     flags = _MS_NOSUID | _MS_NODEV
     _check(_libc.mount(b"overlay", folder.encode(), b"overlay", flags, options), "overlay")
+
+
+def loopback_up() -> None:
+    """Bring up ``lo`` in this (new, empty) network namespace: the runner's own loopback.
+
+    Nothing outside the namespace is on it; the runner's egress proxy listens
+    there for programs that only know ``HTTP(S)_PROXY``. Needs the namespace's
+    CAP_NET_ADMIN, so it runs before the capabilities are dropped.
+    """
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as handle:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(handle, siocgifflags, request))[1]
+        fcntl.ioctl(handle, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
 def unmount(path: str) -> None:

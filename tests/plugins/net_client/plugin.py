@@ -121,6 +121,43 @@ class NetClientPlugin(MaiBotPlugin):
 
         return await _outcome(fetch)
 
+    @Tool(
+        "fetch_child",
+        description="在子进程里用 curl 或 urllib 请求（走 HTTP_PROXY）",
+        parameters={
+            "url": URL["url"],
+            "program": {
+                "type": "string",
+                "description": "curl、curl-tunnel 或 python",
+                "required": True,
+            },
+        },
+    )
+    async def with_child(self, url: str, program: str, **kwargs: Any) -> dict[str, Any]:
+        """A program with its own network code, which knows only the proxy variables."""
+        commands = {
+            "curl": ["curl", "-sSf", "--max-time", "10", url],
+            "curl-tunnel": ["curl", "-sSf", "--max-time", "10", "--proxytunnel", url],
+            "python": [
+                sys.executable,
+                "-I",
+                "-c",
+                "import sys, urllib.request\n"
+                "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
+                url,
+            ],
+        }
+
+        async def fetch() -> str:
+            done = await asyncio.to_thread(
+                subprocess.run, commands[program], capture_output=True, timeout=30
+            )
+            if done.returncode:
+                raise OSError(done.stderr.decode().strip()[-300:] or f"exit {done.returncode}")
+            return done.stdout.decode()
+
+        return await _outcome(fetch)
+
     @Tool("resolve", description="解析主机名", parameters={"host": ADDRESS["host"]})
     async def resolve(self, host: str, **kwargs: Any) -> dict[str, Any]:
         async def fetch() -> str:
