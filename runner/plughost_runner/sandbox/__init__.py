@@ -66,7 +66,7 @@ SYSTEM_READ = (
     "/etc/crypto-policies", "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf",
     "/etc/host.conf", "/etc/gai.conf", "/etc/localtime", "/etc/timezone", "/etc/passwd",
     "/etc/group", "/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/os-release",
-    "/etc/ld.so.cache", "/etc/alternatives", "/etc/fonts",
+    "/etc/ld.so.cache", "/etc/alternatives", "/etc/fonts", "/etc/gitconfig",
 )  # fmt: skip
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 

@@ -7,7 +7,7 @@ itself under Python's ``socket`` module, which aiohttp, httpx, requests,
 urllib and asyncio all end in, so that
 
 * ``getaddrinfo`` / ``gethostbyname`` ask the host's gate (``plughost.egress``)
-  to resolve a name, and get a stand-in address from 198.18.0.0/15;
+  to resolve a name: the host resolves it, within the grants;
 * ``connect`` / ``connect_ex`` of a TCP socket ask the gate to connect, and
   receive the connecting socket itself, put in place of the plugin's own
   (same descriptor number, same blocking mode, so an event loop waiting on it
@@ -88,12 +88,12 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _resolve(host: str) -> str:
+def _resolve(host: str) -> list[str]:
     answer, _ = _ask({"op": "resolve", "host": host})
     if not answer.get("ok"):
         code = socket.EAI_NONAME
         raise socket.gaierror(code, str(answer.get("error") or f"{host}: not resolved"))
-    return str(answer["address"])
+    return [str(a) for a in answer.get("addresses", [])]
 
 
 def _getaddrinfo(
@@ -109,18 +109,30 @@ def _getaddrinfo(
     flags &= ~socket.AI_ADDRCONFIG
     if not name or _is_address(name) or name == "localhost" or flags & socket.AI_NUMERICHOST:
         return _real_getaddrinfo(host, port, family, type, proto, flags)
-    if family == socket.AF_INET6:
-        raise socket.gaierror(socket.EAI_FAMILY, f"{name}: names resolve to IPv4 here")
-    stand_in = _resolve(name)
-    return _real_getaddrinfo(stand_in, port, socket.AF_INET, type, proto, flags)
+    found: list[Any] = []
+    for address in _resolve(name):
+        kind = socket.AF_INET6 if ":" in address else socket.AF_INET
+        if family in (0, kind):
+            numeric = flags | socket.AI_NUMERICHOST
+            found += _real_getaddrinfo(address, port, kind, type, proto, numeric)
+    if not found:
+        raise socket.gaierror(socket.EAI_FAMILY, f"{name}: no address of the family asked for")
+    return found
 
 
 def _gethostbyname(name: str) -> str:
-    return name if _is_address(name) or name == "localhost" else _resolve(name)
+    if _is_address(name) or name == "localhost":
+        return name
+    v4 = [a for a in _resolve(name) if ":" not in a]
+    if not v4:
+        raise socket.gaierror(socket.EAI_FAMILY, f"{name}: no IPv4 address")
+    return v4[0]
 
 
 def _gethostbyname_ex(name: str) -> tuple[str, list[str], list[str]]:
-    return name, [], [_gethostbyname(name)]
+    if _is_address(name) or name == "localhost":
+        return name, [], [name]
+    return name, [], [a for a in _resolve(name) if ":" not in a]
 
 
 def _through_gate(sock: socket.socket, address: Any) -> bool:
@@ -141,7 +153,7 @@ def open_through_gate(host: str, port: int) -> socket.socket:
     """
     from plughost_runner.sandbox.egress_proxy import connected
 
-    address = host if _is_address(host) else _resolve(host)
+    address = host if _is_address(host) else _resolve(host)[0]
     answer, handed = _ask({"op": "connect", "address": address, "port": port})
     if not answer.get("ok") or handed is None:
         code = int(answer.get("errno") or errno.ECONNREFUSED)
