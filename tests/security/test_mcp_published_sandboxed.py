@@ -154,3 +154,25 @@ async def test_the_fetch_server_reaches_its_granted_host_and_no_other(
     assert stubs.granted in str(granted.content)
     assert not other.success or stubs.other not in str(other.content)
     assert provider.status()["fetch"].denied >= 1
+
+
+async def test_a_server_started_through_npx_runs_sandboxed(tmp_path: Path) -> None:
+    """npx finds the installed package offline and execs node under the same sandbox."""
+    config = MCPServerConfig(
+        command="npx",
+        args=["--no-install", "mcp-server-memory"],
+        cwd=str(PUBLISHED / "node"),
+        env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")},
+        write=[str(tmp_path)],
+        data_dir=str(tmp_path / "data"),
+        connect_timeout=30,
+    )
+    provider = MCPToolProvider({"memory": config})
+    try:
+        tools = await provider.list_tools()
+        status = provider.status()["memory"]
+    finally:
+        await provider.close()
+
+    assert "mcp_memory_read_graph" in {t.name for t in tools}
+    assert {"pid_namespace", "landlock", "seccomp"} <= set(status.sandbox), status
