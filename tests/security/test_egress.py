@@ -10,9 +10,11 @@ subprocess, and each refusal tells the operator which grant would allow it.
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
 import socket
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,12 +61,34 @@ class Granted:
         return result.structured_content
 
 
+@pytest.fixture(scope="module")
+def local_service() -> Iterator[int]:
+    """An HTTP service on the host's loopback that the operator grants (``localhost:PORT``)."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"server": "local-service"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield int(server.server_address[1])
+        server.shutdown()
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def granted(
-    tmp_path_factory: pytest.TempPathFactory, stubs: StubNetwork
+    tmp_path_factory: pytest.TempPathFactory, stubs: StubNetwork, local_service: int
 ) -> AsyncIterator[Granted]:
     folder, settings = _plant(tmp_path_factory.mktemp("egress"))
-    settings.network_grants = {PLUGIN: ["api.example.com"]}
+    settings.network_grants = {PLUGIN: ["api.example.com", f"localhost:{local_service}"]}
     settings.runner.sandbox.hosts = {
         "api.example.com": stubs.granted,
         "other.example.net": stubs.other,
@@ -313,7 +337,20 @@ async def test_a_subprocess_that_honours_the_proxy_variables_reaches_a_granted_h
     refused = await granted.call("fetch_child", url="http://other.example.net/", program=program)
 
     assert _served_by(reached) == stubs.granted
-    assert not refused["reached"]
+    assert not refused["reached"] and "403" in refused["answer"]
     runner = granted.host.runner_for(PLUGIN)
     assert runner is not None and runner.gate is not None
     assert runner.gate.denied["other.example.net"] >= 1
+
+
+@shared
+@pytest.mark.parametrize("program", ["curl", "curl-tunnel", "python"])
+async def test_a_granted_localhost_port_is_reached_by_name_through_the_proxy(
+    granted: Granted, local_service: int, program: str
+) -> None:
+    require(granted.host, "network_namespace")
+
+    url = f"http://localhost:{local_service}/"
+    reached = await granted.call("fetch_child", url=url, program=program)
+
+    assert _served_by(reached) == "local-service"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from plughost.cli.options import json_option
+from plughost.cli.options import json_option, plugins_option
 
 __all__ = ["grant"]
 
@@ -33,9 +33,15 @@ __all__ = ["grant"]
     help="The configuration file to write (created if missing).",
 )
 @click.option("--mcp", "mcp_server", is_flag=True, help="TARGET is an [mcp.servers] name.")
+@plugins_option
 @json_option
 def grant(
-    target: str, destinations: tuple[str, ...], config_file: Path, mcp_server: bool, as_json: bool
+    target: str,
+    destinations: tuple[str, ...],
+    config_file: Path,
+    mcp_server: bool,
+    plugin_dirs: tuple[Path, ...],
+    as_json: bool,
 ) -> None:
     """Let a plugin (or, with --mcp, an MCP server) reach DESTINATIONS over the network.
 
@@ -50,11 +56,14 @@ def grant(
       plughost grant community.weather api.openweathermap.org
       plughost grant author.crawler '*.example.org' api.example.com:8443
       plughost grant fetch --mcp '*'
+      plughost grant internetsb.maizone localhost:9999 --plugins plugins
     """
     from plughost.cli.console import print_json
 
     try:
-        grants = write_grants(config_file, target, list(destinations), mcp=mcp_server)
+        grants = write_grants(
+            config_file, target, list(destinations), mcp=mcp_server, plugin_dirs=plugin_dirs
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
@@ -68,7 +77,14 @@ def grant(
     sys.exit(0)
 
 
-def write_grants(path: Path, target: str, destinations: list[str], *, mcp: bool) -> list[str]:
+def write_grants(
+    path: Path,
+    target: str,
+    destinations: list[str],
+    *,
+    mcp: bool,
+    plugin_dirs: tuple[Path, ...] = (),
+) -> list[str]:
     """Add ``destinations`` to ``target``'s grants in ``path``; return its grants now.
 
     Raises:
@@ -94,7 +110,7 @@ def write_grants(path: Path, target: str, destinations: list[str], *, mcp: bool)
         table = host.setdefault("network_grants", tomlkit.table())
         key = target
         if key not in table:  # naming a plugin replaces its default: keep what it had
-            table[key] = _default_grants(path, target)
+            table[key] = _default_grants(path, target, plugin_dirs)
     current = [str(g) for g in table.get(key, [])]
     merged = list(dict.fromkeys([*current, *destinations]))
     table[key] = merged
@@ -109,21 +125,31 @@ def write_grants(path: Path, target: str, destinations: list[str], *, mcp: bool)
     return merged
 
 
-def _default_grants(path: Path, plugin_id: str) -> list[str]:
+def _default_grants(path: Path, plugin_id: str, plugin_dirs: tuple[Path, ...]) -> list[str]:
     """What ``plugin_id`` reaches before the file names it: MaiBot's default, or nothing.
 
-    Found by reading the manifests in the file's ``host.plugin_dirs``; a plugin
-    not found there is taken to have no default.
+    Found by reading the manifests in the file's ``host.plugin_dirs`` and in
+    ``plugin_dirs``.
+
+    Raises:
+        ValueError: the plugin is in neither, so its default cannot be known.
     """
     from plughost.cli.serve_config import ConfigFileError, ServeConfig
     from plughost.plugins.source import scan_plugin_dirs
     from plughost.runners.sandbox import network_for
+    from plughost.settings import HostSettings
 
-    if not path.exists():
-        return []
-    try:
-        settings = ServeConfig.load(path).host
-    except ConfigFileError:
-        return []
-    sources, _ = scan_plugin_dirs(settings.plugin_dirs)
-    return next((network_for(settings, [s]) for s in sources if s.plugin_id == plugin_id), [])
+    settings = HostSettings()
+    if path.exists():
+        try:
+            settings = ServeConfig.load(path).host
+        except ConfigFileError as exc:
+            raise ValueError(str(exc)) from None
+    sources, _ = scan_plugin_dirs([*settings.plugin_dirs, *plugin_dirs])
+    for source in sources:
+        if source.plugin_id == plugin_id:
+            return network_for(settings, [source])
+    raise ValueError(
+        f"no plugin {plugin_id!r} in {path}'s host.plugin_dirs; pass --plugins DIR so its "
+        "default grants (public hosts, for a plugin written for MaiBot) are kept"
+    )

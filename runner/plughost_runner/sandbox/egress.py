@@ -153,7 +153,17 @@ def open_through_gate(host: str, port: int) -> socket.socket:
     """
     from plughost_runner.sandbox.egress_proxy import connected
 
-    address = host if _is_address(host) else _resolve(host)[0]
+    if host == "localhost":  # as Python's own resolver answers it: the loopback address
+        address = "127.0.0.1"
+    elif _is_address(host):
+        address = host
+    else:
+        named, _ = _ask({"op": "resolve", "host": host})
+        if not named.get("ok"):
+            code = int(named.get("errno") or errno.EHOSTUNREACH)
+            code = code if code > 0 else errno.EHOSTUNREACH  # -2: the host could not resolve it
+            raise OSError(code, str(named.get("error") or f"{host}: not resolved"))
+        address = str(named["addresses"][0])
     answer, handed = _ask({"op": "connect", "address": address, "port": port})
     if not answer.get("ok") or handed is None:
         code = int(answer.get("errno") or errno.ECONNREFUSED)

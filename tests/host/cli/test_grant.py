@@ -19,19 +19,20 @@ def test_grant_adds_to_the_plugins_grants_and_keeps_the_operators_comments(
     config = tmp_path / "plughost.toml"
     config.write_text("# production bot\n[host]\nplugin_dirs = []  # set by the deploy\n")
 
+    plugins = ["--plugins", str(TEST_PLUGINS / "echo")]  # a plughost plugin: no default
     first = CliRunner().invoke(
-        cli, ["grant", "community.weather", "api.example.com", "--config", str(config)]
+        cli, ["grant", "tests.echo", "api.example.com", "--config", str(config), *plugins]
     )
     again = CliRunner().invoke(
         cli,
-        ["grant", "community.weather", "*.example.org", "api.example.com", "--config", str(config)],
+        ["grant", "tests.echo", "*.example.org", "api.example.com", "--config", str(config)],
     )
 
     assert first.exit_code == 0 and again.exit_code == 0, again.output
     text = config.read_text()
     assert "# production bot" in text and "# set by the deploy" in text
     grants = ServeConfig.load(config).host.network_grants
-    assert grants == {"community.weather": ["api.example.com", "*.example.org"]}
+    assert grants == {"tests.echo": ["api.example.com", "*.example.org"]}
 
 
 def test_grant_refuses_a_url_and_leaves_the_file_as_it_was(tmp_path: Path) -> None:
@@ -84,3 +85,15 @@ def test_granting_a_maibot_plugin_keeps_the_default_it_had_before_the_file_named
     assert result.exit_code == 0, result.output
     grants = ServeConfig.load(config).host.network_grants
     assert grants == {"community.folder-keeper": ["*", "localhost:9999"]}
+
+
+def test_granting_a_plugin_the_host_cannot_find_says_to_pass_its_folder(tmp_path: Path) -> None:
+    """Its default grants would be lost without its manifest: refuse rather than guess."""
+    config = tmp_path / "plughost.toml"
+
+    result = CliRunner().invoke(
+        cli, ["grant", "internetsb.maizone", "localhost:9999", "--config", str(config)]
+    )
+
+    assert result.exit_code == 2
+    assert "--plugins" in result.output and not config.exists()

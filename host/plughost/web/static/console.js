@@ -186,7 +186,12 @@ function renderMcp(servers) {
     box.append(el("div", { "data-mcp": s.name },
       el("strong", {}, s.name), ` ${s.transport}: `,
       el("span", { class: "state state-" + (s.state === "connected" ? "loaded" : "failed") }, s.state),
-      ` — ${s.tools} tools`, s.reason ? ` — ${s.reason}` : ""));
+      ` — ${s.tools} tools`, s.reason ? ` — ${s.reason}` : "",
+      s.transport === "stdio"
+        ? el("div", { class: "details network" },
+            `sandbox: ${(s.sandbox || []).join(", ") || "none yet"}; network: ${(s.network || []).join(", ") || "none"}` +
+            (s.denied ? `; ${s.denied} connection(s) refused` : ""))
+        : ""));
   }
 }
 
