@@ -37,6 +37,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import socket
 import time
 from collections import Counter
@@ -55,6 +56,9 @@ _REQUEST_SECONDS = 5.0
 _RESOLVE_SECONDS = 10.0
 _REPEAT_SECONDS = 60.0  # a refused destination is reported again after this long
 _MAX_ADDRESSES = 65536
+_MAX_KEYS = 4096  # distinct refused destinations remembered (a plugin chooses them)
+_MAX_OPEN = 64  # requests one runner may have open at once: the host's descriptors are shared
+_NAME = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
 
 
 class EgressGate:
@@ -83,6 +87,7 @@ class EgressGate:
         self._names: dict[IPAddress, set[str]] = {}  # what each address was resolved from
         self._reported: dict[tuple[str, int], float] = {}
         self._server: asyncio.AbstractServer | None = None
+        self._open = 0
         self.denied: Counter[str] = Counter()
         """Refusals by the grant that would have let them through."""
         self.used: Counter[str] = Counter()
@@ -105,6 +110,10 @@ class EgressGate:
             self.path.unlink()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= _MAX_OPEN:  # a runner flooding its gate waits for its own requests
+            writer.close()
+            return
+        self._open += 1
         try:
             async with asyncio.timeout(_REQUEST_SECONDS):
                 line = await reader.readline()
@@ -113,6 +122,7 @@ class EgressGate:
         except (OSError, TimeoutError, ValueError, asyncio.LimitOverrunError) as exc:
             log.debug("egress request from runner=%s dropped: %s", self._runner_id, exc)
         finally:
+            self._open -= 1
             writer.close()
 
     async def _answer(self, request: dict[str, Any]) -> tuple[dict[str, Any], socket.socket | None]:
@@ -127,7 +137,7 @@ class EgressGate:
 
     async def _resolve(self, name: str) -> dict[str, Any]:
         name = name.lower().rstrip(".")
-        if not 0 < len(name) <= 253:
+        if not 0 < len(name) <= 253 or not _NAME.match(name):  # it reaches logs and events
             return _refusal(errno.EINVAL, "not a host name")
         if not self.learn and not self.grants.names(name):
             return self._deny(name, 0)
@@ -174,12 +184,19 @@ class EgressGate:
         if code not in (0, errno.EINPROGRESS):
             connection.close()
             return _refusal(code, f"{name or target}:{port}: {os.strerror(code)}"), None
-        self.used[grant_for(name or str(target), port)] += 1
+        used = grant_for(name or str(target), port)
+        if used in self.used or len(self.used) < _MAX_KEYS:
+            self.used[used] += 1
         return {"ok": True}, connection
 
     def _deny(self, host: str, port: int) -> dict[str, Any]:
         grant = grant_for(host, port or 443)
-        self.denied[grant] += 1
+        if grant in self.denied or len(self.denied) < _MAX_KEYS:
+            self.denied[grant] += 1
+        else:
+            self.denied["(other destinations)"] += 1
+        if len(self._reported) >= _MAX_KEYS:
+            self._reported.clear()
         where = f"{host}:{port}" if port else host
         who = f"{self._kind} {', '.join(self._plugin_ids)}"
         fix = self._fix(grant)
