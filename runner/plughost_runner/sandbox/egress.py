@@ -40,19 +40,50 @@ _gate = ""
 _local: set[tuple[str, int]] = set()  # the runner's own proxy: connected directly
 
 
-def install(gate: str, proxy: socket.socket | None = None) -> None:
+def install(
+    gate: str, proxy: socket.socket | None = None, proxied: tuple[str, int] | None = None
+) -> None:
     """Route name lookups and TCP connects of this process through the gate at ``gate``.
 
     With ``proxy`` (a listening socket on the namespace's loopback), also serve
-    ``HTTP(S)_PROXY`` for native clients and subprocesses (:mod:`.egress_proxy`).
+    ``HTTP(S)_PROXY`` for native clients and subprocesses (:mod:`.egress_proxy`);
+    ``proxied`` is such a proxy served by another process (a sandboxed MCP
+    server's init). Either way this process's own Python clients keep the
+    direct path: they are not sent through it.
     """
-    global _gate
-    _gate = gate
+    set_gate(gate)
     if proxy is not None:
         from plughost_runner.sandbox import egress_proxy
 
-        _local.add(proxy.getsockname()[:2])
+        proxied = proxy.getsockname()[:2]
         egress_proxy.start(proxy, open_through_gate)
+    socket.getaddrinfo = _getaddrinfo
+    socket.gethostbyname = _gethostbyname
+    socket.gethostbyname_ex = _gethostbyname_ex
+    socket.socket.connect = _connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign,assignment]
+    if proxied is not None:
+        _local.add((str(proxied[0]), int(proxied[1])))
+        _hide_proxy(f"http://{proxied[0]}:{proxied[1]}")
+
+
+def set_gate(gate: str) -> None:
+    """Where :func:`open_through_gate` asks (for a process that only proxies)."""
+    global _gate
+    _gate = gate
+
+
+def _hide_proxy(url: str) -> None:
+    """Leave ``url`` out of what ``urllib.request.getproxies`` (and so requests, httpx) see."""
+    import urllib.request
+
+    real = urllib.request.getproxies
+
+    def getproxies() -> dict[str, str]:
+        return {k: v for k, v in real().items() if v.rstrip("/") != url}
+
+    urllib.request.getproxies = getproxies
+    urllib.request.getproxies_environment = getproxies
     socket.getaddrinfo = _getaddrinfo
     socket.gethostbyname = _gethostbyname
     socket.gethostbyname_ex = _gethostbyname_ex

@@ -28,14 +28,13 @@ import os
 import select
 import socket
 import threading
-import urllib.request
 from collections.abc import Callable
 
-__all__ = ["connected", "start"]
+__all__ = ["ENV", "connected", "start"]
 
 _HEAD_LIMIT = 16384
 _HEAD_SECONDS = 30.0
-_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 
 Opener = Callable[[str, int], socket.socket]
 """Connect ``host``:``port`` through the gate; raise OSError (or gaierror) when refused."""
@@ -48,20 +47,9 @@ def start(listener: socket.socket, opener: Opener) -> str:
     threading.Thread(
         target=_accept, args=(listener, opener), name="plughost-egress-proxy", daemon=True
     ).start()
-    for name in _ENV:
+    for name in ENV:
         os.environ[name] = url
-    _hide_from_python_clients(url)
     return url
-
-
-def _hide_from_python_clients(url: str) -> None:
-    real = urllib.request.getproxies
-
-    def getproxies() -> dict[str, str]:
-        return {k: v for k, v in real().items() if v.rstrip("/") != url}
-
-    urllib.request.getproxies = getproxies
-    urllib.request.getproxies_environment = getproxies
 
 
 def _accept(listener: socket.socket, opener: Opener) -> None:

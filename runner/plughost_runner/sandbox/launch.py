@@ -10,8 +10,11 @@ user, mount, IPC, network and pid namespaces (``/tmp`` and friends private,
 server ends and when the host dies), no capabilities, ``no_new_privs``,
 Landlock (the paths of the policy only) and the seccomp filter; with network
 grants, a Python server reaches them through the host's gate (its
-``sitecustomize`` installs :mod:`.egress`). Then it ``exec``\\ s the command, so
-the server is the process the host talks to, with nothing of this module left.
+``sitecustomize`` installs :mod:`.egress`), and anything that honours
+``HTTP(S)_PROXY`` (curl, Node's ``fetch`` with ``NODE_USE_ENV_PROXY``)
+through a proxy that the namespace's init serves on its own loopback. Then
+it ``exec``\\ s the command, so the server is the process the host talks to,
+with nothing of this module left.
 
 Unlike a runner, which refuses to start with less protection than the host
 planned (the host probed the kernel for it), a launch takes every protection
@@ -26,6 +29,7 @@ import argparse
 import json
 import os
 import resource
+import socket
 import sys
 from collections.abc import Callable
 
@@ -33,6 +37,8 @@ from plughost_runner.sandbox import (
     DEVICES,
     SYSTEM_READ,
     SandboxPolicy,
+    egress,
+    egress_proxy,
     landlock,
     namespaces,
     pidns,
@@ -63,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("no command to run after '--'")
     policy = SandboxPolicy.from_json(args.policy)
-    active, missing = confine(policy)
+    active, missing, proxy = confine(policy)
     required = [p for p in args.require.split(",") if p]
     absent = [p for p in required if p not in active]
     _report(args.report_fd, active, missing)
@@ -75,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PYTHONPATH"] = os.pathsep.join(
             filter(None, [SITE, os.environ.get("PYTHONPATH", "")])
         )
+    if proxy:  # for everything but Python's own sockets: curl, Node's fetch, native clients
+        os.environ["PLUGHOST_EGRESS_PROXY"] = proxy
+        os.environ["NODE_USE_ENV_PROXY"] = "1"
+        for name in egress_proxy.ENV:
+            os.environ[name] = f"http://{proxy}"
     try:
         os.execvp(command[0], command)
     except OSError as exc:
@@ -82,10 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         return 127
 
 
-def confine(policy: SandboxPolicy) -> tuple[list[str], dict[str, str]]:
-    """Apply each protection the kernel grants; return (active, why the rest are missing)."""
+def confine(policy: SandboxPolicy) -> tuple[list[str], dict[str, str], str]:
+    """Apply each protection the kernel grants.
+
+    Returns:
+        The protections active, why the rest are missing, and the ``HOST:PORT``
+        of the egress proxy init serves on the namespace's loopback ("" for none).
+    """
     active: list[str] = []
     missing: dict[str, str] = {}
+    listener: socket.socket | None = None
 
     def attempt(name: str, step: Callable[[], object]) -> bool:
         try:
@@ -103,7 +120,10 @@ def confine(policy: SandboxPolicy) -> tuple[list[str], dict[str, str]]:
     ):
         active.append("network_namespace")
         if policy.pid_namespace:
-            pidns.split()  # returns in the server's process, pid 2 under a minimal init
+            if policy.egress:  # init serves it: the one process that outlives nothing it serves
+                listener = _proxy_listener(missing)
+            serve = _proxy_in_init(listener, policy.egress) if listener else None
+            pidns.split(serve)  # returns in the server's process, pid 2 under a minimal init
             attempt("pid_namespace", namespaces.mount_proc)
         keep = [*read, *write, *filter(None, [policy.egress])]
         attempt("private_tmp", lambda: namespaces.hide_shared_directories(keep))
@@ -111,12 +131,38 @@ def confine(policy: SandboxPolicy) -> tuple[list[str], dict[str, str]]:
         _limit(resource.RLIMIT_NPROC, policy.processes)
     if policy.file_size:
         _limit(resource.RLIMIT_FSIZE, policy.file_size)
+    proxy = ""
+    if listener is not None:
+        host, port = listener.getsockname()[:2]
+        proxy = f"{host}:{port}"
+        listener.close()  # init holds it; the server only connects
+    connect = [int(proxy.rsplit(":", 1)[1])] if proxy else []
     if attempt("no_new_privs", _no_new_privs):
         if policy.landlock:
-            attempt("landlock", lambda: landlock.restrict(read, write, connect_ports=[]))
+            attempt("landlock", lambda: landlock.restrict(read, write, connect_ports=connect))
         if policy.seccomp:
             attempt("seccomp", seccomp.install)
-    return active, missing
+    return active, missing, proxy
+
+
+def _proxy_listener(missing: dict[str, str]) -> socket.socket | None:
+    try:
+        namespaces.loopback_up()
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+    except OSError as exc:
+        missing["egress_proxy"] = str(exc)
+        return None
+    return listener
+
+
+def _proxy_in_init(listener: socket.socket, gate: str) -> Callable[[], object]:
+    def serve() -> None:
+        egress.set_gate(gate)
+        egress_proxy.start(listener, egress.open_through_gate)
+
+    return serve
 
 
 def _no_new_privs() -> None:

@@ -43,11 +43,13 @@ _STATUS = struct.Struct("=i")
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def split() -> None:
+def split(in_init: Callable[[], object] | None = None) -> None:
     """Fork the waiter/init/runner chain; return only in the runner (pid 2 inside).
 
     Call right after entering the new pid namespace, while single-threaded.
     The waiter and init never return: they ``_exit`` when the runner has ended.
+    ``in_init`` runs in init once the runner is forked (a sandboxed MCP
+    server's egress proxy lives there, beside the server it serves).
     """
     status_read, status_write = os.pipe()
     init = os.fork()
@@ -59,6 +61,8 @@ def split() -> None:
     if runner == 0:
         os.close(status_write)  # the runner cannot speak for itself
         return
+    if in_init is not None:
+        in_init()
     _end_with(_serve_as_init, runner, status_write)
 
 

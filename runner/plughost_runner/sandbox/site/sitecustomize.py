@@ -21,7 +21,9 @@ if _gate:
     if _spec is not None and _spec.loader is not None:
         _egress = importlib.util.module_from_spec(_spec)
         _spec.loader.exec_module(_egress)
-        _egress.install(_gate)
+        _proxy = os.environ.get("PLUGHOST_EGRESS_PROXY", "")
+        _host, _, _port = _proxy.rpartition(":")
+        _egress.install(_gate, proxied=(_host, int(_port)) if _port.isdigit() else None)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p) != _here]
     sys.modules.pop("sitecustomize", None)
     with contextlib.suppress(ImportError):
