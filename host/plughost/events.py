@@ -45,6 +45,7 @@ class EventKind(StrEnum):
     CONFIG_UPDATED = "config.updated"
     CONFIG_REJECTED = "config.rejected"
     NETWORK_DENIED = "network.denied"
+    SANDBOX_DENIED = "sandbox.denied"
     # Monitor events: an embedding bot's own turn, published through plughost.monitor.
     SESSION_START = "session.start"
     MESSAGE_INGESTED = "message.ingested"
@@ -178,6 +179,7 @@ PROBLEM_KINDS = frozenset(
         EventKind.RELOAD_ROLLED_BACK,
         EventKind.CONFIG_REJECTED,
         EventKind.NETWORK_DENIED,
+        EventKind.SANDBOX_DENIED,
     }
 )
 """The kinds that mean something went wrong (logged and shown as warnings)."""

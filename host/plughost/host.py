@@ -52,6 +52,7 @@ from plughost.runners.curve import CurveAuthority
 from plughost.runners.early import EarlyChildren
 from plughost.runners.fork_server import ForkServer
 from plughost.runners.pool import RunnerPool
+from plughost.runners.refusals import write_grant
 from plughost.runners.sandbox import SandboxReport, network_for
 from plughost.runners.spawn import SocketDirectory
 from plughost.runners.supervisor import LostCallback, ReadyCallback, RunnerSupervisor
@@ -312,6 +313,41 @@ class PluginHost:
         if any(runner.gate is None for runner in runners):
             await self.reload_plugin(plugin_id)
         return grants
+
+    async def grant_write(self, plugin_id: str, path: str) -> list[Path]:
+        """Let ``plugin_id`` write under ``path`` (made if missing) from its next runner on.
+
+        Landlock's rules are fixed when a runner starts, so the plugin is
+        reloaded (blue/green) to get it. Lasts until the host stops, like
+        :meth:`grant_network`.
+
+        Returns:
+            The plugin's write grants now.
+
+        Raises:
+            ValueError: an unknown plugin, or a path that is not absolute.
+        """
+        if plugin_id not in self.sources:
+            raise ValueError(f"no plugin {plugin_id!r}; plughost status lists them")
+        if write_grant(path) is None:
+            raise ValueError(f"{path!r} is not an absolute path")
+        grants = self.settings.write_grants.setdefault(plugin_id, [])
+        if Path(path) not in grants:
+            grants.append(Path(path))
+        log.info("write granted plugin=%s path=%s", plugin_id, path)
+        await self.reload_plugin(plugin_id)
+        return list(grants)
+
+    def learned_writes(self) -> dict[str, list[str]]:
+        """The paths the sandbox refused each plugin, as write grants to paste."""
+        learned: dict[str, list[str]] = {}
+        for runner in self.runners():
+            for plugin_id in runner.plugin_ids:
+                for path in runner.refusals.paths(plugin_id):
+                    found = learned.setdefault(plugin_id, [])
+                    if path not in found:
+                        found.append(path)
+        return {k: sorted(v) for k, v in sorted(learned.items())}
 
     def learned_network(self) -> dict[str, list[str]]:
         """Learn mode's findings: each plugin's destinations, as grants to paste."""

@@ -87,9 +87,22 @@ class LogCollector(logging.Handler):
             message = str(record.msg)
         if record.exc_info and record.exc_info[0] is not None:
             message += "\n" + logging.Formatter().formatException(record.exc_info)
+        refused = getattr(record, "plughost_refused", None)
+        if isinstance(refused, str):  # a path the sandbox refused (plughost_runner.limits)
+            plugin = getattr(record, "plughost_plugin", None)
+            self.add(record.levelno, record.name, message, plugin, refused=refused)
+            return
         self.add(record.levelno, record.name, message, _plugin_of(record.name))
 
-    def add(self, level: int, logger: str, message: str, plugin: str | None) -> None:
+    def add(
+        self,
+        level: int,
+        logger: str,
+        message: str,
+        plugin: str | None,
+        *,
+        refused: str | None = None,
+    ) -> None:
         """Queue one line, dropping it (and counting) when the queue is full."""
         if len(self._records) >= self._capacity:
             self.dropped += 1
@@ -102,6 +115,7 @@ class LogCollector(logging.Handler):
                 "plugin": plugin,
                 "time": time.time(),
                 "call": current_call.get(),
+                **({"refused": refused} if refused is not None else {}),
             }
         )
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import resource
 from typing import Any, TypeGuard
 
 __all__ = ["apply_limits", "describe_limit_error", "note_sandbox"]
 
 log = logging.getLogger("plughost_runner")
+_refusals = logging.getLogger("plughost_runner.sandbox")
 
 _active: dict[str, int] = {}
 _sandbox: dict[str, Any] = {}  # what the runner's sandbox lets its plugins write
@@ -90,10 +92,16 @@ def describe_limit_error(exc: BaseException, plugin_id: str = "") -> str | None:
         )
     if _refused_by_sandbox(exc):
         who = plugin_id or "<plugin id>"
-        return (
+        place = os.path.dirname(str(exc.filename)) or str(exc.filename)
+        message = (
             f"the sandbox refused {exc.filename!s}: {type(exc).__name__}: {exc.strerror}. A "
             f"plugin writes only its own folder, data and temp directories "
-            f"({', '.join(_sandbox['writable'])}); to let {who} write there, add the path "
+            f"({', '.join(_sandbox['writable'])}); to let {who} write there, add {place!r} "
             f'to write_grants."{who}" in plughost.toml'
         )
+        if plugin_id:  # the host turns it into a sandbox.denied event (see LogCollector)
+            _refusals.warning(
+                message, extra={"plughost_plugin": plugin_id, "plughost_refused": place}
+            )
+        return message
     return None

@@ -207,19 +207,24 @@ async def test_a_refused_write_names_the_path_and_the_grant_and_the_grant_works(
     shared = tmp_path / "shared-media"
     shared.mkdir()
     target = shared / "favourites.json"
-    refused_settings = _settings(tmp_path)
-    async with PluginHost([folder], settings=refused_settings) as host:
+    async with PluginHost([folder], settings=_settings(tmp_path)) as host:
         require(host, "landlock")
+        denied = asyncio.ensure_future(
+            host.events.wait_for(lambda e: e.kind is EventKind.SANDBOX_DENIED, timeout=20)
+        )
         refused = await host.invoke("favourite_export", {"path": str(target)})
+        event = await denied
+        learned = host.learned_writes()
 
-    granted_settings = _settings(tmp_path)
-    granted_settings.write_grants = {KEEPER: [shared]}
-    async with PluginHost([folder], settings=granted_settings) as host:
+        grants = await host.grant_write(KEEPER, event.details["grant_path"])
         exported = await _text(host, "favourite_export", path=str(target))
 
     assert not refused.success
     assert str(target) in refused.error_message
     assert f'write_grants."{KEEPER}"' in refused.error_message
+    assert event.plugin_id == KEEPER and event.details["grant_path"] == str(shared)
+    assert learned == {KEEPER: [str(shared)]}
+    assert grants == [shared]
     assert "已导出" in exported and target.read_text(encoding="utf-8") == "[]"
 
 

@@ -89,10 +89,11 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
     finally:
         with contextlib.suppress(Exception):
             stderr.print("[dim]stopping runners...[/dim]")
-        learned = host.learned_network() if config.host.runner.sandbox.learn else None
+        learn = config.host.runner.sandbox.learn
+        learned = (host.learned_network(), host.learned_writes()) if learn else None
         await host.aclose()
         if learned is not None:
-            _print_learned(learned, config.serve.log_format)
+            _print_learned(*learned, config.serve.log_format)
     if config.serve.mcp == "stdio" and stop.is_set():
         # Every answer is written and the host is closed. The MCP SDK reads stdin in a
         # worker thread that only end-of-file stops, and the interpreter's exit would
@@ -303,20 +304,25 @@ async def _progress(host: PluginHost, config: ServeConfig) -> Any:
             host.events.remove_callback(count)
 
 
-def _print_learned(learned: dict[str, list[str]], log_format: str) -> None:
-    """Learn mode's findings, as the ``[host.network_grants]`` table to paste."""
+def _print_learned(
+    network: dict[str, list[str]], writes: dict[str, list[str]], log_format: str
+) -> None:
+    """Learn mode's findings, as the tables to paste into plughost.toml."""
     if log_format == "json":
-        sys.stderr.write(json.dumps({"event": "serve.learned", "network_grants": learned}) + "\n")
+        report = {"event": "serve.learned", "network_grants": network, "write_grants": writes}
+        sys.stderr.write(json.dumps(report) + "\n")
         return
-    if not learned:
-        stderr.print("learn mode: no plugin opened a network connection.")
+    if not network and not writes:
+        stderr.print("learn mode: no plugin opened a connection or was refused a write.")
         return
-    lines = ["[host.network_grants]"] + [
-        f"{json.dumps(plugin_id)} = {json.dumps(grants)}" for plugin_id, grants in learned.items()
-    ]
+    lines: list[str] = []
+    for table, found in (("network_grants", network), ("write_grants", writes)):
+        if found:
+            lines.append(f"[host.{table}]")
+            lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in found.items()]
     stderr.print(
-        "learn mode: the plugins reached these destinations; paste into plughost.toml "
-        "(or run plughost grant ID DESTINATION --config plughost.toml):",
+        "learn mode: the plugins reached these destinations and were refused these paths; "
+        "paste into plughost.toml (or run plughost grant ID DESTINATION --config plughost.toml):",
         markup=False,
     )
     print("\n".join(lines), file=sys.stderr)

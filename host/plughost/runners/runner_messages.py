@@ -20,7 +20,9 @@ import logging
 import math
 from typing import Any, TypeGuard
 
+from plughost.events import EventKind, LifecycleEvent
 from plughost.runners.output import MAX_LINE
+from plughost.runners.refusals import write_grant
 from plughost.runners.reports import ProtocolViolation
 from plughost.runners.runner_state import SupervisedRunner
 from plughost.tools import progress
@@ -112,11 +114,34 @@ class RunnerMessages(SupervisedRunner):
         elif method == "log.batch":
             self._output.forward_records(body.get("records"))
             self._relay_logs(body.get("records"))
+            self._note_refusals(body.get("records"))
         elif method == "progress":
             channel = self._channel
             context = channel.context_of(envelope["id"]) if channel is not None else None
             if context is not None:  # None: the call is over, or nobody sent it from here
                 context.run(_report_progress, body)
+
+    def _note_refusals(self, records: Any) -> None:
+        """Report the paths the sandbox refused (records tagged by the runner: see refusals)."""
+        for record in records if isinstance(records, list) else ():
+            if not isinstance(record, dict) or "refused" not in record:
+                continue
+            plugin, path = record.get("plugin"), write_grant(record.get("refused"))
+            if plugin not in self.sources or path is None or not self.refusals.note(plugin, path):
+                continue
+            message = (
+                f"sandbox: plugin {plugin} was refused a write under {path}; to allow it, add "
+                f'"{path}" to write_grants."{plugin}" in plughost.toml'
+            )
+            self._events.emit(
+                LifecycleEvent(
+                    EventKind.SANDBOX_DENIED,
+                    message,
+                    plugin_id=plugin,
+                    runner_id=self.runner_id,
+                    details={"path": path, "grant_path": path},
+                )
+            )
 
     def _relay_logs(self, records: Any) -> None:
         """Pass the log records of a call to the client that made it (tools.client_link)."""

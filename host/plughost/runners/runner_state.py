@@ -25,6 +25,7 @@ from plughost.runners.channel import RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.fork_server import ForkedProcess
 from plughost.runners.output import RunnerOutput
+from plughost.runners.refusals import PathRefusals
 from plughost.runners.watchdog import Watchdog
 from plughost.settings import ResourceLimits, RunnerSettings
 
@@ -47,6 +48,7 @@ class SupervisedRunner:
 
     runner_id: str
     sources: dict[str, PluginSource]
+    refusals: PathRefusals  # paths the sandbox refused its plugins (reported by the runner)
     state: RunnerState
     last_error: str
     limits: ResourceLimits

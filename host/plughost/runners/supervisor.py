@@ -49,6 +49,7 @@ from plughost.runners.fork_server import ForkedProcess, ForkServer
 from plughost.runners.memory import CgroupMeter, open_meter
 from plughost.runners.output import RunnerOutput
 from plughost.runners.processes import ProcessCgroup
+from plughost.runners.refusals import PathRefusals
 from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
 from plughost.runners.runner_messages import RunnerMessages
@@ -123,6 +124,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         self._fork_server = fork_server
         self._sandbox = sandbox
         self.grants = Grants(network_grants)
+        self.refusals = PathRefusals()
         self._write_grants = tuple(write_grants)
         self.gate: EgressGate | None = None  # the runner's way to its grants, once it has any
         self.protections: tuple[str, ...] = ()  # what the current runner process is confined by

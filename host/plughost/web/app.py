@@ -162,14 +162,18 @@ class _Api:
                 return _error(409, str(exc.args[0]))
             return _json({"plugin_id": plugin_id, "enabled": action == "enable"})
         if action == "grant":
-            destination = (await _body(request)).get("destination")
-            if not isinstance(destination, str):
-                return _error(400, 'send {"destination": "api.example.com"}')
+            body = await _body(request)
+            destination, path = body.get("destination"), body.get("path")
             try:
-                grants = await self._host.grant_network(plugin_id, [destination])
+                if isinstance(destination, str):
+                    grants = await self._host.grant_network(plugin_id, [destination])
+                    return _json({"plugin_id": plugin_id, "network": grants})
+                if isinstance(path, str):
+                    paths = await self._host.grant_write(plugin_id, path)
+                    return _json({"plugin_id": plugin_id, "write": [str(p) for p in paths]})
             except ValueError as exc:
                 return _error(400, str(exc))
-            return _json({"plugin_id": plugin_id, "network": grants})
+            return _error(400, 'send {"destination": "api.example.com"} or {"path": "/srv/x"}')
         return _error(404, f"no action {action!r}; use reload, enable, disable or grant")
 
     async def tool_enabled(self, request: Request) -> Response:

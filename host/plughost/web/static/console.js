@@ -387,13 +387,23 @@ function feedLine(entry) {
 }
 
 function grantButton(entry) {
-  const grant = entry.kind === "network.denied" && entry.details && entry.details.grant;
-  if (!grant || !entry.plugin_id) return "";
-  return el("button", {
-    class: "grant",
-    title: `let ${entry.plugin_id} reach ${grant} until the host stops (plughost grant keeps it)`,
-    onclick: () => pluginAction(entry.plugin_id, "grant", { destination: grant }),
-  }, `grant ${grant}`);
+  const details = entry.details || {};
+  if (!entry.plugin_id) return "";
+  if (entry.kind === "network.denied" && details.grant) {
+    return el("button", {
+      class: "grant",
+      title: `let ${entry.plugin_id} reach ${details.grant} until the host stops (plughost grant keeps it)`,
+      onclick: () => pluginAction(entry.plugin_id, "grant", { destination: details.grant }),
+    }, `grant ${details.grant}`);
+  }
+  if (entry.kind === "sandbox.denied" && details.grant_path) {
+    return el("button", {
+      class: "grant",
+      title: `let ${entry.plugin_id} write under ${details.grant_path} (reloads it; lasts until the host stops: add it to write_grants to keep it)`,
+      onclick: () => pluginAction(entry.plugin_id, "grant", { path: details.grant_path }),
+    }, `grant writes under ${details.grant_path}`);
+  }
+  return "";
 }
 
 function renderFeed() {
