@@ -236,3 +236,29 @@ async def test_a_node_server_reaches_its_granted_destination_through_the_proxy(
     assert stubs.granted in str(granted.content)
     assert not other.success
     assert status.denied >= 1 and "pid_namespace" in status.sandbox
+
+
+async def test_a_servers_package_cache_is_a_view_its_writes_never_reach(tmp_path: Path) -> None:
+    """npx and uvx write their caches as they run; the user's cache must not change."""
+    cache = tmp_path / "pip-cache"
+    (cache / "wheels").mkdir(parents=True)
+    (cache / "wheels" / "cached.whl").write_text("original")
+    config = MCPServerConfig(
+        command=sys.executable,
+        args=[str(HOSTILE)],
+        env={"PIP_CACHE_DIR": str(cache)},
+        data_dir=str(tmp_path / "data"),
+    )
+    provider = MCPToolProvider({"hostile": config})
+    try:
+        server = Server(provider, tmp_path / "data", tmp_path)
+        await provider.list_tools()
+        _require(server, "cache_views")
+        wheel = str(cache / "wheels" / "cached.whl")
+        poisoned = await server.attempt("write", path=wheel, text="poisoned")
+        read_back = await server.attempt("read", path=wheel)
+    finally:
+        await provider.close()
+
+    assert poisoned["allowed"] and read_back["detail"] == "poisoned"  # its own view
+    assert (cache / "wheels" / "cached.whl").read_text() == "original"

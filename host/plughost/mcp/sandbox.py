@@ -7,9 +7,14 @@ it), with:
 
 - **read-only**: the system, the server's own installation (the directory its
   command lives in, found through symlinks, its ``#!`` interpreter and a
-  virtualenv's base Python, a ``node_modules`` tree's project), the package
-  caches ``npx`` and ``uvx`` run servers from, and each file named in its
-  ``args`` with its installation; plus ``read`` from its configuration;
+  virtualenv's base Python, a ``node_modules`` tree's project), and each
+  file named in its ``args`` with its installation; plus ``read`` from its
+  configuration;
+- **copy-on-write**: the package caches ``npx``, ``uvx`` and ``pip`` run
+  servers from (``~/.npm``, ``~/.cache/uv``, ``~/.cache/pip``, or where
+  ``npm_config_cache``/``UV_CACHE_DIR``/``PIP_CACHE_DIR`` point): the tool
+  uses and writes them, its writes land in its data directory, and the
+  user's cache never changes;
 - **writable**: its own data directory (``<data_dir>``, by default
   ``data/mcp/<name>``: its ``HOME`` and ``TMPDIR``), each directory and
   each file other than code named in its ``args`` or as its ``cwd`` (the
@@ -56,7 +61,9 @@ __all__ = [
 ]
 
 _CODE = frozenset({".py", ".pyc", ".js", ".mjs", ".cjs", ".ts", ".sh", ".jar", ".rb", ".pl"})
-_CACHES = (".npm", ".cache/uv", ".local/share/uv", ".cache/pip", ".bun/install/cache")
+# The package caches npx, uvx and pip run servers from: the variable that points a tool at
+# its cache, and where it is under the user's home when the variable is unset.
+_CACHES = {"npm_config_cache": ".npm", "UV_CACHE_DIR": ".cache/uv", "PIP_CACHE_DIR": ".cache/pip"}
 
 
 @dataclass(slots=True)
@@ -87,7 +94,7 @@ async def sandboxed(
     name: str, config: MCPServerConfig, state: SandboxState
 ) -> AsyncIterator[LaunchPlan]:
     """Plan the sandboxed start of stdio server ``name``; its gate lives as long as this."""
-    env, read, write = _layout(name, config)
+    env, read, write, views = _layout(name, config)
     grants = Grants(config.network)
     async with contextlib.AsyncExitStack() as stack:
         gate_path = ""
@@ -116,6 +123,7 @@ async def sandboxed(
             "read": sorted(set(read) - set(write)),
             "write": sorted(set(write)),
             "egress": gate_path,
+            "overlays": views,
         }
         report, passed = os.pipe()
         os.set_blocking(report, False)
@@ -135,15 +143,38 @@ async def sandboxed(
         yield LaunchPlan(argv, env, report, passed)
 
 
-def _layout(name: str, config: MCPServerConfig) -> tuple[dict[str, str], list[str], list[str]]:
-    """The server's environment, and what it may read and write."""
+def _layout(
+    name: str, config: MCPServerConfig
+) -> tuple[dict[str, str], list[str], list[str], list[list[str]]]:
+    """The server's environment, what it may read and write, and its cache views."""
     home = Path(config.data_dir or Path("data/mcp") / name).resolve()
     (home / "tmp").mkdir(parents=True, exist_ok=True)
     env = {**get_default_environment(), "HOME": str(home), "TMPDIR": str(home / "tmp")}
     env.update(config.env)
     read, write = _paths(config, env)
     write.append(str(home))
-    return env, read, write
+    return env, read, write, _cache_views(env, home)
+
+
+def _cache_views(env: dict[str, str], home: Path) -> list[list[str]]:
+    """``[cache, upper, work]`` for each package cache: writable copy-on-write, kept apart.
+
+    npx and uvx write their caches as they run (locks, temporary files, the
+    packages they unpack); the server gets a view whose writes land in its own
+    data directory, so the user's cache is used and never changed.
+    """
+    views = []
+    for variable, under_home in _CACHES.items():
+        cache = Path(env.get(variable) or Path.home() / under_home)
+        if not cache.is_dir():
+            continue
+        cache = cache.resolve()
+        env[variable] = str(cache)  # its HOME is the data directory: point the tool back
+        layers = home / ".caches" / variable
+        (layers / "upper").mkdir(parents=True, exist_ok=True)
+        (layers / "work").mkdir(exist_ok=True)
+        views.append([str(cache), str(layers / "upper"), str(layers / "work")])
+    return views
 
 
 def read_report(fd: int, state: SandboxState) -> None:
@@ -200,8 +231,6 @@ def _paths(config: MCPServerConfig, env: dict[str, str]) -> tuple[list[str], lis
                 read.extend(install_roots(str(path), env))
                 if path.suffix not in _CODE:
                     write.append(str(path.resolve()))
-    home = Path.home()
-    read += [str(home / cache) for cache in _CACHES if (home / cache).is_dir()]
     read += [str(Path(p).resolve()) for p in config.read]
     write += [str(Path(p).resolve()) for p in config.write]
     return read, write

@@ -125,8 +125,12 @@ def confine(policy: SandboxPolicy) -> tuple[list[str], dict[str, str], str]:
             serve = _proxy_in_init(listener, policy.egress) if listener else None
             pidns.split(serve)  # returns in the server's process, pid 2 under a minimal init
             attempt("pid_namespace", namespaces.mount_proc)
-        keep = [*read, *write, *filter(None, [policy.egress])]
+        layers = [os.path.dirname(upper) for _, upper, _ in policy.overlays]
+        keep = [*read, *write, *layers, *(v[0] for v in policy.overlays)]
+        keep += [policy.egress] if policy.egress else []
         attempt("private_tmp", lambda: namespaces.hide_shared_directories(keep))
+        if policy.overlays and attempt("cache_views", lambda: _views(policy.overlays)):
+            write += [folder for folder, _, _ in policy.overlays]
     if policy.processes:
         _limit(resource.RLIMIT_NPROC, policy.processes)
     if policy.file_size:
@@ -163,6 +167,11 @@ def _proxy_in_init(listener: socket.socket, gate: str) -> Callable[[], object]:
         egress_proxy.start(listener, egress.open_through_gate)
 
     return serve
+
+
+def _views(overlays: list[list[str]]) -> None:
+    for folder, upper, work in overlays:
+        namespaces.overlay_folder(folder, upper, work)
 
 
 def _no_new_privs() -> None:
