@@ -43,7 +43,6 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mcp.client.stdio import get_default_environment
 
@@ -55,7 +54,6 @@ __all__ = [
     "LaunchPlan",
     "SandboxState",
     "install_roots",
-    "policy_summary",
     "read_report",
     "sandboxed",
 ]
@@ -298,9 +296,3 @@ def _venv_home(config: Path) -> list[str]:
             if key.strip() == "home" and value.strip():
                 return [str(Path(value.strip()) / "python3")]
     return []
-
-
-def policy_summary(state: SandboxState) -> dict[str, Any]:
-    """The sandbox of one server as status and metrics show it."""
-    grants = [d.text for d in state.gate.grants.destinations] if state.gate else []
-    return {"sandbox": list(state.active), "network": grants, "denied": state.denied}
