@@ -369,8 +369,9 @@ def _tool_findings(name: str, tool: dict[str, Any], model_name: str) -> list[_Fi
     schema: dict[str, Any] = raw_schema if isinstance(raw_schema, dict) else {"type": None}
     findings.extend(_schema_findings(schema))
     brief = str(tool.get("brief_description") or "").strip()
-    # Without a description the SDK falls back to the name or the generated parameter list.
-    if brief in ("", name, PARAMETER_DETAILS_HEADING):
+    # Without a description the SDK falls back to the name (its '_' as spaces, see
+    # plughost_sdk.declarations) or the generated parameter list.
+    if brief in ("", name, name.replace("_", " "), PARAMETER_DETAILS_HEADING):
         message = "has no description, and the model chooses tools by their descriptions"
         findings.append((message, "give @Tool a brief_description of a sentence or two", "warning"))
     properties = schema.get("properties")

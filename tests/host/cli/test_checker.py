@@ -398,3 +398,30 @@ _QUIET = """
     def create_plugin():
         return Quiet()
 """
+
+
+async def test_check_warns_about_a_tool_without_a_description_whose_name_has_underscores(
+    tmp_path: Path,
+) -> None:
+    """The SDK fills a missing brief from the name, '_' read as spaces: still no description."""
+    folder = _write_plugin(
+        tmp_path / "plugins" / "weather",
+        """
+        from plughost_sdk import Plugin, Tool
+
+        class Weather(Plugin):
+            @Tool("get_current_weather")
+            async def get_current_weather(self, **kwargs):
+                return "sunny"
+
+        def create_plugin():
+            return Weather()
+        """,
+    )
+
+    report = await check_plugins([folder])
+
+    assert any(
+        p.message.startswith("tool 'get_current_weather': has no description")
+        for p in _only(report, "tests.weather")
+    )
