@@ -284,3 +284,45 @@ async def test_the_harness_records_progress_reports_in_order() -> None:
 
     assert result.success
     assert harness.progress == [(1.0, 2.0, "step 1 of 2"), (2.0, 2.0, "step 2 of 2")]
+
+
+DEFAULTED = """
+from plughost_sdk import Plugin, Tool
+from plughost_sdk.types import ToolParameterInfo, ToolParamType
+
+
+class Paged(Plugin):
+    @Tool(
+        "list_items",
+        brief_description="List items, a page at a time",
+        parameters=[
+            ToolParameterInfo(
+                name="limit", param_type=ToolParamType.INTEGER, description="How many",
+                required=False, default=5,
+            ),
+        ],
+    )
+    async def list_items(self, limit, **kwargs):  # no Python default: the declared one applies
+        return {"content": str(limit)}
+
+
+def create_plugin():
+    return Paged()
+"""
+
+
+async def test_the_test_kit_fills_declared_defaults_as_the_host_does(tmp_path: Path) -> None:
+    folder = tmp_path / "paged"
+    folder.mkdir()
+    (folder / "plugin.py").write_text(DEFAULTED)
+    manifest = (
+        '{"manifest_version": 2, "id": "tests.paged", "version": "1.0.0", "name": "paged", '
+        '"author": {"name": "tests"}}'
+    )
+    (folder / "_manifest.json").write_text(manifest)
+    async with PluginTestHarness(folder) as harness:
+        default = await harness.call("list_items", {})
+        given = await harness.call("list_items", {"limit": 2})
+
+    assert default.success, default.error_message
+    assert (default.content, given.content) == ("5", "2")

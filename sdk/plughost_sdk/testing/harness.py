@@ -8,6 +8,7 @@ capability checks against the manifest, stubs, recorded messages and logs.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import inspect
@@ -319,7 +320,9 @@ class PluginTestHarness:
         """
         declaration = self._declaration(tool)
         args = dict(arguments or {})
-        _check_arguments(tool, declaration.get("parameters_schema") or {}, args)
+        schema = declaration.get("parameters_schema") or {}
+        _check_arguments(tool, schema, args)
+        _fill_defaults(schema, args)
         # Context that is given wins over a same-named argument; context that is not never does.
         kwargs = {**args, **context, **({"stream_id": stream_id} if stream_id else {})}
         for name, unset in (("stream_id", ""), ("is_group_chat", False), ("message", None)):
@@ -533,6 +536,17 @@ def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, A
 def _fingerprint(config: Mapping[str, Any]) -> str:
     text = json.dumps(config, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _fill_defaults(schema: Mapping[str, Any], arguments: dict[str, Any]) -> None:
+    """Add each declared top-level default that was not sent, as the host's registry does.
+
+    (The SDK cannot import the host; ``plughost.tools.defaults`` is the host's side.)
+    """
+    properties = schema.get("properties")
+    for name, fragment in properties.items() if isinstance(properties, Mapping) else ():
+        if isinstance(fragment, Mapping) and "default" in fragment and name not in arguments:
+            arguments[name] = copy.deepcopy(fragment["default"])
 
 
 def _check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
