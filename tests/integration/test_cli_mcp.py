@@ -40,3 +40,34 @@ def test_tools_and_call_reach_the_mcp_servers_of_a_config_file(tmp_path: Path) -
     assert json.loads(called.stdout)["content"] == "echo: hi"
     assert nothing.returncode == 2
     assert "file not found" in nothing.stderr
+
+
+def test_a_json_log_with_mcp_http_is_json_on_every_line_and_never_holds_the_token(
+    tmp_path: Path,
+) -> None:
+    """A real ``plughost serve --mcp-http --log-format json``, its stderr read to the end."""
+    from tests.mcp_servers.harness import free_port, wait_for_port
+
+    token_file, plugins = tmp_path / "mcp-token", tmp_path / "plugins"
+    plugins.mkdir()
+    port = free_port()
+    command = [
+        sys.executable, "-m", "plughost", "serve", "--plugins", str(plugins), "--no-watch",
+        "--log-format", "json", "--mcp-http", f"127.0.0.1:{port}",
+        "--mcp-token-file", str(token_file),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
+    try:
+        wait_for_port(port, timeout=60, process=process)
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+
+    token = token_file.read_text().strip()
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    parsed = [json.loads(line) for line in lines]  # fails on any line that is not JSON
+    assert token not in stderr
+    assert {"event": "serve.mcp_token", "path": str(token_file), "created": True} in parsed
+    assert any(p.get("event") == "serve.mcp_http" for p in parsed)

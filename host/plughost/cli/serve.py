@@ -80,7 +80,7 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
     host = PluginHost(settings=config.host)
     printer = _EventPrinter(config.serve.log_format)
     host.events.add_callback(printer)
-    _install_signals(stop, host)
+    _install_signals(stop, host, config)
     try:
         async with contextlib.AsyncExitStack() as console:
             if config.host.web.address and not await _start_console(console, host, config):
@@ -88,7 +88,7 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
             code = await _serve_started(host, config, stop, printer, strict, token)
     finally:
         with contextlib.suppress(Exception):
-            stderr.print("[dim]stopping runners...[/dim]")
+            _notice(config, "stopping runners...", event="serve.stopping")
         learn = config.host.runner.sandbox.learn
         learned = (host.learned_network(), host.learned_writes()) if learn else None
         await host.aclose()
@@ -224,7 +224,8 @@ def _start_workers(
                 )
             )
         )
-        stderr.print(f"MCP over streamable HTTP on http://{config.serve.mcp_http}/mcp")
+        url = f"http://{config.serve.mcp_http}/mcp"
+        _notice(config, f"MCP over streamable HTTP on {url}", event="serve.mcp_http", url=url)
     servers = workers[1:] if config.watch.enabled else workers
     return workers, servers
 
@@ -234,27 +235,44 @@ def _bearer_token(config: ServeConfig) -> str:
     path = config.serve.mcp_token_file or config.host.data_dir.parent / "mcp-token"
     path.parent.mkdir(parents=True, exist_ok=True)
     token, created = load_or_create_token(path)
-    if created:
-        stderr.print(
-            f"MCP bearer token (saved to {path}, mode 0600; shown only this once): {token}\n"
-            "clients send it as 'Authorization: Bearer <token>'",
-            markup=False,
-        )
-    else:
-        stderr.print(f"MCP bearer token: the one in {path}", markup=False)
+    made = "a new one, saved to" if created else "the one in"
+    _notice(
+        config,
+        f"MCP bearer token: {made} {path} (mode 0600; never printed): clients send "
+        "'Authorization: Bearer <the file's content>'",
+        event="serve.mcp_token",
+        path=str(path),
+        created=created,
+    )
     return token
 
 
-def _install_signals(stop: asyncio.Event, host: PluginHost) -> None:
+def _notice(config: ServeConfig, text: str, **fields: Any) -> None:
+    """One line about what serve does: readable text, or a JSON object in a JSON log.
+
+    Never a secret: a JSON log is shipped and kept, and so is a text one.
+    """
+    if config.serve.log_format == "json":
+        sys.stderr.write(json.dumps(fields, default=str) + "\n")
+        sys.stderr.flush()
+    else:
+        stderr.print(text, markup=False)
+
+
+def _install_signals(stop: asyncio.Event, host: PluginHost, config: ServeConfig) -> None:
     loop = asyncio.get_running_loop()
 
     def interrupted() -> None:
         if stop.is_set():
-            stderr.print("[bold red]forced stop: killing runners[/bold red]")
+            _notice(config, "forced stop: killing runners", event="serve.forced_stop")
             for runner in host.runners():
                 runner.kill()
             os._exit(EXIT_FORCED)
-        stderr.print("[yellow]shutting down: draining calls (Ctrl-C again to force)[/yellow]")
+        _notice(
+            config,
+            "shutting down: draining calls (Ctrl-C again to force)",
+            event="serve.shutting_down",
+        )
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
