@@ -115,7 +115,7 @@ async def _serve_started(
     """Start the plugins, report them, and run the workers until ``stop``."""
     async with _progress(host, config):
         await host.start()
-    _print_summary(host, config.serve.log_format)
+    _print_summary(host, config.serve.log_format, watching=config.watch.enabled)
     printer.quiet = False
     if strict and host.problems:
         return EXIT_STARTUP_FAILED
@@ -346,7 +346,7 @@ def _print_learned(
     print("\n".join(lines), file=sys.stderr)
 
 
-def _print_summary(host: PluginHost, log_format: str) -> None:
+def _print_summary(host: PluginHost, log_format: str, *, watching: bool = True) -> None:
     rows = host.status()
     sandbox = host.sandbox
     if log_format == "json":
@@ -371,4 +371,5 @@ def _print_summary(host: PluginHost, log_format: str) -> None:
         )
     loaded = sum(1 for r in rows if r.state == "loaded")
     failed = len(rows) - loaded
-    stderr.print(f"{loaded} plugin(s) loaded, {failed} failed. Watching for changes; Ctrl-C stops.")
+    watch = "Watching for changes" if watching else "Not watching for changes (--no-watch)"
+    stderr.print(f"{loaded} plugin(s) loaded, {failed} failed. {watch}; Ctrl-C stops.")
