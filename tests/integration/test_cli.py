@@ -181,3 +181,59 @@ def test_search_finds_a_tool_by_meaning_and_exits_1_when_nothing_matches() -> No
     assert json.loads(found.stdout)["matches"][0]["name"] == "get_weather"
     nothing = run("search", "zzzqqq", "--plugins", str(EXAMPLES))
     assert nothing.returncode == 1
+
+
+async def test_serve_piped_to_tee_stops_on_ctrl_c_like_any_other(tmp_path: Path) -> None:
+    """Ctrl-C reaches serve and tee alike; serve must not hang once tee is gone."""
+    log = tmp_path / "serve.log"
+    command = " ".join([*PLUGHOST, "serve", "--plugins", str(EXAMPLES)])
+    shell = subprocess.Popen(
+        ["bash", "-c", f"{command} 2>&1 | tee {log} > /dev/null"], start_new_session=True
+    )
+    try:
+        await wait_until(
+            lambda: log.exists() and "plugin(s) loaded" in log.read_text(errors="replace"),
+            timeout=60,
+            what="serve's start-up line in the piped log",
+        )
+        serve = [p for p in psutil.Process(shell.pid).children() if "plughost" in p.cmdline()]
+        assert len(serve) == 1
+        os.killpg(shell.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+
+        await wait_until(
+            lambda: not serve[0].is_running() or serve[0].status() == psutil.STATUS_ZOMBIE,
+            timeout=30,
+            what="serve's exit after Ctrl-C with its output piped",
+        )
+    finally:
+        if shell.poll() is None:
+            os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait(10)
+
+
+async def test_serve_whose_output_reader_is_gone_still_stops_on_ctrl_c() -> None:
+    """The reader closes before the Ctrl-C: every line serve prints from then on breaks."""
+    process = subprocess.Popen(
+        [*PLUGHOST, "serve", "--plugins", str(EXAMPLES)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        stream = process.stdout
+
+        async def loaded() -> bool:
+            return "plugin(s) loaded" in await asyncio.to_thread(stream.readline)
+
+        await wait_until(loaded, timeout=60, interval=0, what="serve's start-up line")
+        stream.close()
+        process.send_signal(signal.SIGINT)
+
+        code = await asyncio.to_thread(process.wait, 30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+    assert code in (0, 120)  # 120: Python's code when the last flush fails, as here

@@ -25,6 +25,7 @@ from plughost_sdk.models import ToolExecutionResult, ToolSpec
 
 __all__ = [
     "JsonLogFormatter",
+    "QuietOnBrokenPipe",
     "event_line",
     "plugins_table",
     "print_json",
@@ -33,7 +34,22 @@ __all__ = [
     "tools_table",
 ]
 
-stderr = Console(stderr=True, highlight=False)
+
+class QuietOnBrokenPipe(Console):
+    """A console that goes quiet when its reader is gone, instead of ending the program.
+
+    rich answers a broken pipe with ``SystemExit(1)``; raised in ``serve``'s
+    event printer while the host stops (``serve | tee log``, and the Ctrl-C
+    that stopped serve ended tee), it skipped the rest of the shutdown and left
+    the process waiting on a worker thread forever. The host still stops and
+    exits as it would have; what it would have printed has no reader.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+
+
+stderr = QuietOnBrokenPipe(stderr=True, highlight=False)
 
 _EVENT_STYLE = {
     EventKind.RUNNER_CRASHED: "bold red",

@@ -19,9 +19,13 @@ import signal
 import sys
 from typing import Any
 
-from rich.console import Console
-
-from plughost.cli.console import JsonLogFormatter, event_line, plugins_table, stderr
+from plughost.cli.console import (
+    JsonLogFormatter,
+    QuietOnBrokenPipe,
+    event_line,
+    plugins_table,
+    stderr,
+)
 from plughost.cli.serve_config import ServeConfig
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
@@ -81,26 +85,31 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
     printer = _EventPrinter(config.serve.log_format)
     host.events.add_callback(printer)
     _install_signals(stop, host, config)
+    code = EXIT_FAILED
     try:
-        async with contextlib.AsyncExitStack() as console:
-            if config.host.web.address and not await _start_console(console, host, config):
-                return EXIT_FAILED
-            code = await _serve_started(host, config, stop, printer, strict, token)
+        try:
+            async with contextlib.AsyncExitStack() as console:
+                if config.host.web.address and not await _start_console(console, host, config):
+                    return EXIT_FAILED
+                code = await _serve_started(host, config, stop, printer, strict, token)
+        finally:
+            with contextlib.suppress(Exception):
+                _notice(config, "stopping runners...", event="serve.stopping")
+            learn = config.host.runner.sandbox.learn
+            learned = (host.learned_network(), host.learned_writes()) if learn else None
+            await host.aclose()
+            if learned is not None:
+                with contextlib.suppress(OSError):
+                    _print_learned(*learned, config.serve.log_format)
     finally:
-        with contextlib.suppress(Exception):
-            _notice(config, "stopping runners...", event="serve.stopping")
-        learn = config.host.runner.sandbox.learn
-        learned = (host.learned_network(), host.learned_writes()) if learn else None
-        await host.aclose()
-        if learned is not None:
-            _print_learned(*learned, config.serve.log_format)
-    if config.serve.mcp == "stdio" and stop.is_set():
-        # Every answer is written and the host is closed. The MCP SDK reads stdin in a
-        # worker thread that only end-of-file stops, and the interpreter's exit would
-        # wait for it: a client may keep stdin open after sending SIGTERM.
-        from plughost.cli.quick_exit import exit_now
+        if stop.is_set():
+            # The host is closed: nothing left matters. The interpreter's exit would
+            # still join worker threads that never end: the MCP SDK's stdin reader (a
+            # client may keep stdin open after SIGTERM), an idle AnyIO worker whose
+            # event loop is gone (with stderr piped to a tee the same Ctrl-C ended).
+            from plughost.cli.quick_exit import exit_now
 
-        exit_now(code)
+            exit_now(code)
     return code
 
 
@@ -263,17 +272,21 @@ def _install_signals(stop: asyncio.Event, host: PluginHost, config: ServeConfig)
     loop = asyncio.get_running_loop()
 
     def interrupted() -> None:
+        # Stop first, say so after: the Ctrl-C that reached serve may have ended the
+        # program its output is piped to (tee), and writing then fails.
         if stop.is_set():
-            _notice(config, "forced stop: killing runners", event="serve.forced_stop")
             for runner in host.runners():
                 runner.kill()
+            with contextlib.suppress(OSError):
+                _notice(config, "forced stop: killing runners", event="serve.forced_stop")
             os._exit(EXIT_FORCED)
-        _notice(
-            config,
-            "shutting down: draining calls (Ctrl-C again to force)",
-            event="serve.shutting_down",
-        )
         stop.set()
+        with contextlib.suppress(OSError):
+            _notice(
+                config,
+                "shutting down: draining calls (Ctrl-C again to force)",
+                event="serve.shutting_down",
+            )
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, interrupted)
@@ -284,7 +297,7 @@ class _EventPrinter:
 
     def __init__(self, log_format: str) -> None:
         self._json = log_format == "json"
-        self._console = Console(stderr=True, highlight=False)
+        self._console = QuietOnBrokenPipe(stderr=True, highlight=False)
         self.quiet = True  # startup events are summarised by the table instead
 
     def __call__(self, event: LifecycleEvent) -> None:
