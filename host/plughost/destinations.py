@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_PORTS",
     "Destination",
     "Grants",
+    "checked_grants",
     "grant_for",
     "parse_destination",
     "reachable_by_name",
@@ -97,6 +98,17 @@ def parse_destination(text: str) -> Destination:
                 "or 'localhost', each optionally followed by ':PORT' or ':*'"
             ) from None
     return Destination(raw, "" if address else host, address, ports)
+
+
+def checked_grants(grants: list[str]) -> list[str]:
+    """``grants`` unchanged, once each parses (a settings validator's check).
+
+    Raises:
+        ValueError: the first that does not, as :func:`parse_destination` says.
+    """
+    for grant in grants:
+        parse_destination(grant)
+    return grants
 
 
 def _split_port(raw: str) -> tuple[str, tuple[int, ...]]:

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from plughost.destinations import parse_destination
+from plughost.destinations import checked_grants, parse_destination
 from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = [
@@ -132,9 +132,7 @@ class SandboxSettings(BaseModel):
     @field_validator("maibot_network")
     @classmethod
     def _destinations(cls, value: list[str]) -> list[str]:
-        for grant in value:
-            parse_destination(grant)
-        return value
+        return checked_grants(value)
 
     @field_validator("hosts")
     @classmethod
@@ -323,9 +321,8 @@ class HostSettings(BaseModel):
     @classmethod
     def _network_grants(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
         for plugin_id, grants in value.items():
-            for grant in grants:
-                try:
-                    parse_destination(grant)
-                except ValueError as exc:
-                    raise ValueError(f"network_grants.{plugin_id}: {exc}") from None
+            try:
+                checked_grants(grants)
+            except ValueError as exc:
+                raise ValueError(f"network_grants.{plugin_id}: {exc}") from None
         return value

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from plughost.destinations import parse_destination
+from plughost.destinations import checked_grants
 
 __all__ = ["MCPConfig", "MCPServerConfig", "TransportKind"]
 
@@ -108,9 +108,7 @@ class MCPServerConfig(BaseModel):
     @field_validator("network")
     @classmethod
     def _grants(cls, value: list[str]) -> list[str]:
-        for grant in value:
-            parse_destination(grant)
-        return value
+        return checked_grants(value)
 
     @field_validator("transport", mode="before")
     @classmethod
