@@ -11,7 +11,6 @@ Imports only click at the top, like every command module (see ``main``).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -74,7 +73,6 @@ def grant(
     where = f"[mcp.servers.{target}] network" if mcp_server else f'network_grants."{target}"'
     click.echo(f"{config_file}: {where} = {grants}")
     click.echo("Restart plughost serve to apply it (the console's grant button applies it live).")
-    sys.exit(0)
 
 
 def write_grants(

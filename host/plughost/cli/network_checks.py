@@ -40,7 +40,8 @@ def network_use(source: PluginSource, settings: HostSettings) -> NetworkUse | No
         return None
     for path in _python_files(source.path):
         try:
-            text = path.read_bytes()[:_MAX_BYTES].decode("utf-8", errors="replace")
+            with path.open("rb") as handle:  # a plugin's file may be huge: read a bounded head
+                text = handle.read(_MAX_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
         found = _CLIENTS.search(text)

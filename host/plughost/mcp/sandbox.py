@@ -274,6 +274,8 @@ def _root_of(path: Path) -> Path:
 
 
 def _interpreter(path: Path) -> list[str]:
+    if not path.is_file():  # a FIFO or a device would block the host on open
+        return []
     try:
         with path.open("rb") as handle:
             first = handle.readline(256)

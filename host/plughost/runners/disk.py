@@ -33,9 +33,13 @@ class DiskMeter:
     _checked: float = field(default=float("-inf"))
     used: int = 0
 
+    def due(self, now: float) -> bool:
+        """Whether a scan is due (checked on the event loop: no thread for a tick)."""
+        return now - self._checked >= CHECK_SECONDS
+
     def over_limit(self, now: float) -> str:
         """Why the plugins are over their quota, or ``""``; rescans when a check is due."""
-        if now - self._checked < CHECK_SECONDS:
+        if not self.due(now):
             return ""
         self._checked = now
         self.used = measure(self.paths, self.limit)

@@ -94,8 +94,9 @@ class Watchdog:
                 self._last_beat = now
             expected = now + interval
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
-            if not reason and self.disk is not None:  # a scan may touch many files: not here
-                reason = await asyncio.to_thread(self.disk.over_limit, now)
+            disk = self.disk
+            if not reason and disk is not None and disk.due(now):  # a scan: not on the loop
+                reason = await asyncio.to_thread(disk.over_limit, now)
             if reason:
                 return reason
 

@@ -98,3 +98,14 @@ async def test_network_grants_give_the_server_a_gate_that_lives_as_long_as_the_p
         assert state.gate is not None and Path(policy["egress"]).is_socket()
 
     assert not Path(policy["egress"]).exists()
+
+
+def test_a_command_that_is_a_fifo_is_never_opened(tmp_path: Path) -> None:
+    """Reading its ``#!`` line would block the host until a writer came."""
+    fifo = tmp_path / "bin" / "server"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+
+    roots = install_roots(str(fifo), {"PATH": ""})
+
+    assert roots == [str(tmp_path)]
