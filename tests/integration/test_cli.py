@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -237,3 +238,34 @@ async def test_serve_whose_output_reader_is_gone_still_stops_on_ctrl_c() -> None
             process.wait(10)
 
     assert code in (0, 120)  # 120: Python's code when the last flush fails, as here
+
+
+def test_one_shot_commands_leave_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    # A short TMPDIR: the runners' socket paths live there (108 bytes at most).
+    with tempfile.TemporaryDirectory(prefix="ph", dir="/tmp") as short:
+        _call_twice_from(work, tmp_path / "plugins", Path(short))
+    assert list(work.iterdir()) == []
+
+
+def _call_twice_from(work: Path, plugins: Path, scratch: Path) -> None:
+    plugins.mkdir()
+    # A plugin that writes into its own folder and keeps state between calls.
+    (plugins / "keeper").symlink_to(TEST_PLUGINS / "folder_keeper", target_is_directory=True)
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    call = ["call", "favourite_add", "--plugins", str(plugins), "--args", '{"item": "x"}']
+    for _ in range(2):
+        done = subprocess.run(
+            [*PLUGHOST, *call, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+            cwd=work,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        # Each call starts from the plugin's published folder: nothing carried over.
+        assert json.loads(done.stdout)["content"] == "已收藏，共 1 条"
+    assert list(scratch.iterdir()) == []

@@ -85,6 +85,7 @@ class OneShot:
     def __init__(self, plugin_dirs: tuple[Path, ...], config_file: Path | None) -> None:
         self.plugin_dirs = plugin_dirs
         self.config_file = config_file
+        self.scratch: Path | None = None
 
     def load(self) -> tuple[HostSettings, MCPConfig | None]:
         """The host's settings and, if any are configured, the upstream MCP servers.
@@ -92,11 +93,23 @@ class OneShot:
         Also imports the host while at it (see ``quiet_host``). Without ``--config``
         the settings are the defaults plus the ``--plugins`` folders, and the serve
         configuration's modules (the MCP configuration among them) are not imported.
+        The plugins' data and temp directories then live in a scratch directory
+        (:attr:`scratch`, removed when the command ends): a command that only asks
+        leaves nothing in the working directory, and never touches the data of a
+        ``serve`` started there.
         """
         if self.config_file is None:
+            import tempfile
+
             from plughost.settings import HostSettings
 
-            settings, mcp = HostSettings(plugin_dirs=list(self.plugin_dirs)), None
+            self.scratch = Path(tempfile.mkdtemp(prefix="plughost-"))
+            settings = HostSettings(
+                plugin_dirs=list(self.plugin_dirs),
+                data_dir=self.scratch / "data",
+                temp_dir=self.scratch / "temp",
+            )
+            mcp = None
         else:
             config = one_shot_config(self.plugin_dirs, self.config_file)
             settings, mcp = config.host, (config.mcp if config.mcp.servers else None)
@@ -131,7 +144,6 @@ class quiet_host:  # noqa: N801 - used like a function: `async with quiet_host(c
 
     async def __aenter__(self) -> PluginHost:
         import asyncio
-        import logging
 
         from plughost.runners.early import EarlyChildren
 
@@ -139,12 +151,23 @@ class quiet_host:  # noqa: N801 - used like a function: `async with quiet_host(c
         try:
             # In a thread, so the loop goes on starting the fork server meanwhile.
             settings, mcp = await asyncio.to_thread(self._one_shot.load)
-            from plughost.cli.console import stderr
             from plughost.host import PluginHost  # imported by load() already
         except BaseException:
             await early.aclose()
+            self._remove_scratch()
             raise
         self._host = PluginHost(settings=settings, early=early)
+        try:
+            await self._start(mcp)
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self._host
+
+    async def _start(self, mcp: MCPConfig | None) -> None:
+        import logging
+
+        from plughost.cli.console import stderr
 
         logging.basicConfig(
             level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -159,7 +182,16 @@ class quiet_host:  # noqa: N801 - used like a function: `async with quiet_host(c
             from plughost.mcp.provider import MCPToolProvider
 
             self._host.tools.register_provider(MCPToolProvider(mcp))
-        return self._host
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._host.aclose()
+        try:
+            await self._host.aclose()
+        finally:
+            self._remove_scratch()
+
+    def _remove_scratch(self) -> None:
+        scratch = self._one_shot.scratch
+        if scratch is not None:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
