@@ -2,7 +2,8 @@
 
 The folder holds ``_manifest.json``, a commented ``config.toml``, a
 ``plugin.py`` with one tool, ``on_load`` and ``on_config_update``, and
-``tests/test_plugin.py`` written with the SDK's test kit. It is meant to be
+``tests/test_plugin.py`` written with the SDK's test kit (with the ``pytest.ini``
+that runs it from the folder without warnings). It is meant to be
 read: the comments explain each part to a first-time plugin author.
 
 What does not live here: argument parsing and printing (the CLI).
@@ -58,6 +59,7 @@ def scaffold_plugin(
         "config.toml": _CONFIG.format(name=name),
         "plugin.py": _PLUGIN.format(name=name, title=_title(name), cls=_class_name(name)),
         "tests/test_plugin.py": _TEST.format(name=name),
+        "pytest.ini": _PYTEST_INI,
     }
     for relative, text in files.items():
         (target / relative).write_text(text, encoding="utf-8")
@@ -213,6 +215,13 @@ class {cls}(Plugin):
 def create_plugin() -> {cls}:
     return {cls}()
 '''
+
+_PYTEST_INI = """\
+# `pytest` run from this folder finds the tests and runs them as the test kit expects.
+[pytest]
+testpaths = tests
+asyncio_default_fixture_loop_scope = function
+"""
 
 _TEST = '''\
 """Tests of {name}: each one loads the plugin in a real runner process.

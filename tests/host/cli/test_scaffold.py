@@ -27,6 +27,8 @@ def test_the_scaffolded_plugin_passes_its_own_tests(tmp_path: Path) -> None:
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "5 passed" in run.stdout
+    # The folder carries its pytest configuration: no warning greets a new author.
+    assert "Warning" not in run.stdout + run.stderr
 
 
 def test_read_plugin_accepts_the_scaffolded_folder(tmp_path: Path) -> None:
@@ -45,6 +47,7 @@ def test_read_plugin_accepts_the_scaffolded_folder(tmp_path: Path) -> None:
         "_manifest.json",
         "config.toml",
         "plugin.py",
+        "pytest.ini",
         "test_plugin.py",
     ]
 
