@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import subprocess
+import tempfile
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -197,6 +200,61 @@ async def test_a_config_change_reaches_the_running_instance_without_a_restart(
     assert result.structured_content["greeting"] == "hello"
     assert result.structured_content["updates"] == [updated.details["version"]]
     assert result.structured_content["pid"] == pid
+
+
+def save_with_sed(config: Path) -> None:
+    """GNU ``sed -i``: a ``sedXXXXXX`` copy in the folder, renamed over the file."""
+    subprocess.run(["sed", "-i", "s/hi/hello/", str(config)], check=True, timeout=10)
+
+
+def save_with_vim(config: Path) -> None:
+    """A real vim writing with a backup: the ``4913`` probe, ``config.toml~``, a new file."""
+    if shutil.which("vim") is None:
+        pytest.skip("vim is not installed: the real-vim save is not tried")
+    # backupskip is emptied since vim skips backups under /tmp, where the test's folder is.
+    options = "set backup writebackup backupcopy=auto backupskip="
+    script = ["-c", options, "-c", "%s/hi/hello/", "-c", "wq"]
+    subprocess.run(
+        ["vim", "-N", "-u", "NONE", "-n", "-Es", *script, str(config)], check=True, timeout=10
+    )
+
+
+def save_like_jetbrains(config: Path) -> None:
+    """JetBrains' safe write: ``___jb_tmp___`` written, the old file moved aside, then gone."""
+    temporary = config.with_name(config.name + "___jb_tmp___")
+    old = config.with_name(config.name + "___jb_old___")
+    temporary.write_text('greeting = "hello"\n')
+    os.replace(config, old)
+    os.replace(temporary, config)
+    old.unlink()
+
+
+def save_atomically_from_python(config: Path) -> None:
+    """An atomic writer in Python: ``tempfile.mkstemp`` beside the file, then ``os.replace``."""
+    descriptor, name = tempfile.mkstemp(dir=config.parent)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write('greeting = "hello"\n')
+    os.replace(name, config)
+
+
+@pytest.mark.parametrize(
+    "save", [save_with_sed, save_with_vim, save_like_jetbrains, save_atomically_from_python]
+)
+async def test_a_config_saved_by_an_editor_or_tool_is_a_config_change(
+    watched: Watched, save: Callable[[Path], None]
+) -> None:
+    config = watched.folder / "config.toml"
+    config.write_text('greeting = "hi"\n')
+    await watched.next_event({EventKind.CONFIG_UPDATED})
+    _, pid = await watched.answer()
+
+    await asyncio.to_thread(save, config)
+
+    seen = await watched.next_event({EventKind.CONFIG_UPDATED, EventKind.RELOAD_STARTED})
+    assert seen.kind is EventKind.CONFIG_UPDATED, seen.message
+    result = await watched.host.invoke("version", {})
+    assert result.structured_content["greeting"] == "hello"
+    assert result.structured_content["pid"] == pid  # the same runner: no restart
 
 
 async def test_an_invalid_config_is_rejected_and_the_old_config_stays(watched: Watched) -> None:

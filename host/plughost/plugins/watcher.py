@@ -4,8 +4,12 @@ Events are grouped by ``watchfiles`` (a batch ends after ``step`` ms without a
 new event) and then by plugin folder. A change touching only ``config.toml``
 is a config change; anything else in the folder is a source change; a folder
 that appears or disappears is an addition or a removal. Editor droppings and
-bytecode are ignored. Polling mode is for filesystems that deliver no events
-(Docker bind mounts, network shares). Hidden files (``.*``) are ignored, and
+bytecode are ignored, and so are the files editors and tools make for a moment
+while they save (``sed -i``'s ``sedXXXXXX``, vim's ``4913`` probe, JetBrains'
+``___jb_tmp___``, Python's ``tempfile`` names) once they are gone: saving
+``config.toml`` with any of them is a config change, as writing it in place is.
+Polling mode is for filesystems that deliver no events (Docker bind mounts,
+network shares). Hidden files (``.*``) are ignored, and
 so are folders named ``_*`` or ``.*`` (the start-up scan skips them too); this
 also makes ``.plughost-probe`` a safe file to touch when checking that a watch
 is live.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -26,8 +31,30 @@ __all__ = ["ChangeKind", "PluginChange", "PluginWatcher", "classify"]
 
 log = logging.getLogger(__name__)
 
-_IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".swx", ".tmp", "~")
+_IGNORED_SUFFIXES = (
+    ".pyc",
+    ".pyo",
+    ".swp",
+    ".swx",
+    ".tmp",
+    "~",
+    ".bak",
+    ".orig",
+    ".kate-swp",
+    "___jb_tmp___",
+    "___jb_old___",
+)
 _IGNORED_PARTS = ("__pycache__", ".git", ".mypy_cache", ".pytest_cache")
+_SAVE_PROBES = re.compile(
+    r"""
+    \d{4,5}                    # vim's probe that the folder is writable (4913, 5036, ...)
+    | sed[A-Za-z0-9]{6}         # sed -i's temporary copy, renamed over the file
+    | tmp[a-z0-9_]{8}           # tempfile.mkstemp's names (atomic writers in Python)
+    | .+\.[A-Za-z0-9]{6}\.new  # kate and other KDE editors
+    """,
+    re.VERBOSE,
+)
+"""Names of files that exist only while an editor or tool saves another file."""
 
 
 class ChangeKind(Enum):
@@ -137,4 +164,5 @@ def _ignored(path: Path) -> bool:
         name.endswith(_IGNORED_SUFFIXES)
         or name.startswith((".", "#"))
         or any(part in _IGNORED_PARTS for part in path.parts)
+        or (_SAVE_PROBES.fullmatch(name) is not None and not path.exists())
     )
