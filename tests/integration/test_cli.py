@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psutil
@@ -241,16 +240,12 @@ async def test_serve_whose_output_reader_is_gone_still_stops_on_ctrl_c() -> None
 
 
 def test_one_shot_commands_leave_nothing_in_the_working_directory(tmp_path: Path) -> None:
-    work = tmp_path / "work"
+    work, plugins, scratch = tmp_path / "work", tmp_path / "plugins", tmp_path / "tmp"
     work.mkdir()
-    # A short TMPDIR: the runners' socket paths live there (108 bytes at most).
-    with tempfile.TemporaryDirectory(prefix="ph", dir="/tmp") as short:
-        _call_twice_from(work, tmp_path / "plugins", Path(short))
-    assert list(work.iterdir()) == []
-
-
-def _call_twice_from(work: Path, plugins: Path, scratch: Path) -> None:
     plugins.mkdir()
+    # A TMPDIR deeper than a socket path may be: the runners' sockets go to /tmp.
+    scratch = scratch / ("deep" * 20)
+    scratch.mkdir(parents=True)
     # A plugin that writes into its own folder and keeps state between calls.
     (plugins / "keeper").symlink_to(TEST_PLUGINS / "folder_keeper", target_is_directory=True)
     env = {**os.environ, "TMPDIR": str(scratch)}
@@ -269,3 +264,4 @@ def _call_twice_from(work: Path, plugins: Path, scratch: Path) -> None:
         # Each call starts from the plugin's published folder: nothing carried over.
         assert json.loads(done.stdout)["content"] == "已收藏，共 1 条"
     assert list(scratch.iterdir()) == []
+    assert list(work.iterdir()) == []

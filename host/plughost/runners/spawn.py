@@ -13,6 +13,7 @@ world-accessible.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -119,22 +120,44 @@ def runner_command(
     return command
 
 
+_SOCKET_PATH_MAX = 107
+"""The longest path a Unix socket can have (``sockaddr_un.sun_path`` less its NUL)."""
+_SOCKET_NAME_MAX = 48
+"""Longer runner ids are shortened (with a hash) to name their socket file."""
+
+
 class SocketDirectory:
-    """A private directory (0700) holding the host's ``ipc://`` socket files."""
+    """A private directory (0700) holding the host's ``ipc://`` socket files.
+
+    It lives in the temp directory (``TMPDIR``) unless that path is too long to
+    leave room for a socket name, as in a deep build or test directory; then it
+    lives in ``/tmp``, so a long ``TMPDIR`` never stops runners from starting.
+    """
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="plughost-"))
+        base = tempfile.gettempdir()
+        room = _SOCKET_PATH_MAX - len("/plughost-xxxxxxxx/.sock") - _SOCKET_NAME_MAX
+        if len(os.fsencode(base)) > room and os.path.isdir("/tmp"):
+            base = "/tmp"
+        self.path = Path(tempfile.mkdtemp(prefix="plughost-", dir=base))
         self.path.chmod(0o700)
 
     def endpoint(self, runner_id: str) -> str:
         """The ipc endpoint for ``runner_id`` inside this directory."""
-        return f"ipc://{self.path / runner_id}.sock"
+        return f"ipc://{self._socket_file(runner_id)}"
 
     def secure(self, runner_id: str) -> None:
         """Restrict a bound socket file to the owner (ZeroMQ creates it 0755)."""
-        socket_file = self.path / f"{runner_id}.sock"
+        socket_file = self._socket_file(runner_id)
         if socket_file.exists():
             socket_file.chmod(0o600)
+
+    def _socket_file(self, runner_id: str) -> Path:
+        name = runner_id
+        if len(name) > _SOCKET_NAME_MAX:
+            digest = hashlib.sha256(runner_id.encode()).hexdigest()[:8]
+            name = f"{runner_id[: _SOCKET_NAME_MAX - 9]}-{digest}"
+        return self.path / f"{name}.sock"
 
     def remove(self) -> None:
         """Delete the directory and any socket files left in it."""
