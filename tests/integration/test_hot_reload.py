@@ -166,6 +166,7 @@ async def test_a_broken_edit_keeps_the_old_version_serving_until_fixed(
     assert failed.details["stage"] == stage
     assert needle in failed.message
     assert failed.details["file"].endswith("plugin.py")
+    assert failed.message.count(failed.details["file"]) == 1  # the place, said once
     rolled_back = await watched.next_event({EventKind.RELOAD_ROLLED_BACK})
     assert "previous version keeps serving" in rolled_back.message
     assert await watched.answer() == ("v1", pid)

@@ -72,9 +72,11 @@ class PluginProblem:
     traceback: str = ""
 
     def describe(self) -> str:
-        """One readable line: plugin, file:line, reason."""
+        """One readable line: plugin, file:line, reason (the place once, if the reason has it)."""
         where = f"{self.file}:{self.line}" if self.line else (self.file or str(self.path))
         who = self.plugin_id or self.path.name
+        if where in self.reason:
+            return f"{who} ({self.stage}): {self.reason}"
         return f"{who} ({self.stage}) {where}: {self.reason}"
 
 
