@@ -20,6 +20,16 @@ runner's socket layer (``plughost_runner.sandbox.egress``) asks two things:
     completes the connect on a real TCP socket: TLS, keep-alive and timeouts
     work as they would anywhere, and no byte is copied through the host.
 
+A runner whose manifests ask for TCP ports (``"network"``) asks through its
+gate too, which then also opens connections on those ports and listening
+sockets (``{"op": "listen", ...}``) on the host's network
+(:mod:`plughost.egress_ports`).
+
+Whatever the grants (a ``localhost:PORT`` of the console's port, an address
+of this machine), the gate never connects to the services this process
+serves (:mod:`plughost.own_services`: the console, MCP over HTTP): a plugin
+that can reach the host's loopback is not an operator.
+
 Each answer is one JSON line (``{"ok": true, ...}`` or ``{"ok": false,
 "errno": N, "error": "..."}``). A refusal is counted, logged and emitted as a
 ``network.denied`` event naming the plugin, the destination and the grant
@@ -46,7 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from plughost.destinations import Grants, IPAddress, grant_for, reachable_by_name
+from plughost.egress_ports import NO_PORTS, ManifestPorts
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.own_services import OWN_SERVICES
 
 __all__ = ["EgressGate"]
 
@@ -75,9 +87,11 @@ class EgressGate:
         pinned: Mapping[str, str] | None = None,
         learn: bool = False,
         kind: str = "plugin",
+        ports: ManifestPorts = NO_PORTS,
     ) -> None:
         self.path = path
         self.grants = grants
+        self.ports = ports  # what the runner's manifests ask for, on the host's network
         self.learn = learn
         self._runner_id = runner_id
         self._plugin_ids = list(plugin_ids)
@@ -133,16 +147,22 @@ class EgressGate:
             if not isinstance(port, int) or not 0 < port < 65536:
                 return _refusal(errno.EINVAL, "the port must be a number from 1 to 65535"), None
             return self._connect(str(request.get("address", "")), port)
+        if request.get("op") == "listen":
+            port = request.get("port")
+            if not isinstance(port, int) or not 0 <= port < 65536:
+                return _refusal(errno.EINVAL, "the port must be a number from 0 to 65535"), None
+            return self.ports.listen(str(request.get("address", "")), port)
         return _refusal(errno.EINVAL, "unknown request"), None
 
     async def _resolve(self, name: str) -> dict[str, Any]:
         name = name.lower().rstrip(".")
         if not 0 < len(name) <= 253 or not _NAME.match(name):  # it reaches logs and events
             return _refusal(errno.EINVAL, "not a host name")
-        if not self.learn and not self.grants.names(name):
+        anywhere = self.ports.connects_anywhere  # a manifest's ports: any name, any address
+        if not self.learn and not anywhere and not self.grants.names(name):
             return self._deny(name, 0)
         found = await self._lookup(name)
-        addresses = [a for a in found if reachable_by_name(a)]
+        addresses = found if anywhere else [a for a in found if reachable_by_name(a)]
         if not addresses:
             return {"ok": False, "errno": -2, "error": f"{name}: the host could not resolve it"}
         if len(self._names) >= _MAX_ADDRESSES:
@@ -167,13 +187,19 @@ class EgressGate:
             address = ipaddress.ip_address(given)
         except ValueError:
             return _refusal(errno.EINVAL, f"{given!r} is not an address"), None
+        own = OWN_SERVICES.at(address, port)
+        if own is not None:  # whatever the grants: see plughost.own_services
+            return self._refuse_own(own.name, address, port), None
         names = sorted(self._names.get(address, ()))
         if self.learn:
             allowed = not address.is_loopback and (not names or reachable_by_name(address))
+            allowed = allowed or self.ports.connects(port)
             name = names[0] if names else ""
         else:
             name = next((n for n in names if self.grants.allows(n, port, address)), "")
-            allowed = bool(name) or self.grants.allows("", port, address)
+            allowed = (
+                bool(name) or self.grants.allows("", port, address) or self.ports.connects(port)
+            )
         if not allowed:
             return self._deny(names[0] if names else str(address), port), None
         target = address
@@ -191,31 +217,53 @@ class EgressGate:
 
     def _deny(self, host: str, port: int) -> dict[str, Any]:
         grant = grant_for(host, port or 443)
-        if grant in self.denied or len(self.denied) < _MAX_KEYS:
-            self.denied[grant] += 1
-        else:
-            self.denied["(other destinations)"] += 1
-        if len(self._reported) >= _MAX_KEYS:
-            self._reported.clear()
+        self._count(grant)
         where = f"{host}:{port}" if port else host
         who = f"{self._kind} {', '.join(self._plugin_ids)}"
         fix = self._fix(grant)
-        now = time.monotonic()
-        if now - self._reported.get((host, port), -_REPEAT_SECONDS) >= _REPEAT_SECONDS:
-            self._reported[(host, port)] = now
-            message = f"network: {who} was refused {where}: no network grant covers it; {fix}"
-            log.warning("%s", message)
-            if self._events is not None:
-                self._events.emit(
-                    LifecycleEvent(
-                        EventKind.NETWORK_DENIED,
-                        message,
-                        plugin_id=self._plugin_ids[0] if len(self._plugin_ids) == 1 else None,
-                        runner_id=self._runner_id,
-                        details={"destination": where, "grant": grant, "plugins": self._plugin_ids},
-                    )
-                )
+        message = f"network: {who} was refused {where}: no network grant covers it; {fix}"
+        self._report((host, port), message, {"destination": where, "grant": grant})
         return _refusal(errno.EACCES, f"plughost sandbox: {where} is not granted to {who}; {fix}")
+
+    def _refuse_own(self, service: str, address: IPAddress, port: int) -> dict[str, Any]:
+        """Refuse a connection to one of this host's own services; no grant opens it."""
+        where = f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
+        reason = (
+            f"{where} is plughost's own {service}, which no {self._kind} may reach whatever "
+            "its grants (it would read every plugin's events, or act with the host's rights)"
+        )
+        self._count(f"(plughost's own {service})")
+        who = f"{self._kind} {', '.join(self._plugin_ids)}"
+        message = f"network: {who} was refused {reason}"
+        self._report((str(address), port), message, {"destination": where, "service": service})
+        return _refusal(errno.EACCES, f"plughost sandbox: {reason}")
+
+    def _count(self, key: str) -> None:
+        """Count a refusal under ``key`` (the grant that would allow it), within bounds."""
+        if key in self.denied or len(self.denied) < _MAX_KEYS:
+            self.denied[key] += 1
+        else:
+            self.denied["(other destinations)"] += 1
+
+    def _report(self, key: tuple[str, int], message: str, details: dict[str, Any]) -> None:
+        """Log and publish a refusal, once a minute per destination."""
+        if len(self._reported) >= _MAX_KEYS:
+            self._reported.clear()
+        now = time.monotonic()
+        if now - self._reported.get(key, -_REPEAT_SECONDS) < _REPEAT_SECONDS:
+            return
+        self._reported[key] = now
+        log.warning("%s", message)
+        if self._events is not None:
+            self._events.emit(
+                LifecycleEvent(
+                    EventKind.NETWORK_DENIED,
+                    message,
+                    plugin_id=self._plugin_ids[0] if len(self._plugin_ids) == 1 else None,
+                    runner_id=self._runner_id,
+                    details={**details, "plugins": self._plugin_ids},
+                )
+            )
 
     def _fix(self, grant: str) -> str:
         first = self._plugin_ids[0] if self._plugin_ids else "<id>"

@@ -38,6 +38,7 @@ class EventKind(StrEnum):
     PLUGIN_LOADED = "plugin.loaded"
     PLUGIN_FAILED = "plugin.failed"
     PLUGIN_UNLOADED = "plugin.unloaded"
+    PLUGIN_REBOUND = "plugin.rebound"
     RELOAD_STARTED = "reload.started"
     RELOAD_SUCCEEDED = "reload.succeeded"
     RELOAD_FAILED = "reload.failed"
@@ -46,6 +47,8 @@ class EventKind(StrEnum):
     CONFIG_REJECTED = "config.rejected"
     NETWORK_DENIED = "network.denied"
     SANDBOX_DENIED = "sandbox.denied"
+    TOOL_NAME_CONFLICT = "tool.name_conflict"
+    COMMAND_REFUSED = "command.refused"
     # Monitor events: an embedding bot's own turn, published through plughost.monitor.
     SESSION_START = "session.start"
     MESSAGE_INGESTED = "message.ingested"
@@ -102,7 +105,11 @@ class EventBus:
         self._queue_size = queue_size
 
     def emit(self, event: LifecycleEvent) -> None:
-        """Publish ``event`` (secrets masked); never raises, never blocks."""
+        """Publish ``event`` (the host's secrets masked); never raises, never blocks.
+
+        A plugin's secrets are masked where its text comes in (:mod:`plughost.redaction`),
+        never here: a plugin's config may not hide the host's words in the host's sentences.
+        """
         if self._redactor is not None:
             event = dataclasses.replace(
                 event,
@@ -175,11 +182,14 @@ PROBLEM_KINDS = frozenset(
         EventKind.RUNNER_CRASHED,
         EventKind.RUNNER_GAVE_UP,
         EventKind.PLUGIN_FAILED,
+        EventKind.PLUGIN_REBOUND,
         EventKind.RELOAD_FAILED,
         EventKind.RELOAD_ROLLED_BACK,
         EventKind.CONFIG_REJECTED,
         EventKind.NETWORK_DENIED,
         EventKind.SANDBOX_DENIED,
+        EventKind.TOOL_NAME_CONFLICT,
+        EventKind.COMMAND_REFUSED,
     }
 )
 """The kinds that mean something went wrong (logged and shown as warnings)."""

@@ -40,13 +40,14 @@ from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.host_capabilities import register_host_capabilities
 from plughost.local_runners import LocalRunners
 from plughost.monitor import MonitorPublisher
+from plughost.plugins.bindings import IdBindings
 from plughost.plugins.components import ComponentRegistry
 from plughost.plugins.provider import PluginToolProvider
 from plughost.plugins.query import ComponentQueryService
 from plughost.plugins.source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.redaction import SecretRedactor
 from plughost.reloader import PluginReloader
-from plughost.remote_runners import RemoteRunners
+from plughost.remote_runners import RemoteRunners, credentials_allowing
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.early import EarlyChildren
@@ -97,6 +98,7 @@ class PluginHost:
         self.settings = base.model_copy(update={"plugin_dirs": dirs})
         self.redactor = SecretRedactor()
         self.redactor.add_environment(os.environ)
+        self.redactor.protect("", [kind.value for kind in EventKind])  # no plugin's secret
         self.events = EventBus(redactor=self.redactor)
         self.monitor = MonitorPublisher(self.events)
         self.components = ComponentRegistry()
@@ -106,6 +108,9 @@ class PluginHost:
         )
         self.tools = ToolRegistry(enforce_visibility=self.settings.enforce_tool_visibility)
         self.tools.register_provider(self.tool_provider)
+        # A plugin tool refused or renamed for its name is an event the operator sees.
+        self.tools.name_guard.add_listener(lambda conflict: self.events.emit(conflict.to_event()))
+        self.query.add_conflict_listener(lambda conflict: self.events.emit(conflict.to_event()))
         self.capabilities = CapabilityRouter()
         # Commands, events, hooks and APIs; ctx.api.* reads the grants at every call too.
         self.dispatcher = ComponentDispatcher(
@@ -120,6 +125,10 @@ class PluginHost:
             owns_resource=self.tool_provider.content.owns,
         )
         self.problems: dict[str, PluginProblem] = {}
+        # Which folder owns each id (<data_dir>/.bindings.json), read when the host starts.
+        self.bindings = IdBindings(
+            self.settings.data_dir, lambda plugin_id: credentials_allowing(self.settings, plugin_id)
+        )
         self.sources: dict[str, PluginSource] = {}
         self._zmq: zmq.asyncio.Context | None = None
         self._sockets: SocketDirectory | None = None
@@ -177,9 +186,13 @@ class PluginHost:
                     await self._fork_server.aclose()
                     self._fork_server = None
                 raise outcome
-        sources, problems = scan_plugin_dirs(self.settings.plugin_dirs)
+        # Reading and parsing every manifest and config.toml: off the loop.
+        sources, problems = await asyncio.to_thread(
+            scan_plugin_dirs, self.settings.plugin_dirs, self.bindings
+        )
         for problem in problems:
             self.record_problem(problem)
+        self.bindings.announce(self.events)
         await self.start_runners(sources)
         if self.settings.remote.listen:
             self.remote = RemoteRunners(
@@ -187,8 +200,9 @@ class PluginHost:
                 self.components,
                 self.events,
                 self.redactor,
-                is_local=lambda plugin_id: plugin_id in self.sources,
+                local_claim=self.bindings.remote_refusal,
                 capabilities=self.capabilities,
+                bindings=self.bindings,
             )
             await self.remote.start()
 
@@ -371,7 +385,11 @@ class PluginHost:
 
     def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None:
         """Remember why a plugin is not serving, and tell subscribers."""
-        key = problem.plugin_id or str(problem.path)
+        whose = (problem.plugin_id,) if problem.plugin_id else ()
+        problem = problem.redacted(self.redactor.for_plugins(whose))  # what the plugin reported
+        # A folder refused an id another owns has a row of its own: the owner's load keeps it.
+        duplicate = problem.stage == "duplicate"
+        key = str(problem.path) if duplicate or not problem.plugin_id else problem.plugin_id
         self.problems[key] = problem
         self.events.emit(
             LifecycleEvent(
@@ -397,7 +415,9 @@ class PluginHost:
 
         MaiBot plugins list ``config_reload_subscriptions = ("bot",)`` (or
         ``"model"``) to get ``on_config_update(scope, config, version)`` when the
-        bot's configuration changes; the embedder calls this then.
+        bot's configuration changes; the embedder calls this then. The host sends
+        a scope only to the runners of the plugins that listed it when they loaded:
+        no other plugin's process receives it.
 
         Returns:
             The ids of the plugins whose ``on_config_update`` ran.

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.plugins.command_patterns import FIX
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.plugins.source import PluginProblem, PluginSource
@@ -85,9 +86,11 @@ class LocalRunners:
     async def start(self, sources: list[PluginSource]) -> list[RunnerSupervisor]:
         """Start runners for ``sources`` (grouped per the settings) and wait for them."""
         settings = self._books.settings
+        for source in sources:  # every id is a host word before any config is screened
+            self._protect(source)
         for source in sources:
             self._books.sources[source.plugin_id] = source
-            self._books.redactor.add_config(source.config)
+            self._books.redactor.learn_config(source.plugin_id, source.config)
             for warning in source.warnings:
                 log.warning("plugin %s: %s (%s)", source.plugin_id, warning, source.path)
         if settings.runner_grouping == "single" and sources:
@@ -138,6 +141,11 @@ class LocalRunners:
                 ", ".join(source.manifest.capabilities),
             )
         return grouped, alone
+
+    def _protect(self, source: PluginSource, names: list[str] | None = None) -> None:
+        """Make the plugin's id, folder and component names host words no secret may hide."""
+        words = [str(source.path), source.path.name, *(names or [])]
+        self._books.redactor.protect(source.plugin_id, words)
 
     def _settle_timeout(self) -> float:
         runner = self._books.settings.runner
@@ -210,7 +218,8 @@ class LocalRunners:
 
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor:
         """Start a new version of a plugin in its own runner without registering it yet."""
-        self._books.redactor.add_config(source.config)
+        self._protect(source)
+        self._books.redactor.learn_config(source.plugin_id, source.config)
         runner = self._launch(_runner_id(source.plugin_id), [source], candidate=True)
         await runner.wait_settled(self._settle_timeout())
         return runner
@@ -284,6 +293,9 @@ class LocalRunners:
             others = [PluginComponent.from_wire(plugin_id, d) for d in loaded.get("components", [])]
             owner = self._pools.of(runner) or runner
             self._books.components.replace_plugin(plugin_id, components, owner, others, loaded)
+            named = [c.name for c in components] + [c.name for c in others]
+            self._protect(runner.sources[plugin_id], named)
+            self._report_refused_commands(runner, others)
             self._books.problems.pop(plugin_id, None)
             names = ", ".join(c.name for c in components) or "no tools"
             self._books.events.emit(
@@ -313,6 +325,24 @@ class LocalRunners:
             )
             self._books.record_problem(problem, runner.runner_id)
 
+    def _report_refused_commands(
+        self, runner: RunnerSupervisor, components: list[PluginComponent]
+    ) -> None:
+        """Say which commands never run because the host refuses their pattern."""
+        for command in components:
+            why = command.pattern_error if command.kind == "COMMAND" else ""
+            if why:
+                self._books.events.emit(
+                    LifecycleEvent(
+                        EventKind.COMMAND_REFUSED,
+                        f"plugin {command.plugin_id}: command {command.name} never runs: its "
+                        f"pattern {command.pattern[:200]!r} is refused: {why}; {FIX}",
+                        plugin_id=command.plugin_id,
+                        runner_id=runner.runner_id,
+                        details={"command": command.name, "reason": why},
+                    )
+                )
+
     def _runner_lost(self, runner: RunnerSupervisor, reason: str) -> None:
         pool = self._pools.of(runner)
         if not self._pools.leave(runner):  # its fellow replicas keep serving the plugin
@@ -320,7 +350,7 @@ class LocalRunners:
                 "runner %s of plugin %s left its pool: %s",
                 runner.runner_id,
                 ", ".join(runner.plugin_ids),
-                self._books.redactor.redact(reason),
+                self._books.redactor.redact(reason, runner.plugin_ids),
             )
             return
         stage = "crashed" if runner.report.get("loaded") else "start"

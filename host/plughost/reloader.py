@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.local_runners import HostBooks
+from plughost.plugins.bindings import IdBindings
 from plughost.plugins.source import (
     PluginProblem,
     PluginSource,
@@ -35,9 +36,11 @@ from plughost.plugins.source import (
 )
 from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
 from plughost.runners.channel import RemoteError
+from plughost.runners.config_subscriptions import subscribed_scopes
 from plughost.runners.pool import RunnerPool
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost_sdk.errors import ManifestError, RunnerCrashedError
+from plughost_sdk.manifest import MANIFEST_FILE
 
 __all__ = ["PluginReloader", "ReloadTarget"]
 
@@ -53,6 +56,8 @@ class ReloadTarget(HostBooks, Protocol):
     reloader, the reloader only sees this narrow view of the host: its records
     (:class:`~plughost.local_runners.HostBooks`) and how to start and drop runners.
     """
+
+    bindings: IdBindings
 
     def plugin_id_at(self, path: Path) -> str | None: ...
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor: ...
@@ -78,7 +83,23 @@ class PluginReloader:
         async with asyncio.TaskGroup() as group:
             async for batch in watcher.changes():
                 for change in batch:
-                    group.create_task(self.apply(change))
+                    group.create_task(self._apply_reported(change))
+
+    async def _apply_reported(self, change: PluginChange) -> None:
+        """Apply one change; should it fail unexpectedly, report it and keep watching."""
+        try:
+            await self.apply(change)
+        except Exception as exc:  # one folder's failure must not end every plugin's reloads
+            log.exception("applying a change to %s failed", change.path)
+            plugin_id = self._host.plugin_id_at(change.path)
+            self._emit(
+                EventKind.RELOAD_FAILED,
+                f"reload of {plugin_id or change.path.name} failed: {exc!r}",
+                plugin_id,
+                stage="reload",
+                reason=repr(exc),
+                file=str(change.path),
+            )
 
     async def apply(self, change: PluginChange) -> None:
         """Apply one change; a change for a plugin already being handled is coalesced."""
@@ -104,12 +125,21 @@ class PluginReloader:
         if change.kind is ChangeKind.REMOVED or not change.path.exists():
             if plugin_id is not None:
                 await self.unload(plugin_id)
+            await self._forget_folder(change.path.resolve())
             return
         serving = plugin_id is not None and self._host.components.owner(plugin_id) is not None
         if plugin_id is not None and serving and change.kind is ChangeKind.CONFIG:
             await self.update_config(plugin_id)
             return
         await self.reload_path(change.path)
+
+    async def _forget_folder(self, folder: Path) -> None:
+        """A folder is gone: its row goes, and a folder it kept from an id may now have it."""
+        self._host.problems.pop(str(folder), None)
+        left = self._host.bindings.forget_folder(folder)
+        if left is not None and self._host.plugin_id_at(left) is None:
+            log.info("%s is now the only folder claiming its plugin id; loading it", left)
+            await self.apply(PluginChange(left, ChangeKind.SOURCE))
 
     async def reload(self, plugin_id: str) -> bool:
         """Reload a plugin by id (the embedder's API); True when the new version serves."""
@@ -126,10 +156,17 @@ class PluginReloader:
             EventKind.RELOAD_STARTED, f"reloading {old_id or path.name}", old_id, path=str(path)
         )
         try:
-            source = read_plugin(path)
+            source = await asyncio.to_thread(read_plugin, path)  # parsing is off the loop
         except ManifestError as exc:
             problem = PluginProblem(path, "manifest", "; ".join(exc.problems), old_id, exc.path)
             return self._failed(problem, old_id)
+        refusal = self._host.bindings.claim(source.plugin_id, source.path)
+        if refusal is not None:  # another folder owns the id: the owner and this one keep theirs
+            file = str(source.path / MANIFEST_FILE)
+            problem = PluginProblem(source.path, "duplicate", refusal, source.plugin_id, file)
+            return self._failed(problem, old_id)
+        self._host.bindings.announce(self._host.events)
+        await self._host.bindings.save_soon()
         if old_id is not None and old_id != source.plugin_id:
             await self.unload(old_id)
         old_owner = self._host.components.owner(source.plugin_id)
@@ -206,6 +243,8 @@ class PluginReloader:
 
     def _failed(self, problem: PluginProblem, plugin_id: str | None) -> bool:
         serving = plugin_id is not None and self._host.components.owner(plugin_id) is not None
+        whose = (problem.plugin_id,) if problem.plugin_id else ()
+        problem = problem.redacted(self._host.redactor.for_plugins(whose))  # what it reported
         self._emit(
             EventKind.RELOAD_FAILED,
             f"reload of {problem.describe()}",
@@ -242,8 +281,8 @@ class PluginReloader:
         source = self._host.sources[plugin_id]
         runners = self._host.runners_for(plugin_id)
         try:
-            config, version = read_config(source.path)
-            self._host.redactor.add_config(config)
+            config, version = await asyncio.to_thread(read_config, source.path)
+            self._host.redactor.learn_config(plugin_id, config)
             if not runners:
                 raise RunnerCrashedError("the plugin has no running runner")
             if version == source.config_version:
@@ -251,11 +290,12 @@ class PluginReloader:
             for runner in runners:  # every replica gets it
                 await runner.update_config(plugin_id, config, version)
         except (ManifestError, RemoteError, RunnerCrashedError, TimeoutError) as exc:
+            reason = self._host.redactor.redact(str(exc), (plugin_id,))  # the plugin's words
             self._emit(
                 EventKind.CONFIG_REJECTED,
-                f"config of plugin {plugin_id} rejected, the old configuration stays: {exc}",
+                f"config of plugin {plugin_id} rejected, the old configuration stays: {reason}",
                 plugin_id,
-                reason=str(exc),
+                reason=reason,
                 file=str(source.path / "config.toml"),
             )
             return False
@@ -296,12 +336,19 @@ class PluginReloader:
     async def broadcast_config(self, scope: str, config: dict[str, Any], version: str) -> list[str]:
         """Deliver the bot's configuration to the MaiBot plugins subscribed to ``scope``.
 
+        Only to the runners whose load report lists ``scope`` for the plugin
+        (:mod:`plughost.runners.config_subscriptions`): no other runner receives it.
+
         Returns:
             The ids of the plugins whose ``on_config_update`` ran, sorted.
         """
         delivered: list[str] = []
         for plugin_id, source in sorted(self._host.sources.items()):
-            runners = self._host.runners_for(plugin_id)
+            runners = [
+                runner
+                for runner in self._host.runners_for(plugin_id)
+                if scope in subscribed_scopes(runner.report, plugin_id)
+            ]
             if not source.manifest.targets_maibot or not runners:
                 continue
             try:

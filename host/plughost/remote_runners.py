@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
+from plughost.plugins.bindings import IdBindings, id_key
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.redaction import SecretRedactor
@@ -34,7 +35,7 @@ from plughost.runners.remote import RemoteListener, RemoteRunner
 from plughost.runners.remote_keys import RemoteKeyStore
 from plughost.settings import HostSettings
 
-__all__ = ["RemoteRunners"]
+__all__ = ["RemoteRunners", "credentials_allowing"]
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +49,14 @@ class RemoteRunners:
         components: ComponentRegistry,
         events: EventBus,
         redactor: SecretRedactor,
-        is_local: Callable[[str], bool],
+        local_claim: Callable[[str], str | None],
         capabilities: CapabilityRouter | None = None,
+        bindings: IdBindings | None = None,
     ) -> None:
         self._components = components
         self._events = events
         self._redact = redactor.redact
+        self._bindings = bindings
         self.pools: dict[str, RunnerPool[RemoteRunner]] = {}
         self.versions: dict[str, str] = {}
         self.problems: dict[str, str] = {}
@@ -68,7 +71,7 @@ class RemoteRunners:
             on_remove=self._removed,
             capabilities=capabilities,
             redactor=redactor,
-            is_local=is_local,
+            local_claim=local_claim,
         )
 
     async def start(self) -> None:
@@ -102,6 +105,10 @@ class RemoteRunners:
             return
         if pool is None:
             pool = self.pools[plugin_id] = RunnerPool[RemoteRunner](plugin_id, [])
+        if self._bindings is not None and self._bindings.bind_remote(
+            plugin_id, runner.credential.name
+        ):
+            self._bindings.save()  # once per id ever served remotely: a small file
         self.versions[plugin_id] = version
         if runner not in pool:
             pool.add(runner)
@@ -210,3 +217,16 @@ class RemoteRunners:
                 details={"where": runner.where, **details},
             )
         )
+
+
+def credentials_allowing(settings: HostSettings, plugin_id: str) -> list[str]:
+    """The live credentials whose allow-list names ``plugin_id`` (or an id differing in case).
+
+    While one does, an id remote runners served first stays theirs
+    (:class:`~plughost.plugins.bindings.IdBindings`); read from disk at each call.
+    """
+    if not settings.remote.listen:
+        return []
+    key = id_key(plugin_id)
+    store = RemoteKeyStore(Path(settings.remote.keys_dir))
+    return [c.name for c in store.credentials() if any(id_key(e.plugin_id) == key for e in c.allow)]

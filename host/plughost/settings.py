@@ -40,7 +40,9 @@ class ResourceLimits(BaseModel):
     memory_mb: int | None = Field(
         None, gt=16, description="resident memory of the runner and its children, MiB"
     )
-    cpu_seconds: int | None = Field(None, gt=0, description="CPU time of the runner, seconds")
+    cpu_seconds: int | None = Field(
+        None, gt=0, description="CPU time of the runner and all it starts, together, seconds"
+    )
     open_files: int | None = Field(None, gt=16, description="open file descriptors")
     call_seconds: float | None = Field(
         None, gt=0, description="wall-clock deadline of any one call, seconds (caps timeout_ms)"
@@ -195,9 +197,10 @@ class RunnerSettings(BaseModel):
 class WebSettings(BaseModel):
     """The operator's console (:mod:`plughost.web`): a web page, ``/metrics`` and an API.
 
-    Reads from a loopback client need nothing; reads from anywhere else need the
-    token, and every action (enable, disable, reload, a tool call) needs it from
-    everyone. ``plughost serve --web HOST:PORT`` sets ``address``.
+    Every read (state, events, the event stream, ``/metrics``) and every action
+    (enable, disable, reload, a tool call) needs the token, from every client,
+    loopback included: a plugin can reach the loopback too. Only the page itself
+    is open. ``plughost serve --web HOST:PORT`` sets ``address``.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -50,16 +50,22 @@ class PluginSpec:
     flavor: str = "plughost"
     """``"maibot"`` when the manifest targets MaiBot: ``maibot_sdk`` is then mapped."""
     version: str = ""
-    manifest_sha256: str = ""
+    plugin_sha256: str = ""
+    digest_problem: str = ""
     capabilities: tuple[str, ...] = ()
     """What a remote runner tells the host about this plugin (see plughost_runner.remote)."""
 
     def offer(self) -> dict[str, Any]:
-        """How a remote runner offers this plugin: id, version, manifest hash, capabilities."""
+        """How a remote runner offers this plugin: id, version, folder digest, capabilities.
+
+        ``digest_problem`` says why the folder has no digest (a link in it, too many
+        files); the host refuses such an offer only where a pin needs the digest.
+        """
         return {
             "plugin_id": self.plugin_id,
             "version": self.version,
-            "manifest_sha256": self.manifest_sha256,
+            "plugin_sha256": self.plugin_sha256,
+            "digest_problem": self.digest_problem,
             "capabilities": list(self.capabilities),
         }
 
@@ -117,7 +123,26 @@ class LoadedPlugin:
         }
         if self.config_file is not None:
             summary["config_file"] = self.config_file
+        subscriptions = _config_subscriptions(self.instance)
+        if subscriptions:
+            summary["config_subscriptions"] = subscriptions
         return summary
+
+
+def _config_subscriptions(instance: Plugin) -> list[str]:
+    """The bot configuration scopes a MaiBot plugin subscribes to, as loaded.
+
+    The host sends the bot's ``bot`` and ``model`` configuration only to the
+    plugins whose load report lists the scope, so what a plugin subscribes to
+    later (its class attribute changed after load) reaches no runner.
+    """
+    maibot = maibot_imports.as_maibot_plugin(instance)
+    if maibot is None:
+        return []
+    try:
+        return maibot.get_config_reload_subscriptions()
+    except (TypeError, ValueError):  # checked at load: changed since, so it subscribes to none
+        return []
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 The operator issues a credential on the host (``plughost runner-credentials
 new``): a JSON file holding this runner's CurveZMQ key pair, the host's public
 key and its endpoint. The runner finds the plugin folders under ``--plugins``,
-connects, and offers each (id, version, hash of its manifest); the host checks
+connects, and offers each (id, version, digest of its folder); the host checks
 the key (ZAP) and the offers against that credential's allow-list, and answers
 which plugins it accepts. Only those are loaded. From then on it is served like
 a runner the host spawned: calls, heartbeats, deadlines. On SIGTERM or SIGINT
@@ -34,7 +34,8 @@ from typing import Any
 from plughost_runner.credentials import Credentials
 from plughost_runner.loader import PluginSpec
 from plughost_sdk.errors import ManifestError
-from plughost_sdk.manifest import MANIFEST_FILE, load_manifest, manifest_sha256
+from plughost_sdk.manifest import MANIFEST_FILE, load_manifest
+from plughost_sdk.plugin_digest import DigestError, plugin_sha256
 
 __all__ = ["DEFAULT_DRAIN_TIMEOUT", "find_plugins", "main", "read_credential_file", "read_spec"]
 
@@ -85,6 +86,10 @@ def read_spec(folder: Path, data_root: Path) -> PluginSpec:
     manifest = load_manifest(folder)
     config_file = folder / "config.toml"
     raw = config_file.read_bytes() if config_file.is_file() else b""
+    try:
+        digest, problem = plugin_sha256(folder), ""
+    except DigestError as exc:  # refused by the host only where a pin needs the digest
+        digest, problem = "", str(exc)
     return PluginSpec(
         plugin_id=manifest.id,
         path=folder.resolve(),
@@ -94,7 +99,8 @@ def read_spec(folder: Path, data_root: Path) -> PluginSpec:
         temp_dir=(data_root / "temp" / manifest.id).resolve(),
         flavor="maibot" if manifest.targets_maibot else "plughost",
         version=manifest.version,
-        manifest_sha256=manifest_sha256(folder),
+        plugin_sha256=digest,
+        digest_problem=problem,
         capabilities=tuple(manifest.capabilities),
     )
 
@@ -149,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.plugins.is_dir():
         print(f"plughost-runner: {args.plugins} is not a folder", file=sys.stderr)
         return 2
+    # Bytecode from a cache of this runner's own, never a plugin folder's __pycache__:
+    # a .pyc there could stand in for a source file the host's pin covers.
+    sys.pycache_prefix = str((args.data_dir / "pycache").resolve())
     offers = find_plugins(args.plugins, args.data_dir)
     if not offers:
         print(f"plughost-runner: no plugin folder in {args.plugins}", file=sys.stderr)

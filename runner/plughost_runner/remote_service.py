@@ -3,7 +3,7 @@
 **Hot reload.** The runner watches its ``--plugins`` folder (``watchfiles``, as
 the host's reloader does). When a plugin folder it serves changes (code,
 manifest or ``config.toml``), it reads the folder again and offers the new
-version to the host (``plugin.offer``: id, version, manifest hash,
+version to the host (``plugin.offer``: id, version, digest of the folder,
 capabilities). Only when the host accepts it (the credential's allow-list,
 version and manifest pin, checked on the host) is any of the new code imported.
 The new version is loaded in this process under a fresh module namespace (the

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from plughost_sdk.errors import ManifestError
+from plughost_sdk.plugin_files import parse_json, read_file
 
 __all__ = [
     "MANIFEST_FILE",
@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 MANIFEST_FILE = "_manifest.json"
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)+$")
+# ASCII only, no leading separator, no "..": an id is one path component (<data_dir>/<id>).
+# \Z, not $: "$" also matches before a final newline, and "a.b\n" is not "a.b".
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)+\Z")
 # 1, 1.2, 1.2.3, then a semver "-pre"/"+build" or a PEP 440 "rc1"/".post1"/".dev0" tail.
 # Wildcards such as "2.x" are refused: they would silently compare as 2.0.0.
 VERSION_PATTERN = re.compile(
@@ -229,25 +231,21 @@ def parse_manifest(data: Any, path: str = MANIFEST_FILE) -> Manifest:
 def load_manifest(plugin_dir: Path) -> Manifest:
     """Read and validate ``<plugin_dir>/_manifest.json``.
 
+    The file is read as :mod:`plughost_sdk.plugin_files` reads a plugin's files:
+    never through a link, only a regular file of the folder's own, at most
+    :data:`~plughost_sdk.plugin_files.MAX_FILE_BYTES`, nested at most
+    :data:`~plughost_sdk.plugin_files.MAX_DEPTH` deep.
+
     Raises:
-        ManifestError: the file is missing, is not JSON, or does not validate.
+        ManifestError: the file is missing, refused, is not JSON, or does not validate.
     """
     path = plugin_dir / MANIFEST_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    raw = read_file(plugin_dir, MANIFEST_FILE)
+    if raw is None:
         raise ManifestError(
             str(path), ["file not found; every plugin folder needs a _manifest.json"]
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(str(path), [f"cannot be read: {exc}"]) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ManifestError(
-            str(path), [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]
-        ) from None
-    return parse_manifest(data, str(path))
+        )
+    return parse_manifest(parse_json(raw, str(path)), str(path))
 
 
 _FIXES = {

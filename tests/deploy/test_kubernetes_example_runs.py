@@ -254,7 +254,7 @@ def _confinement(pid: int) -> dict[str, str]:
 
 
 def _rows(cluster: Cluster) -> dict[str, dict[str, Any]]:
-    overview = _get(f"{cluster.console}/api/overview")
+    overview = _get(f"{cluster.console}/api/overview", cluster.token)
     return {row["plugin_id"]: row for row in overview["plugins"]}
 
 

@@ -18,7 +18,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "host" / "plughost"
 
 LEAVES = frozenset(
-    {"settings", "events", "redaction", "monitor", "tracing", "destinations", "egress"}
+    {
+        "settings",
+        "events",
+        "redaction",
+        "secret_values",
+        "monitor",
+        "tracing",
+        "destinations",
+        "egress",
+        "egress_ports",
+        "own_services",
+    }
 )
 # part -> the parts it may import (besides itself). A part is a subpackage, a leaf
 # module, or "top" (the façade: plughost/__init__.py, host.py and the modules it is

@@ -87,7 +87,7 @@ async def test_a_2026_client_answers_a_plugins_sampling_and_elicitation(
     assert text_of(elicited) == "user accept: ada", text_of(elicited)
     # A second request of the same call comes as a second input_required round.
     assert text_of(twice) == "model four, user ada", text_of(twice)
-    assert "is four fine?" in peer.asked
+    assert "plugin tests.asker asks (tool ask_twice): is four fine?" in peer.asked
     # Two requests made at once (asyncio.gather) are both answered, in one round or two.
     assert text_of(both) == "model four, user ada", text_of(both)
     assert peer.sampled == ["a name?", "suggest a name", "suggest a name"]

@@ -48,6 +48,7 @@ def http_server(plugins: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=tmp_path,  # its data directory is the test's own
     )
     try:
         wait_for_port(port, timeout=60, process=process)
@@ -63,7 +64,7 @@ async def connect(
 ) -> AsyncIterator[Client]:
     if transport == "stdio":
         target = StdioServerParameters(
-            command=sys.executable, args=serve_args(plugins, "--mcp-stdio")
+            command=sys.executable, args=serve_args(plugins, "--mcp-stdio"), cwd=plugins.parent
         )
         async with Client(target, cache=None) as client:
             yield client

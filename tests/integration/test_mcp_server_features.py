@@ -126,6 +126,7 @@ async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
             "mcp_everything_trigger-sampling-request",
             {"prompt": "upstream question", "maxTokens": 5},
         )
+        await client.call_tool("mcp_everything_trigger-elicitation-request", {})
         roots = await client.call_tool("mcp_everything_get-roots-list", {})
         before = len(peer.logs)
         await client.call_tool("mcp_demo_log_then_answer", {"text": "hi"})
@@ -156,7 +157,12 @@ async def test_an_mcp_client_uses_every_server_feature_of_plughost_serve(
     assert text_of(sampled) == "LLM response: four"
     assert peer.sampled[0] == "2+2?"
     assert text_of(elicited).startswith("User response: action=accept")
-    assert peer.asked == ["Who are you?"]
+    # The host names who asks before what, so a plugin (or a server) cannot pass for plughost.
+    assert peer.asked == [
+        "plugin tests.conformance asks (tool test_elicitation): Who are you?",
+        "MCP server everything asks (tool mcp_everything_trigger-elicitation-request): "
+        "Please provide inputs for the following fields:",
+    ]
     assert peer.updated == ["test://watched-resource"] * 2
     # plughost offers sampling upstream, so server-everything lists its sampling tool,
     # and the upstream's request reaches this client through plughost.

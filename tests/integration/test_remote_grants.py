@@ -1,7 +1,8 @@
-"""What the operator decides for a remote runner's plugins: capability grants, manifest pins."""
+"""What the operator decides for a remote runner's plugins: capability grants, folder pins."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shutil
@@ -86,7 +87,7 @@ async def test_a_grant_does_not_stretch_past_what_the_manifest_asks(
     assert "add 'tools.call' to 'capabilities' in its _manifest.json" in str(answer["reason"])
 
 
-async def test_a_credential_pinned_to_a_manifest_refuses_another_manifest_and_says_which(
+async def test_a_credential_pinned_to_a_folder_refuses_another_manifest_and_says_which(
     host: PluginHost,
     runners: list[subprocess.Popen[bytes]],
     tmp_path: Path,
@@ -98,8 +99,9 @@ async def test_a_credential_pinned_to_a_manifest_refuses_another_manifest_and_sa
     config = tmp_path / "plughost.toml"
     config.write_text(f'[host.remote]\nkeys_dir = "{tmp_path / "keys"}"\n')
     out = tmp_path / "pinned.json"
-    args = ["pinned", "--pin-manifest", str(folder), "--out", str(out), "--config", str(config)]
-    new_credential.main(args, standalone_mode=False)  # the CLI command itself
+    args = ["pinned", "--pin", str(folder), "--out", str(out), "--config", str(config)]
+    # The CLI command itself; it loads the plugin to pin what it declares, in a loop of its own.
+    await asyncio.to_thread(new_credential.main, args, standalone_mode=False)
     pinned = json.loads(out.read_text())["plugins"][0]
     expected = pinned.partition("@sha256:")[2]
     assert pinned.startswith(f"{PLUGIN_ID}==1.0.0@sha256:") and len(expected) == 64

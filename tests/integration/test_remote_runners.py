@@ -176,7 +176,7 @@ class HandMadeRunner:
         self.context.destroy(linger=0)
 
 
-OFFER = {"plugin_id": PLUGIN_ID, "version": "1.0.0", "manifest_sha256": ""}
+OFFER = {"plugin_id": PLUGIN_ID, "version": "1.0.0", "plugin_sha256": ""}
 TOOL = {"name": "pause", "description": "", "parameters_schema": {}}
 
 
@@ -186,7 +186,7 @@ async def test_a_runner_is_believed_only_about_accepted_plugins_and_gets_no_capa
     """A hand-made runner (a DEALER with the credential's keys) claims more than it may."""
     liar = HandMadeRunner(host, issue(tmp_path / "keys", "liar", [PLUGIN_ID], tmp_path / "l.json"))
     try:
-        smuggled = {"plugin_id": "tests.smuggled", "version": "1.0.0", "manifest_sha256": ""}
+        smuggled = {"plugin_id": "tests.smuggled", "version": "1.0.0", "plugin_sha256": ""}
         welcome = await liar.join("liar", [OFFER, smuggled])
         assert welcome["body"]["accepted"] == [PLUGIN_ID]
         report = {
@@ -265,6 +265,10 @@ async def test_a_plugin_the_host_runs_itself_is_not_taken_over_remotely(
             assert await exited(runner, timeout=30) == 3
         finally:
             stop(runner)
-        assert logged(caplog.records, f"plugin {PLUGIN_ID} is served by this host's own runners")
+        assert logged(
+            caplog.records,
+            f"plugin {PLUGIN_ID} belongs to this host's own plugin folder "
+            f"{(local / PLUGIN_ID).resolve()}",
+        )
         assert remote_pool(plugin_host) is None
         assert (await pause(plugin_host, 0)).success

@@ -191,5 +191,27 @@ def test_a_tools_schema_and_the_form_for_an_image_result_show_the_image(page: An
     assert image.evaluate("img => img.complete && img.naturalWidth") == 40
 
 
+def test_without_its_token_the_page_shows_nothing_until_the_token_is_given(
+    served: Served, browser: Any
+) -> None:
+    base, _, token = served.wait_started().partition("#token=")
+    context = browser.new_context()
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(base)  # no fragment: the console's address without its token
+
+    expect(page.locator("#feed")).to_contain_text("needs its token", timeout=WAIT_MS)
+    expect(page.locator("#plugins tbody tr")).to_have_count(0)
+    page.fill("#token", token)
+    page.locator("#token").dispatch_event("change")
+
+    row = page.locator('tr[data-plugin="plughost.example-units"]')
+    expect(row.locator(".state")).to_have_text("loaded", timeout=WAIT_MS)
+    expect(page.locator("#live")).to_have_text("live")
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
 def _digits() -> re.Pattern[str]:
     return re.compile(r"^\d+$")

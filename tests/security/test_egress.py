@@ -302,7 +302,10 @@ async def test_the_console_shows_a_refusal_and_its_grant_button_lets_the_plugin_
         require(host, "network_namespace")
         url = {"url": "http://other.example.net/"}
         refused = await host.invoke("fetch_requests", url)
-        feed = (await client.get("/api/feed", params={"plugin": PLUGIN})).json()["entries"]
+        reader = {"authorization": f"Bearer {token}"}
+        feed = (await client.get("/api/feed", params={"plugin": PLUGIN}, headers=reader)).json()[
+            "entries"
+        ]
         [denial] = [e for e in feed if e["kind"] == "network.denied"]
         anonymous = await client.post(
             f"/api/plugins/{PLUGIN}/grant", json={"destination": denial["details"]["grant"]}
@@ -313,7 +316,7 @@ async def test_the_console_shows_a_refusal_and_its_grant_button_lets_the_plugin_
             headers={"authorization": f"Bearer {token}"},
         )
         reached = await host.invoke("fetch_requests", url)
-        metrics = (await client.get("/metrics")).text
+        metrics = (await client.get("/metrics", headers=reader)).text
 
     assert (
         isinstance(refused.structured_content, dict) and not refused.structured_content["reached"]

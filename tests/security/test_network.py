@@ -95,7 +95,7 @@ async def test_a_plugin_granted_one_port_reaches_that_port_only(
         assert reached["allowed"], reached["detail"]
         assert not refused["allowed"]
         [status] = host.status()
-        assert "network_namespace" not in status.sandbox
+        assert "network_namespace" in status.sandbox  # its gate opens the port
 
 
 async def test_without_a_network_namespace_landlock_still_refuses_tcp(

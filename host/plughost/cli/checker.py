@@ -12,10 +12,12 @@ when known, and what to do:
    ``config_model``, ``on_load``.
 3. **Declarations** of the plugins that loaded: model-safe tool names, a valid
    JSON Schema (Draft 2020-12) of type object, ``required`` names that exist;
-   missing descriptions, legacy ``@Action`` and names the host must qualify
-   because two plugins share them are warnings. Commands, event handlers and
-   hook handlers are checked too (:mod:`plughost.cli.component_checks`), and the
-   report lists what each plugin declares besides tools.
+   a name the host keeps for itself (``tool_search``, or a look-alike of it)
+   is an error; missing descriptions, legacy ``@Action`` and names the host
+   must qualify because two plugins share them (or look-alikes) are warnings.
+   Commands, event handlers and hook handlers are checked too
+   (:mod:`plughost.cli.component_checks`), and the report lists what each
+   plugin declares besides tools.
 
 A plugin is ok when it has no error; warnings never fail a check.
 
@@ -37,6 +39,7 @@ from jsonschema.exceptions import SchemaError
 
 from plughost.cli.component_checks import component_findings, word
 from plughost.cli.network_checks import network_use
+from plughost.cli.one_shot import throwaway_settings
 from plughost.host import PluginHost
 from plughost.plugins.source import (
     PluginProblem,
@@ -45,11 +48,13 @@ from plughost.plugins.source import (
     read_plugin,
     scan_plugin_dirs,
 )
-from plughost.settings import HostSettings, RunnerSettings
+from plughost.settings import HostSettings
+from plughost.tools.reserved import reserved_name
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk.declarations import PARAMETER_DETAILS_HEADING, TOOL_NAME_PATTERN
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import MANIFEST_FILE
+from plughost_sdk.plugin_files import read_file
 
 __all__ = ["CheckProblem", "CheckReport", "Severity", "check_plugins"]
 
@@ -271,19 +276,7 @@ async def _load(sources: list[PluginSource], timeout: float) -> dict[str, _Loade
     if not sources:
         return outcomes
     with tempfile.TemporaryDirectory(prefix="plughost-check-") as scratch:
-        runner = RunnerSettings(
-            ready_timeout=timeout,
-            on_load_timeout=timeout,
-            max_restarts=0,  # a crash while loading is the answer, not something to retry
-            shutdown_drain=0.5,
-            term_timeout=1.0,
-        )
-        settings = HostSettings(
-            data_dir=Path(scratch, "data"),
-            temp_dir=Path(scratch, "temp"),
-            runner=runner,
-            write_plugin_config=False,  # checking leaves the plugin folders as they are
-        )
+        settings = throwaway_settings(Path(scratch), timeout)
         host = PluginHost([s.path for s in sources], settings=settings)
         try:
             await host.start()
@@ -387,8 +380,19 @@ def _tool_findings(name: str, tool: dict[str, Any], model_name: str) -> list[_Fi
     if tool.get("legacy_action"):
         fix = f"declare it with @Tool (see 'Porting' in {_GUIDE})"
         findings.append(("is declared with the deprecated @Action", fix, "warning"))
-    if model_name != name:
-        message = f"another plugin has a tool of this name, so the model sees it as {model_name!r}"
+    held = reserved_name(model_name)
+    if held is not None:
+        alike = "is" if held == model_name else "looks like"
+        message = (
+            f"its name {alike} {held!r}, which the host keeps for its own tool: the model "
+            "never sees this tool"
+        )
+        findings.append((message, "rename the tool", "error"))
+    elif model_name != name:
+        message = (
+            "another plugin has a tool of this name, or of one a model could mistake for it, "
+            f"so the model sees it as {model_name!r}"
+        )
         findings.append((message, "give the tool a more specific name", "warning"))
     return findings
 
@@ -430,8 +434,8 @@ def _line_in_text(text: str) -> int:
 def _key_lines(manifest: Path) -> dict[str, int]:
     """The line of each top-level key of a JSON object file; {} if it cannot be read."""
     try:
-        text = manifest.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = (read_file(manifest.parent, manifest.name) or b"").decode("utf-8")
+    except (ManifestError, UnicodeDecodeError):
         return {}
     decoder = json.JSONDecoder()
     lines: dict[str, int] = {}
@@ -445,17 +449,17 @@ def _key_lines(manifest: Path) -> dict[str, int]:
             value_start += len(text[value_start:]) - len(text[value_start:].lstrip())
             _, index = decoder.raw_decode(text, value_start)
             index = text.find(",", index) + 1
-    except ValueError:
-        pass  # a malformed tail: keep the keys found so far
+    except (ValueError, RecursionError):
+        pass  # a malformed or too deeply nested tail: keep the keys found so far
     return lines
 
 
 def _declaration_lines(plugin_py: Path) -> dict[str, int]:
     """Handler method name -> line of its declaring decorator (``@Tool``, ``@Command``...)."""
     try:
-        tree = ast.parse(plugin_py.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return {}
+        tree = ast.parse((read_file(plugin_py.parent, plugin_py.name) or b"").decode("utf-8"))
+    except (ManifestError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}  # refused, too big, or too deep for the parser: no lines, the check goes on
     lines: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

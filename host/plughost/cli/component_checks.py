@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from plughost.dispatch.hook_catalog import closest_maibot_hook
+from plughost.plugins.command_patterns import FIX
 from plughost.plugins.component_info import PluginComponent
 from plughost_sdk.types import ErrorPolicy, EventType, HookMode, HookOrder
 
@@ -48,8 +49,10 @@ def component_findings(plugin_id: str, data: dict[str, Any]) -> list[Finding]:
 
 def _command(command: PluginComponent) -> list[Finding]:
     if command.pattern_error:
-        message = f"pattern {command.pattern!r} does not compile ({command.pattern_error})"
-        return [(message, "correct the regular expression of @Command", "error")]
+        message = (
+            f"pattern {command.pattern!r} is refused, so it never runs: {command.pattern_error}"
+        )
+        return [(message, f"correct the regular expression of @Command: {FIX}", "error")]
     if not command.pattern and not command.aliases:
         fix = "give @Command a pattern (a regular expression) or aliases (prefixes)"
         return [("has neither a pattern nor an alias, so it never runs", fix, "warning")]

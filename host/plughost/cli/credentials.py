@@ -12,12 +12,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-if TYPE_CHECKING:
-    from plughost.runners.remote_keys import AllowEntry
 
 __all__ = ["runner_credentials"]
 
@@ -51,15 +47,17 @@ def runner_credentials() -> None:
     "plugins",
     multiple=True,
     help="A plugin this runner may serve: ID, ID==VERSION, either with @sha256:HEX (the "
-    "manifest's hash). Repeat for several.",
+    "digest of its whole folder). Repeat for several.",
 )
 @click.option(
+    "--pin",
     "--pin-manifest",
     "pins",
     multiple=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="A plugin folder: allow its id and version only with this exact _manifest.json "
-    "(its SHA-256). Repeat for several.",
+    help="A plugin folder: allow its id and version only with exactly these files (a digest "
+    "of the whole folder), and register only the tools, commands and APIs it declares when "
+    "loaded here (it is loaded in a sandboxed throwaway runner). Repeat for several.",
 )
 @click.option(
     "--grant",
@@ -91,15 +89,18 @@ def new_credential(
     config_file: Path | None,
 ) -> None:
     """Make credential NAME: a key pair for one runner (or a set of identical ones)."""
+    from plughost.cli.pinning import pin_folder
     from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
 
     keys_dir, listen = _remote_settings(config_file)
     try:
         allow = [AllowEntry.parse(p) for p in plugins]
-        pinned = [_pinned_entry(folder) for folder in pins]
-        allow = [e for e in allow if e.plugin_id not in {p.plugin_id for p in pinned}] + pinned
+        pinned = [pin_folder(folder) for folder in pins]
+        ids = {entry.plugin_id for entry, _ in pinned}
+        allow = [e for e in allow if e.plugin_id not in ids] + [entry for entry, _ in pinned]
+        declares = {entry.plugin_sha256: names for entry, names in pinned}
         store = RemoteKeyStore(keys_dir)
-        credential = store.issue(name, allow, endpoint or listen or "", list(grants))
+        credential = store.issue(name, allow, endpoint or listen or "", list(grants), declares)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -110,23 +111,6 @@ def new_credential(
         f"run: plughost-runner --connect {credential['endpoint'] or 'tcp://HOST:PORT'} "
         f"--credentials {out} --plugins DIR"
     )
-
-
-def _pinned_entry(folder: Path) -> AllowEntry:
-    """``ID==VERSION@sha256:HEX`` for the plugin folder ``folder``, as a runner would offer it.
-
-    Raises:
-        ValueError: the folder has no valid manifest.
-    """
-    from plughost.runners.remote_keys import AllowEntry
-    from plughost_sdk.errors import ManifestError
-    from plughost_sdk.manifest import load_manifest, manifest_sha256
-
-    try:
-        manifest = load_manifest(folder)
-        return AllowEntry(manifest.id, manifest.version, manifest_sha256(folder))
-    except (ManifestError, OSError) as exc:
-        raise ValueError(f"--pin-manifest {folder}: {exc}") from None
 
 
 @runner_credentials.command("revoke")

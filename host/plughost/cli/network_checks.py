@@ -20,6 +20,8 @@ from pathlib import Path
 from plughost.plugins.source import PluginSource
 from plughost.runners.sandbox import network_for
 from plughost.settings import HostSettings
+from plughost_sdk.errors import ManifestError
+from plughost_sdk.plugin_files import open_file
 
 __all__ = ["NetworkUse", "network_use"]
 
@@ -39,8 +41,14 @@ def network_use(source: PluginSource, settings: HostSettings) -> NetworkUse | No
     if network_for(settings, [source]) or source.manifest.network is not None:
         return None
     for path in _python_files(source.path):
+        try:  # checked on the descriptor opened: a file swapped for a FIFO or a link is skipped
+            fd = open_file(source.path, path.relative_to(source.path).as_posix())
+        except ManifestError:
+            continue
+        if fd is None:
+            continue
         try:
-            with path.open("rb") as handle:  # a plugin's file may be huge: read a bounded head
+            with os.fdopen(fd, "rb") as handle:  # a plugin's file may be huge: a bounded head
                 text = handle.read(_MAX_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue

@@ -33,6 +33,7 @@ __all__ = [
     "quiet_host",
     "require_dirs",
     "run",
+    "throwaway_settings",
 ]
 
 
@@ -50,6 +51,30 @@ def require_dirs(plugin_dirs: tuple[Path, ...]) -> None:
     missing = [str(d) for d in plugin_dirs if not d.exists()]
     if missing:
         raise click.UsageError(f"no such folder: {', '.join(missing)}")
+
+
+def throwaway_settings(scratch: Path, load_timeout: float) -> HostSettings:
+    """Settings of a private host that loads plugins only to look at them.
+
+    Data and temp directories in ``scratch``; a crash while loading is the
+    answer, not something to retry; the plugin folders are left as they are
+    (no ``config.toml`` written). ``check`` and ``runner-credentials --pin`` use it.
+    """
+    from plughost.settings import HostSettings, RunnerSettings
+
+    runner = RunnerSettings(
+        ready_timeout=load_timeout,
+        on_load_timeout=load_timeout,
+        max_restarts=0,
+        shutdown_drain=0.5,
+        term_timeout=1.0,
+    )
+    return HostSettings(
+        data_dir=scratch / "data",
+        temp_dir=scratch / "temp",
+        runner=runner,
+        write_plugin_config=False,
+    )
 
 
 def load_config(path: Path | None) -> ServeConfig:

@@ -41,6 +41,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_STARTUP_FAILED",
     "configure_logging",
+    "register_host_tools",
     "serve",
 ]
 
@@ -82,6 +83,8 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
             stderr.print(f"[bold red]cannot serve MCP over HTTP:[/bold red] {exc}")
             return EXIT_STARTUP_FAILED
     host = PluginHost(settings=config.host)
+    if token is not None:
+        host.redactor.add(token)  # a secret of the host's: masked in everything it logs
     printer = _EventPrinter(config.serve.log_format)
     host.events.add_callback(printer)
     _install_signals(stop, host, config)
@@ -128,15 +131,7 @@ async def _serve_started(
     printer.quiet = False
     if strict and host.problems:
         return EXIT_STARTUP_FAILED
-    if config.mcp.servers:
-        host.tools.register_provider(MCPToolProvider(config.mcp))
-    if config.search.enabled:
-        search = ToolSearchService(
-            host.tools,
-            threshold=config.search.threshold,
-            always_loaded=config.search.always_loaded,
-        )
-        host.tools.register_provider(BuiltinToolProvider([search.tool()], provider_name="builtin"))
+    register_host_tools(host, config)
     stopping, written = asyncio.Event(), asyncio.Event()
     stdio = None
     if config.serve.mcp == "stdio":
@@ -154,6 +149,9 @@ async def _serve_started(
         )
     async with asyncio.TaskGroup() as group:
         workers, servers = _start_workers(group, host, config, token, stopping)
+        # One listing now, beside the servers: a plugin tool refused or renamed for its
+        # name is reported at start, not at the first client's tools/list.
+        names = group.create_task(_list_once(host))
         stop_wait = asyncio.ensure_future(stop.wait())
         # The end of stdin (the client left) ends serving too.
         firsts = [stop_wait, *([stdio] if stdio is not None else [])]
@@ -169,11 +167,36 @@ async def _serve_started(
         waits = [*servers, *([asyncio.ensure_future(written.wait())] if writing else [])]
         if waits:
             await asyncio.wait(waits, timeout=grace)
-        for worker in [*workers, *waits]:
+        for worker in [*workers, *waits, names]:
             worker.cancel()
     if stdio is not None and stdio.done() and not stdio.cancelled():
         stdio.result()  # the client closed stdin: raise what the server raised, if anything
     return EXIT_OK
+
+
+def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
+    """Add serve's own tools to ``host.tools``: the MCP servers', then ``tool_search``.
+
+    Registered after the plugins, as they load first; the registry still keeps
+    these names from any plugin tool that is, or looks like, one of them.
+    """
+    if config.mcp.servers:
+        host.tools.register_provider(MCPToolProvider(config.mcp))
+    if config.search.enabled:
+        search = ToolSearchService(
+            host.tools,
+            threshold=config.search.threshold,
+            always_loaded=config.search.always_loaded,
+        )
+        host.tools.register_provider(BuiltinToolProvider([search.tool()], provider_name="builtin"))
+
+
+async def _list_once(host: PluginHost) -> None:
+    """List the tools once, so that name conflicts are reported now."""
+    try:
+        await host.tools.list_tools()
+    except Exception:  # serving goes on; the next listing reports the same
+        log.exception("listing the tools at start failed")
 
 
 async def _start_console(
@@ -292,6 +315,10 @@ def _install_signals(stop: asyncio.Event, host: PluginHost, config: ServeConfig)
         loop.add_signal_handler(sig, interrupted)
 
 
+_SHOWN_AT_START = frozenset({EventKind.PLUGIN_FAILED, EventKind.TOOL_NAME_CONFLICT})
+"""Events printed even while the start is summarised by the plugin table."""
+
+
 class _EventPrinter:
     """Prints lifecycle events as they happen (text lines or JSON lines)."""
 
@@ -305,7 +332,7 @@ class _EventPrinter:
             sys.stderr.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
             sys.stderr.flush()
             return
-        if self.quiet and event.kind is not EventKind.PLUGIN_FAILED:
+        if self.quiet and event.kind not in _SHOWN_AT_START:
             return
         self._console.print(event_line(event))
         traceback = event.details.get("traceback")

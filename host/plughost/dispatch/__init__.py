@@ -4,7 +4,8 @@ Lives here: calling one component in its runner under a deadline, never raising
 (``calls``), matching a message against commands (``commands``), emitting an
 event to its handlers (``events``), running a named hook chain (``hooks``), and
 plugin APIs, for the embedder and for plugins' ``ctx.api.call`` under the
-operator's grants (``apis``). ``service`` puts them together behind the
+operator's grants (``apis``), and the bounded set a plugin publishes while it
+runs (``dynamic_apis``). ``service`` puts them together behind the
 ``PluginHost`` methods ``dispatch_command``, ``emit_event``, ``run_hook`` and
 ``call_api``.
 

@@ -2,8 +2,11 @@
 
 A plugin offers an API with ``@API(name, version="1", public=False)``. It is
 named ``plugin_id.name`` or, when no other visible API shares it, ``name``; a
-caller may add ``@version`` or pass ``version``. When several match, the call
-is refused as ambiguous, naming them.
+caller may add ``@version`` or pass ``version``. A plugin that calls a name
+one of its own APIs has (enabled, disabled or offline) reaches only its own:
+another plugin's API of the same name never takes its calls, nor makes them
+ambiguous. Otherwise, when several visible APIs match, the call is refused as
+ambiguous, naming them.
 
 The capabilities ``api.call``, ``api.get`` and ``api.list`` (what MaiBot's
 ``ctx.api.call/get/list`` send, with its argument names: ``api_name``,
@@ -30,7 +33,8 @@ then ``sync_dynamic_apis``, which sends ``api.replace_dynamic`` with ``apis`` an
 ``offline_reason``; every plugin may send it, as it only changes the plugin's
 own APIs). The new set replaces the plugin's dynamic APIs in the registry; one
 that is dropped stays known as offline, and calling it fails with the
-``offline_reason`` the plugin gave. A dynamic API cannot replace a declared one.
+``offline_reason`` the plugin gave. A dynamic API cannot replace a declared one,
+and what a plugin publishes is bounded (:mod:`plughost.dispatch.dynamic_apis`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plughost.dispatch.calls import ComponentCaller
+from plughost.dispatch.dynamic_apis import next_dynamic_set
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 from plughost.plugins.grants import granted_by
@@ -120,12 +125,8 @@ class ApiDirectory:
         name, version = _split_version(api_name.strip(), version.strip())
         if not name:
             return None, _fail("api.call needs 'api_name'", "bad_arguments")
-        every = [c for c in self._registry.components("API") if self._registry.component_enabled(c)]
-        matches = [
-            c
-            for c in every
-            if name in (c.full_name, c.name) and (not version or c.version == version)
-        ]
+        named = self._named(caller, name, version)
+        matches = [c for c in named if self._registry.component_enabled(c)]
         exact = [c for c in matches if c.full_name == name]
         matches = exact or matches
         shown = [c for c in matches if caller is None or c.plugin_id == caller or c.public]
@@ -144,14 +145,24 @@ class ApiDirectory:
             )
         offline = [
             c
-            for c in self._registry.components("API")
+            for c in named
             if c.metadata.get("offline_reason")
-            and name in (c.full_name, c.name)
             and (caller is None or c.plugin_id == caller or c.public)
         ]
         if offline:
             return None, _fail(str(offline[0].metadata["offline_reason"]), "api_offline")
         return None, _fail(f"no API {label} is loaded", "api_not_found")
+
+    def _named(self, caller: str | None, name: str, version: str) -> list[PluginComponent]:
+        """The APIs ``name`` may mean, enabled or not: only the caller's own, if it has one.
+
+        A short name the caller's own APIs use (in any version) is theirs alone, so a
+        neighbour's API of that name never receives the caller's arguments.
+        """
+        named = [c for c in self._registry.components("API") if name in (c.full_name, c.name)]
+        if caller is not None and not any(c.full_name == name for c in named):
+            named = [c for c in named if c.plugin_id == caller] or named
+        return [c for c in named if not version or c.version == version]
 
     async def call(
         self,
@@ -209,31 +220,20 @@ class ApiDirectory:
 
     def replace_dynamic(self, plugin_id: str, apis: Any, offline_reason: Any) -> dict[str, Any]:
         """Make ``apis`` the plugin's dynamic APIs; dropped ones go offline with the reason."""
-        if not isinstance(apis, list):
-            return {"success": False, "error": "api.replace_dynamic needs 'apis', a list"}
-        reason = str(offline_reason or "").strip() or "the dynamic API went offline"
         mine = [c for c in self._registry.components_of(plugin_id) if c.kind == "API"]
-        declared = {(c.name, c.version) for c in mine if not c.metadata.get("dynamic")}
-        new: list[PluginComponent] = []
-        for index, entry in enumerate(apis):
-            api = _dynamic_api(plugin_id, index, entry)
-            if isinstance(api, str):
-                return {"success": False, "error": api}
-            if (api.name, api.version) in declared:
-                error = f"dynamic API {api.name}@{api.version} would replace a declared @API"
-                return {"success": False, "error": error}
-            new.append(api)
-        names = {api.name for api in new}
-        offline = [
-            _offline(c, reason) for c in mine if c.metadata.get("dynamic") and c.name not in names
-        ]
+        outcome = next_dynamic_set(plugin_id, mine, apis, offline_reason)
+        if isinstance(outcome, str):
+            log.warning("api.replace_dynamic refused plugin=%s: %s", plugin_id, outcome)
+            return {"success": False, "error": outcome}
+        components, offlined = outcome
+        count = len(components) - offlined
         try:
-            self._registry.replace_dynamic(plugin_id, [*new, *offline])
+            self._registry.replace_dynamic(plugin_id, components)
         except KeyError:  # still loading: the load report will carry the plugin's APIs
-            return {"success": True, "count": len(new), "offlined": 0}
+            return {"success": True, "count": count, "offlined": 0}
         except ValueError as exc:
             return {"success": False, "error": str(exc)}
-        return {"success": True, "count": len(new), "offlined": len(offline)}
+        return {"success": True, "count": count, "offlined": offlined}
 
     def _check_grant(self, caller: str, api_name: str, version: str) -> None:
         api, _ = self.resolve(caller, api_name, version)
@@ -256,31 +256,6 @@ class ApiDirectory:
                 f"[host.api_grants] in the host's configuration: {hint}",
             )
         )
-
-
-def _dynamic_api(plugin_id: str, index: int, entry: Any) -> PluginComponent | str:
-    """A dynamic API from an ``api.replace_dynamic`` entry, or why it is not one."""
-    if not isinstance(entry, dict):
-        return f"apis[{index}] must be a dict"
-    name = str(entry.get("name") or "").strip()
-    kind = str(entry.get("component_type", entry.get("type", "API")) or "").strip().upper()
-    if not name:
-        return f"apis[{index}] needs a name"
-    if kind != "API":
-        return f"apis[{index}] is a {kind}, not an API"
-    raw = entry.get("metadata")
-    metadata = dict(raw) if isinstance(raw, dict) else {}
-    version = str(metadata.get("version") or "1").strip() or "1"
-    metadata.update(dynamic=True, version=version)
-    metadata.pop("offline_reason", None)
-    return PluginComponent(plugin_id, name, "API", metadata)
-
-
-def _offline(api: PluginComponent, reason: str) -> PluginComponent:
-    """The same API, switched off, remembering why (a second drop keeps the first reason)."""
-    why = api.metadata.get("offline_reason") or reason
-    metadata = {**api.metadata, "enabled": False, "offline_reason": why}
-    return PluginComponent(api.plugin_id, api.name, "API", metadata)
 
 
 def _split_version(name: str, version: str) -> tuple[str, str]:

@@ -135,7 +135,10 @@ class CircuitBreaker:
         limit = self._limit()
         if limit and count >= limit:
             self._failures.pop(key, None)
-            self._open_until[key] = self._clock() + self._cooldown()
+            now = self._clock()
+            # Entries of runners since replaced are never asked again: drop the expired.
+            self._open_until = {k: t for k, t in self._open_until.items() if t > now}
+            self._open_until[key] = now + self._cooldown()
             log.warning(
                 "skipping %s for %g s: %d timeouts or crashes in a row",
                 component.key,

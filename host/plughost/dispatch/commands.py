@@ -3,8 +3,11 @@
 Matching is MaiBot's: commands are tried in registry order (plugin id, then the
 order the plugin reported them); a command matches when its pattern is found
 in the text (``re.search``; named groups become ``matched_groups``) or, failing
-that, when the text starts with one of its aliases. A pattern that does not
-compile never matches (``plughost check`` reports it as an error).
+that, when the text starts with one of its aliases. Patterns are matched by RE2
+in linear time, never by Python's ``re``
+(:mod:`plughost.plugins.command_patterns`), and off the loop: RE2 releases the
+GIL, so no pattern and message stall the host. A pattern the host refuses never
+matches (its plugin fails at load, and ``plughost check`` reports it).
 
 The outcome says whether a command handled the message and whether the bot
 should keep processing it: a command's ``intercept`` (its third return value)
@@ -22,15 +25,16 @@ handled and stops processing, and it may change ``matched_groups``) and
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from plughost.dispatch.calls import ComponentCaller, Deadline, PerVersion
 from plughost.dispatch.hooks import HookDispatcher, HookOutcome
+from plughost.plugins.command_patterns import CommandPattern
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
@@ -42,6 +46,9 @@ BEFORE = "chat.command.before_execute"
 """Run before a matched command, as MaiBot does: may abort it or change its matched groups."""
 AFTER = "chat.command.after_execute"
 """Run after it: may change ``success``, ``response`` and ``continue_process``."""
+
+_Row = tuple[PluginComponent, CommandPattern | None, tuple[str, ...]]
+"""A command, its compiled pattern and its aliases."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +93,19 @@ class CommandDispatcher:
         self._hooks = hooks
         self._cache = PerVersion(registry)
 
-    def _table(self) -> list[tuple[PluginComponent, re.Pattern[str] | None, tuple[str, ...]]]:
+    def _table(self) -> list[_Row]:
         return [
             (c, c.compiled, c.aliases)
             for c in self._registry.components("COMMAND")
             if self._registry.component_enabled(c)
         ]
+
+    def _rows(self, session_id: str) -> list[_Row]:
+        """The enabled commands in order, less those switched off in ``session_id``."""
+        rows: list[_Row] = self._cache.get("commands", self._table)
+        if not session_id:
+            return rows
+        return [r for r in rows if not self._registry.disabled_in_session(r[0], session_id)]
 
     def match(
         self, text: str, session_id: str = ""
@@ -100,14 +114,7 @@ class CommandDispatcher:
 
         A command the operator switched off in ``session_id`` is passed over there.
         """
-        for command, pattern, aliases in self._cache.get("commands", self._table):
-            if session_id and self._registry.disabled_in_session(command, session_id):
-                continue
-            if pattern is not None and (found := pattern.search(text)) is not None:
-                return command, found.groupdict()
-            if aliases and text.startswith(aliases):
-                return command, {}
-        return None
+        return _first_match(self._rows(session_id), text)
 
     async def dispatch(
         self,
@@ -123,7 +130,8 @@ class CommandDispatcher:
         in ``context``, else its ``stream_id``.
         """
         session = context.get("session_id") or context.get("stream_id", "")
-        found = self.match(text, session)
+        rows = self._rows(session)  # read on the loop; only RE2 runs in the worker thread
+        found = await asyncio.to_thread(_first_match, rows, text) if rows else None
         if found is None:
             return CommandOutcome(handled=False)
         command, groups = found
@@ -225,3 +233,13 @@ class CommandDispatcher:
             response=None if response is None else str(response),
             continue_processing=bool(result.get("continue_process", outcome.continue_processing)),
         )
+
+
+def _first_match(rows: Sequence[_Row], text: str) -> tuple[PluginComponent, dict[str, Any]] | None:
+    """The first row ``text`` triggers, with the pattern's named groups."""
+    for command, pattern, aliases in rows:
+        if pattern is not None and (groups := pattern.search(text)) is not None:
+            return command, groups
+        if aliases and text.startswith(aliases):
+            return command, {}
+    return None

@@ -5,7 +5,8 @@ restart policy (``session``; ``client``, what any task asks of a connection;
 ``client_owner``, the owner task that connects, serves and retries; ``status``),
 the ``MCPToolProvider`` (``provider``) with the subscriptions it holds upstream
 (``upstream_subscriptions``), content conversion between MCP and plughost results
-(``content``), the registry as MCP handlers (``registry_server``) and the
+(``content``), what a client's user is shown when a plugin or a server asks
+(``asking``), the registry as MCP handlers (``registry_server``) and the
 stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
 orderly end (``shutdown``), and uvicorn embedded in the host's event loop
 (``uvicorn_embed``, shared with ``plughost.web``).

@@ -44,6 +44,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
 from pydantic import ValidationError
 
+from plughost.mcp.asking import FormRefused, asked, checked_form, clean
 from plughost.tools.client_link import ClientRequestError
 
 __all__ = ["LOG_LEVELS", "MCPClientLink", "set_logging_level"]
@@ -95,9 +96,13 @@ async def set_logging_level(
 class MCPClientLink:
     """What a plugin call may ask of the MCP client that made it (see the module doc)."""
 
-    def __init__(self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None) -> None:
+    def __init__(
+        self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None, tool: str = ""
+    ) -> None:
+        """``tool`` is the tool the client called, named when the user is asked anything."""
         self._ctx = ctx
         self._ask = ask
+        self._tool = tool
         self._levels = _allowed_levels(ctx)
         self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
         self._finished = False
@@ -175,13 +180,21 @@ class MCPClientLink:
             "role": result.role,
         }
 
-    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
-        """Ask the client's user through ``elicitation/create`` (form mode)."""
+    async def elicit(self, asker: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client's user through ``elicitation/create`` (form mode).
+
+        The user sees who asks before what (:mod:`plughost.mcp.asking`).
+        """
         capability = types.ClientCapabilities(elicitation=types.ElicitationCapability())
         self._require(capability, "elicitation")
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        try:
+            form = checked_form(schema)
+        except FormRefused as exc:
+            raise ClientRequestError(f"{clean(asker, 200)}'s form was not shown: {exc}") from None
+        params = types.ElicitRequestFormParams(
+            message=asked(asker, self._tool, message), requested_schema=form
         )
+        request = types.ElicitRequest(params=params)
         result = await self._send(request, types.ElicitResult, "elicitation/create")
         return {"action": result.action, "content": result.content}
 

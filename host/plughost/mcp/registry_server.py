@@ -228,7 +228,7 @@ class RegistryMCPServer:
     async def _answer_call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        link = MCPClientLink(ctx)
+        link = MCPClientLink(ctx, tool=params.name)
         return result_to_mcp(await self._run_call(ctx, params, link))
 
     async def _run_call(
@@ -263,7 +263,7 @@ class RegistryMCPServer:
         if params.request_state is None:
 
             async def run(call: ParkedCall) -> ToolExecutionResult:
-                link = MCPClientLink(ctx, ask=call.ask)
+                link = MCPClientLink(ctx, ask=call.ask, tool=params.name)
                 call.relink = link.rebind
                 return await self._run_call(ctx, params, link)
 

@@ -19,6 +19,7 @@ and result conversion (:mod:`plughost.mcp.content`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import anyio
@@ -41,6 +42,7 @@ from plughost.mcp.uvicorn_embed import (
     run_uvicorn,
     signal_startup,
 )
+from plughost.own_services import OWN_SERVICES
 
 __all__ = [
     "DEFAULT_HTTP_PORT",
@@ -205,7 +207,9 @@ async def serve_http(
     server = EmbeddedUvicorn(config)
     sock = bind(host, port)  # bound and listening before serving: no startup race
     address = sock.getsockname()
-    try:
+    # Plugins never reach it, whatever their network grants (plughost.own_services).
+    own = OWN_SERVICES.serving("MCP HTTP server", str(address[0]), int(address[1]))
+    with contextlib.closing(sock), own:
         async with bridge.running(), anyio.create_task_group() as tg:
             stopped = anyio.Event()
             tg.start_soon(run_uvicorn, server, sock, stopped)
@@ -224,5 +228,3 @@ async def serve_http(
                 await stopped.wait()
             finally:
                 server.should_exit = True
-    finally:
-        sock.close()

@@ -97,7 +97,8 @@ class UpstreamRequests:
                     code=INVALID_REQUEST, message="plughost passes on form elicitation only"
                 )
             try:
-                reply = await link.elicit(params.message, dict(params.requested_schema))
+                asker = f"MCP server {server}"
+                reply = await link.elicit(asker, params.message, dict(params.requested_schema))
             except ClientRequestError as exc:
                 return types.ErrorData(code=INVALID_REQUEST, message=str(exc))
             return types.ElicitResult(action=reply["action"], content=reply.get("content"))

@@ -1,8 +1,10 @@
 """What the host knows about plugins, apart from the processes that run them.
 
 Lives here: plugin folders and their manifests read before any plugin code runs
-(``source``), the folder watcher (``watcher``), the ``ComponentRegistry`` and
-``ComponentQueryService`` (``components``, ``query``), the ``PluginToolProvider``
+(``source``), which folder owns each plugin id (``bindings``), the folder
+watcher (``watcher``) and the folders it watches (``watch_tree``), the ``ComponentRegistry`` and
+``ComponentQueryService`` (``components``, ``query``), command patterns matched
+by RE2 (``command_patterns``), the ``PluginToolProvider``
 that exposes plugin tools to the registry (``provider``) and the operator's
 tool-call grants (``grants``).
 

@@ -8,10 +8,11 @@ metadata themselves. Tools are :class:`~plughost.plugins.components.ToolComponen
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
+
+from plughost.plugins.command_patterns import CommandPattern, CommandPatternError, compile_command
 
 __all__ = ["ComponentKind", "PluginComponent"]
 
@@ -86,23 +87,26 @@ class PluginComponent:
         return tuple(str(a) for a in self.metadata.get("aliases") or () if str(a))
 
     @cached_property
-    def compiled(self) -> re.Pattern[str] | None:
-        """A command's compiled pattern; None without one or when it does not compile."""
+    def compiled(self) -> CommandPattern | None:
+        """A command's pattern compiled for RE2; None without one or when the host refuses it.
+
+        Never Python's ``re``: see :mod:`plughost.plugins.command_patterns`.
+        """
         if not self.pattern:
             return None
         try:
-            return re.compile(self.pattern)
-        except re.error:
+            return compile_command(self.pattern)
+        except CommandPatternError:
             return None
 
     @property
     def pattern_error(self) -> str:
-        """Why a command's pattern does not compile, or ``""``."""
+        """Why the host refuses a command's pattern, or ``""``."""
         if not self.pattern:
             return ""
         try:
-            re.compile(self.pattern)
-        except re.error as exc:
+            compile_command(self.pattern)
+        except CommandPatternError as exc:
             return str(exc)
         return ""
 

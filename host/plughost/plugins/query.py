@@ -1,9 +1,11 @@
 """ComponentQueryService: the read-only ToolSpec view over the ComponentRegistry.
 
 It gives each plugin tool its model-facing name (see :mod:`plughost.tools.naming`:
-unique names are kept; of the plugins that declare one name, the one whose tool
-the tool layer saw first keeps it while it stays loaded, reloads included, and
-the others are qualified with their plugin's name, with a warning),
+unique names are kept; of the plugins that declare one name, or names a model
+could mistake for one another, the one whose tool the tool layer saw first
+keeps it while it stays loaded, reloads included (a neighbour's reload never
+takes it), and the others are qualified with their plugin's name and reported
+to the conflict listeners as a :class:`~plughost.tools.reserved.NameConflict`),
 filters by availability, and builds a call: the model's arguments merged with
 the execution context (``stream_id``, ``group_id``, ``user_id``, ``platform``,
 ``message``...) that plugin handlers receive as keyword arguments.
@@ -12,10 +14,12 @@ the execution context (``stream_id``, ``group_id``, ``user_id``, ``platform``,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from plughost.plugins.components import ComponentRegistry, ToolComponent
-from plughost.tools.naming import NameRequest, resolve_names, sanitize_name
+from plughost.tools.naming import NameRequest, lookalike_key, resolve_names, sanitize_name
+from plughost.tools.reserved import RESERVED_NAMES, NameConflict
 from plughost_sdk.models import ToolAvailabilityContext, ToolExecutionContext, ToolSpec
 
 __all__ = ["PLUGIN_PROVIDER_NAME", "ComponentQueryService"]
@@ -25,6 +29,7 @@ log = logging.getLogger(__name__)
 PLUGIN_PROVIDER_NAME = "plugins"
 
 _CONTEXT_FIELDS = ("session_id", "stream_id", "group_id", "user_id", "platform")
+_MAX_WARNED = 4096
 
 
 class ComponentQueryService:
@@ -38,6 +43,7 @@ class ComponentQueryService:
         # so a reload (one atomic replace) keeps its place and a returning plugin does not.
         self._first_seen: dict[str, int] = {}
         self._warned: set[tuple[str, str]] = set()
+        self._conflict_listeners: list[Callable[[NameConflict], None]] = []
         self._specs: list[tuple[ToolComponent, ToolSpec]] = []
         self._by_name: dict[str, ToolComponent] = {}
 
@@ -54,6 +60,10 @@ class ComponentQueryService:
         """The component behind a model-facing name (or a ``plugin_id.tool`` full name)."""
         self._refresh()
         return self._by_name.get(name) or self._components.get(name)
+
+    def add_conflict_listener(self, listener: Callable[[NameConflict], None]) -> None:
+        """Call ``listener`` once for each tool offered under another name than it asked for."""
+        self._conflict_listeners.append(listener)
 
     def model_name(self, component: ToolComponent) -> str:
         """The model-facing name of ``component``."""
@@ -80,7 +90,8 @@ class ComponentQueryService:
                     tool_id=_tool_id(c), preferred=c.name, qualifier=c.plugin_id.rsplit(".", 1)[-1]
                 )
                 for c in claimants
-            ]
+            ],
+            reserved=RESERVED_NAMES,
         )
         self._warn_renamed(claimants, names)
         previous = {id(c): spec for c, spec in self._specs}
@@ -89,22 +100,30 @@ class ComponentQueryService:
         self._version = self._components.version
 
     def _warn_renamed(self, components: list[ToolComponent], names: dict[str, str]) -> None:
-        holders = {names[_tool_id(c)]: c for c in components}
+        holders = {lookalike_key(names[_tool_id(c)]): c for c in components}
         for component in components:
             name = names[_tool_id(component)]
             wanted = sanitize_name(component.name)
             if name == wanted or (_tool_id(component), name) in self._warned:
                 continue
+            if len(self._warned) >= _MAX_WARNED:
+                self._warned.clear()
             self._warned.add((_tool_id(component), name))
-            holder = holders.get(wanted)
-            log.warning(
-                "tool name %s is taken by %s; tool %s of plugin %s is offered as %s",
-                wanted,
-                f"plugin {holder.plugin_id}" if holder is not None else "another tool",
-                component.name,
-                component.plugin_id,
-                name,
+            holder = holders.get(lookalike_key(wanted))
+            conflict = NameConflict(
+                name=wanted,
+                tool_id=_tool_id(component),
+                plugin_id=component.plugin_id,
+                held=names[_tool_id(holder)] if holder is not None else wanted,
+                holder=f"plugin {holder.plugin_id}" if holder is not None else "another tool",
+                offered_as=name,
             )
+            log.warning("%s", conflict.message)
+            for listener in list(self._conflict_listeners):
+                try:
+                    listener(conflict)
+                except Exception:
+                    log.exception("name conflict listener failed tool=%s", conflict.tool_id)
 
     def build_arguments(
         self,

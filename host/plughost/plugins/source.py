@@ -3,22 +3,29 @@
 A plugin folder holds ``plugin.py``, ``_manifest.json`` and optionally
 ``config.toml``. The host validates the manifest and parses the configuration
 itself, so a broken manifest or a TOML typo is reported with its file and line
-without starting a runner. Duplicate ids are reported, never silently merged.
+without starting a runner. An id several folders claim goes to the folder it is
+bound to (:mod:`plughost.plugins.bindings`), never to the first by name; the
+others are reported.
+
+Both files are read through :mod:`plughost_sdk.plugin_files`: never through a
+link, only regular files of the folder's own, bounded in size and depth. The
+host calls these functions from a worker thread (``asyncio.to_thread``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from plughost.plugins.bindings import IdBindings
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import MANIFEST_FILE, Manifest, load_manifest, version_in_range
+from plughost_sdk.plugin_files import parse_toml, read_file, write_file
 
 __all__ = [
     "CONFIG_FILE",
@@ -32,6 +39,8 @@ __all__ = [
 ]
 
 CONFIG_FILE = "config.toml"
+MAX_WRITTEN_CONFIG = 64 * 1024
+"""Bytes of a ``config.toml`` the host writes for a plugin; it is parsed on the caller's thread."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,27 +88,32 @@ class PluginProblem:
             return f"{who} ({self.stage}): {self.reason}"
         return f"{who} ({self.stage}) {where}: {self.reason}"
 
+    def redacted(self, redact: Callable[[str], str]) -> PluginProblem:
+        """This problem with what the plugin reported (reason, file, traceback) masked."""
+        reason, file, traceback = map(redact, (self.reason, self.file, self.traceback))
+        return replace(self, reason=reason, file=file, traceback=traceback)
+
 
 def is_plugin_dir(path: Path) -> bool:
-    """Whether ``path`` looks like a plugin folder."""
-    return path.is_dir() and ((path / "plugin.py").is_file() or (path / MANIFEST_FILE).is_file())
+    """Whether ``path`` looks like a plugin folder.
+
+    An entry of any kind named ``plugin.py`` or ``_manifest.json`` counts, so a
+    folder whose manifest is a link or a FIFO is reported, not silently skipped.
+    """
+    return path.is_dir() and any(os.path.lexists(path / n) for n in ("plugin.py", MANIFEST_FILE))
 
 
 def read_config(path: Path) -> tuple[dict[str, Any], str]:
     """Parse ``<path>/config.toml``; return (data, version fingerprint).
 
     Raises:
-        ManifestError: the TOML is invalid (the message has the line and column).
+        ManifestError: the file is refused (a link, not a regular file, too big,
+            nested too deep) or the TOML is invalid (with the line and column).
     """
-    file = path / CONFIG_FILE
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
+    raw = read_file(path, CONFIG_FILE)
+    if raw is None:
         return {}, ""
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ManifestError(str(file), [f"invalid TOML: {exc}"]) from None
+    data = parse_toml(raw, str(path / CONFIG_FILE))
     return data, hashlib.sha256(raw).hexdigest()[:12]
 
 
@@ -111,17 +125,21 @@ def write_config(path: Path, text: str) -> tuple[dict[str, Any], str]:
 
     Raises:
         OSError: the file cannot be written.
-        ManifestError: ``text`` is not valid TOML.
+        ManifestError: ``text`` is over the size limit, not valid TOML, or
+            ``config.toml`` is not a regular file (never written through).
     """
-    raw = text.encode("utf-8")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ManifestError(str(path / CONFIG_FILE), [f"invalid TOML: {exc}"]) from None
-    target = path / CONFIG_FILE
-    partial = target.with_name(f".{CONFIG_FILE}.{os.getpid()}.tmp")
-    partial.write_bytes(raw)
-    os.replace(partial, target)
+    raw = text.encode("utf-8", "surrogatepass")  # a lone surrogate fails as not UTF-8, below
+    file = str(path / CONFIG_FILE)
+    if len(raw) > MAX_WRITTEN_CONFIG:
+        raise ManifestError(
+            file,
+            [
+                f"the text planned for it is {len(raw):,} bytes, over the limit of "
+                f"{MAX_WRITTEN_CONFIG:,} for a config.toml the host writes"
+            ],
+        )
+    data = parse_toml(raw, file)
+    write_file(path, CONFIG_FILE, raw)
     return data, hashlib.sha256(raw).hexdigest()[:12]
 
 
@@ -156,36 +174,35 @@ def read_plugin(path: Path) -> PluginSource:
     )
 
 
-def scan_plugin_dirs(dirs: Iterable[Path]) -> tuple[list[PluginSource], list[PluginProblem]]:
+def scan_plugin_dirs(
+    dirs: Iterable[Path], bindings: IdBindings | None = None
+) -> tuple[list[PluginSource], list[PluginProblem]]:
     """Find every plugin folder under ``dirs`` (a dir may itself be a plugin folder).
+
+    Which folder gets an id several claim is the ``bindings``' decision (without
+    them: none of those folders), never the order of their names.
 
     Returns:
         The valid plugins, sorted by id, and one problem per folder that is not.
     """
-    sources: dict[str, PluginSource] = {}
+    found: list[PluginSource] = []
     problems: list[PluginProblem] = []
     for folder in _plugin_folders(dirs):
         try:
-            source = read_plugin(folder)
+            found.append(read_plugin(folder))
         except ManifestError as exc:
             problems.append(
                 PluginProblem(folder, "manifest", "; ".join(exc.problems), file=exc.path)
             )
+    refused = (bindings or IdBindings()).settle((s.plugin_id, s.path) for s in found)
+    sources: dict[str, PluginSource] = {}
+    for source in found:
+        reason = refused.get(source.path)
+        if reason is None:
+            sources[source.plugin_id] = source
             continue
-        existing = sources.get(source.plugin_id)
-        if existing is not None:
-            problems.append(
-                PluginProblem(
-                    folder,
-                    "duplicate",
-                    f"plugin id {source.plugin_id!r} is already used by {existing.path}; "
-                    "give one of them another id in its _manifest.json",
-                    plugin_id=source.plugin_id,
-                    file=str(folder / MANIFEST_FILE),
-                )
-            )
-            continue
-        sources[source.plugin_id] = source
+        file = str(source.path / MANIFEST_FILE)
+        problems.append(PluginProblem(source.path, "duplicate", reason, source.plugin_id, file))
     return [sources[k] for k in sorted(sources)], problems
 
 
@@ -201,4 +218,4 @@ def _plugin_folders(dirs: Iterable[Path]) -> list[Path]:
         for child in sorted(root.iterdir()):
             if not child.name.startswith((".", "_")) and is_plugin_dir(child):
                 found.append(child.resolve())
-    return found
+    return list(dict.fromkeys(found))  # a folder reached twice (a link, nested dirs) is one claim

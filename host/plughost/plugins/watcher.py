@@ -8,16 +8,18 @@ bytecode are ignored, and so are the files editors and tools make for a moment
 while they save (``sed -i``'s ``sedXXXXXX``, vim's ``4913`` probe, JetBrains'
 ``___jb_tmp___``, Python's ``tempfile`` names) once they are gone: saving
 ``config.toml`` with any of them is a config change, as writing it in place is.
-Polling mode is for filesystems that deliver no events (Docker bind mounts,
-network shares). Hidden files (``.*``) are ignored, and
-so are folders named ``_*`` or ``.*`` (the start-up scan skips them too); this
-also makes ``.plughost-probe`` a safe file to touch when checking that a watch
-is live.
+Each folder is watched on its own, never through a link below a plugin folder
+(:mod:`plughost.plugins.watch_tree`). Polling mode is for filesystems that
+deliver no events (Docker bind mounts, network shares). Hidden files (``.*``)
+are ignored, and so are folders named ``_*`` or ``.*`` (the start-up scan skips
+them too); this also makes ``.plughost-probe`` a safe file to touch when
+checking that a watch is live.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -26,6 +28,7 @@ from enum import Enum
 from pathlib import Path
 
 from plughost.plugins.source import CONFIG_FILE, is_plugin_dir
+from plughost.plugins.watch_tree import reshaped, watched_folders
 
 __all__ = ["ChangeKind", "PluginChange", "PluginWatcher", "classify"]
 
@@ -103,19 +106,31 @@ class PluginWatcher:
             return
         import watchfiles  # its Rust extension loads only for a host that watches
 
-        async for batch in watchfiles.awatch(
-            *roots,
-            step=self._step,
-            debounce=self._debounce,
-            force_polling=self._polling,
-            poll_delay_ms=self._poll_delay,
-            recursive=True,
-            ignore_permission_denied=True,
-        ):
-            self.active.set()
-            changes = classify({Path(path) for _, path in batch}, self._dirs)
-            if changes:
-                yield changes
+        while True:  # each folder on its own: a recursive watch would follow links out
+            folders = watched_folders(roots)
+            batches = watchfiles.awatch(
+                *folders,
+                step=self._step,
+                debounce=self._debounce,
+                force_polling=self._polling,
+                poll_delay_ms=self._poll_delay,
+                recursive=False,
+                ignore_permission_denied=True,
+            )
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    self.active.set()
+                    paths = {Path(path) for _, path in batch}
+                    changes = classify(paths, self._dirs)
+                    if changes:
+                        yield changes
+                    if reshaped(paths, set(folders), roots):
+                        # Watch the new tree at once: closing this watch and opening the
+                        # next never waits, so the changes just yielded are applied (their
+                        # folders read) only once the new watch is in place: no gap.
+                        break
+                else:
+                    return
 
 
 def classify(paths: set[Path], roots: Iterable[Path]) -> list[PluginChange]:

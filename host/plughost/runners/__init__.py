@@ -9,10 +9,11 @@ restart policy (``restart``), the ``RunnerSupervisor`` (``supervisor``: spawn, r
 handshake, restarts and the call path; ``runner_messages``: what it and its runner say
 besides calls; ``shutdown``: how a runner process ends; ``runner_state``: the
 ``RunnerState`` and the state those three share) and its
-``watchdog`` (heartbeats, stuck calls, ``memory`` measured from the kernel), what
-the host accepts from a runner (``reports``, ``output``) and the host's handlers
-for what a runner asks of it (``capabilities``, ``tool_calls``). Runners on other
-machines: the listening socket and its sessions (``remote``), a session as a pool
+``watchdog`` (heartbeats, stuck calls, ``memory`` and ``cpu`` measured from the
+kernel over the runner's processes, found by ``proc_tree``), what
+the host accepts from a runner (``reports``, ``output``, ``config_subscriptions``) and
+the host's handlers for what a runner asks of it (``capabilities``, ``tool_calls``).
+Runners on other machines: the listening socket and its sessions (``remote``), a session as a pool
 member (``remote_member``), what such a runner asks of the host (``remote_requests``)
 and the credentials it joins with (``remote_keys``).
 

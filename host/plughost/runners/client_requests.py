@@ -3,7 +3,8 @@
 ``ctx.llm.generate`` (``llm.generate``) and ``ctx.elicit`` (``user.elicit``) go to
 the client behind the call the plugin is serving (:mod:`plughost.tools.client_link`):
 under ``plughost serve``, the MCP client, through ``sampling/createMessage`` and
-``elicitation/create``. A call with no such client (an embedder's own
+``elicitation/create``; the user is shown which plugin asks (the one the host
+bound the call to), before what it asks. A call with no such client (an embedder's own
 :meth:`PluginHost.invoke`, or a client that did not offer the capability) gets
 ``capability_not_provided`` with a message that says why. An embedder that has
 a model of its own registers its own ``llm.generate`` handler instead.
@@ -50,7 +51,7 @@ async def elicit(call: CapabilityCall) -> dict[str, object]:
     if not isinstance(schema, dict):
         raise ValueError("user.elicit needs 'schema', a JSON Schema object")
     try:
-        return await call.client.elicit(message, schema)
+        return await call.client.elicit(f"plugin {call.plugin_id}", message, schema)
     except ClientRequestError as exc:
         raise _not_provided(f"{USER_ELICIT}: {exc}") from None
 

@@ -25,13 +25,12 @@ meters, the best the machine offers:
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from pathlib import Path
 from typing import Protocol
 
-from plughost.runners.cgroups import own_cgroup
+from plughost.runners.cgroups import adopt, make_runner_cgroup, own_cgroup, remove
+from plughost.runners.proc_tree import descendants, namespace_inits, session_tree
 
 __all__ = ["CgroupMeter", "MemoryMeter", "ProcMeter", "open_meter"]
 
@@ -89,34 +88,17 @@ class ProcMeter:
     def used(self) -> int | None:
         """Anonymous plus mapped shared memory of the runner's processes, in bytes."""
         if self._nested:
-            pids = self._nested_tree()
+            # Below the waiter and the namespace's init, which run no plugin code. Every
+            # process of the namespace descends from its init (orphans are reparented to
+            # it), so a walk of children files finds them all, without reading every
+            # process on the machine as the session search must (milliseconds per beat).
+            inits = namespace_inits(self._pid)
+            pids = descendants(inits) if inits else set()  # no init: gone, or not started
         else:
-            pids = _tree(self._pid, _all_stats())
-            if self._pid not in pids:
-                return None
+            pids = session_tree(self._pid)
         if not pids:
             return None
         return sum(_status_bytes(pid, ("RssAnon:", "RssShmem:")) for pid in pids)
-
-    def _nested_tree(self) -> set[int] | None:
-        """The processes below the waiter and the namespace's init, which run no plugin code.
-
-        Every process of the namespace descends from its init (orphans are
-        reparented to it), so the walk follows ``children`` files down from the
-        waiter instead of reading every process on the machine, as the session
-        search must otherwise (a few milliseconds of the host's loop per beat).
-        """
-        inits = [pid for pid in _children(self._pid) if _is_init(pid)]
-        if not inits:
-            return None  # gone, or not started yet
-        found: set[int] = set()
-        todo = inits
-        while todo:
-            for child in _children(todo.pop()):
-                if child not in found:
-                    found.add(child)
-                    todo.append(child)
-        return found
 
     def close(self) -> None:
         """Nothing to release."""
@@ -138,22 +120,12 @@ class CgroupMeter:
     @classmethod
     def create(cls, name: str) -> CgroupMeter | None:
         """A fresh, empty memory cgroup for one runner; None where unavailable."""
-        parent = _own_memory_cgroup()
-        if parent is None:
-            return None
-        path = parent / f"plughost-{os.getpid()}-{name}"
-        try:
-            path.mkdir(exist_ok=True)
-        except OSError as exc:
-            log.debug("no memory cgroup for runner %s: %s", name, exc)
-            return None
-        return cls(path)
+        path = make_runner_cgroup("memory", name)
+        return None if path is None else cls(path)
 
     def adopt(self, pid: int) -> None:
         """Move process ``pid`` and its session in (those already inside stay)."""
-        for member in sorted(_session(pid) | {pid}):
-            with contextlib.suppress(OSError):
-                Path(self.procs).write_text(str(member))
+        adopt(self.path, pid)
 
     def used(self) -> int | None:
         """The cgroup's anonymous and shared memory (``/dev/shm`` included), in bytes."""
@@ -166,77 +138,12 @@ class CgroupMeter:
 
     def close(self) -> None:
         """Remove the cgroup (its processes have exited; charges move to the parent)."""
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        remove(self.path)
 
 
 def _own_memory_cgroup() -> Path | None:
     """This process's cgroup v1 memory directory, when it exists and is writable."""
     return own_cgroup("memory")
-
-
-def _stat(pid: int) -> tuple[int, int] | None:
-    """``(ppid, session id)`` of ``pid``, or None when it is gone."""
-    try:
-        data = (_PROC / str(pid) / "stat").read_bytes()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    return int(fields[1]), int(fields[3])
-
-
-def _session(sid: int) -> set[int]:
-    return {pid for pid, (_, session) in _all_stats().items() if session == sid}
-
-
-def _all_stats() -> dict[int, tuple[int, int]]:
-    stats = {}
-    for entry in os.listdir(_PROC):
-        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-            stats[int(entry)] = stat
-    return stats
-
-
-def _tree(root: int, stats: dict[int, tuple[int, int]]) -> set[int]:
-    """``root``, the processes of its session, and all their descendants."""
-    if root not in stats:
-        return set()
-    found = {root} | {pid for pid, (_, sid) in stats.items() if sid == root}
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
-    todo = list(found)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def _children(pid: int) -> list[int]:
-    """The children of ``pid``, from its threads' ``children`` files (none if it is gone)."""
-    try:
-        threads = os.listdir(_PROC / str(pid) / "task")
-    except OSError:
-        return []
-    children = []
-    for thread in threads:
-        with contextlib.suppress(OSError):
-            children += [
-                int(c)
-                for c in (_PROC / str(pid) / "task" / thread / "children").read_text().split()
-            ]
-    return children
-
-
-def _is_init(pid: int) -> bool:
-    """Whether ``pid`` is the first process of a pid namespace (its innermost pid is 1)."""
-    try:
-        lines = (_PROC / str(pid) / "status").read_text().splitlines()
-    except OSError:
-        return False
-    return any(line.startswith("NSpid:") and line.split()[-1] == "1" for line in lines)
 
 
 def _status_bytes(pid: int, keys: tuple[str, ...]) -> int:

@@ -14,6 +14,10 @@ host, whatever the runner claims:
   a plugin this runner serves; anything else goes to ``plughost.runner.<runner id>``.
   Loggers are never freed, so a name chosen by the runner would let it create
   them without bound.
+- **Secrets.** A record of one plugin is masked with that plugin's secrets (and
+  the host's); what cannot be told apart (the pipes, the last words, records of
+  no plugin it serves) with those of every plugin the runner serves
+  (:mod:`plughost.redaction`).
 
 What does not live here: the runner's own bounded queue (``plughost_runner.capture``).
 """
@@ -28,6 +32,8 @@ import signal
 import time
 from collections.abc import Callable, Collection
 from typing import Any
+
+from plughost.redaction import Redact
 
 __all__ = ["MAX_LINE", "OutputBudget", "RunnerOutput"]
 
@@ -70,7 +76,7 @@ class RunnerOutput:
         self,
         runner_id: str,
         plugin_ids: Collection[str],
-        redact: Callable[[str], str],
+        redact: Redact,
         *,
         lines_per_second: float,
     ) -> None:
@@ -114,7 +120,7 @@ class RunnerOutput:
 
     def _pipe_lines(self, lines: list[bytes], level: int) -> None:
         for line in lines:
-            text = self._redact(line[:MAX_LINE].decode("utf-8", "replace").rstrip())
+            text = self._redact(line[:MAX_LINE].decode("utf-8", "replace").rstrip(), self._plugins)
             self._runner_log.log(level, "%s", text)
 
     def forward_records(self, records: Any) -> None:
@@ -131,15 +137,15 @@ class RunnerOutput:
     def _forward(self, record: dict[str, Any]) -> None:
         plugin = record.get("plugin")
         if isinstance(plugin, str) and plugin in self._plugins:
-            logger = logging.getLogger(f"plughost.plugin.{plugin}")
+            logger, whose = logging.getLogger(f"plughost.plugin.{plugin}"), frozenset({plugin})
         else:
-            plugin, logger = None, self._runner_log
+            plugin, logger, whose = None, self._runner_log, self._plugins
         level = record.get("level", logging.INFO)
         if not isinstance(level, int) or isinstance(level, bool):
             level = logging.INFO
         level = min(max(level, logging.DEBUG), logging.CRITICAL)
         if logger.isEnabledFor(level):
-            message = self._redact(str(record.get("message", ""))[:MAX_LINE])
+            message = self._redact(str(record.get("message", ""))[:MAX_LINE], whose)
             logger.log(level, "%s", message, extra={"plugin_id": plugin})
 
     def exit_reason(self, code: int | None, cpu_seconds: int | None) -> str:
@@ -151,6 +157,7 @@ class RunnerOutput:
             with contextlib.suppress(ValueError):
                 what = f"killed by signal {signal.Signals(-code).name}"
         tail = [line for line in self.stderr_tail if line.strip()][-6:]
+        tail = [self._redact(line.rstrip(), self._plugins) for line in tail]
         return what + (" — last output: " + " | ".join(tail) if tail else "")
 
     def _report_drops(self) -> None:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from pathlib import Path
 
-from plughost.runners.cgroups import own_cgroup
+from plughost.runners.cgroups import make_runner_cgroup, remove
 
 __all__ = ["ProcessCgroup"]
 
@@ -42,12 +41,10 @@ class ProcessCgroup:
     @classmethod
     def create(cls, name: str, maximum: int) -> ProcessCgroup | None:
         """A fresh cgroup allowing ``maximum`` tasks; None where the machine has none to give."""
-        parent = own_cgroup("pids")
-        if parent is None:
+        path = make_runner_cgroup("pids", name)
+        if path is None:
             return None
-        path = parent / f"plughost-{os.getpid()}-{name}"
         try:
-            path.mkdir(exist_ok=True)
             (path / "pids.max").write_text(str(maximum))
         except OSError as exc:
             log.debug("no pids cgroup for runner %s: %s", name, exc)
@@ -57,6 +54,5 @@ class ProcessCgroup:
         return cls(path)
 
     def close(self) -> None:
-        """Remove the cgroup (every process in it has exited)."""
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        """Remove the cgroup (every process in it has exited, or is about to)."""
+        remove(self.path)

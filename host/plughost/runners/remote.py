@@ -5,7 +5,7 @@ credential the operator issued (:mod:`plughost.runners.remote_keys`): ZAP
 admits only keys of live credentials, and every message is checked again
 against the key its session started with. Its ``runner.hello`` offers plugins
 (id, version); the host accepts only those on the credential's allow-list (and
-not served by this host's own runners), and later believes the runner's
+not claimed by this host's own plugin folders), and later believes the runner's
 ``runner.ready`` report only for the plugins it accepted. Refusals are logged
 with the credential and the reason.
 
@@ -52,7 +52,7 @@ import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
-from plughost.redaction import SecretRedactor
+from plughost.redaction import SecretRedactor, unchanged
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError
 from plughost.runners.output import RunnerOutput
@@ -97,13 +97,13 @@ class RemoteListener:
         on_remove: RemoveCallback = lambda runner, plugin_id: None,
         capabilities: CapabilityRouter | None = None,
         redactor: SecretRedactor | None = None,
-        is_local: Callable[[str], bool] = lambda _: False,
+        local_claim: Callable[[str], str | None] = lambda _: None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._on_join, self._on_silent, self._on_leave = on_join, on_silent, on_leave
-        self._redact = redactor.redact if redactor is not None else str
-        self._is_local = is_local
+        self._redact = redactor.redact if redactor is not None else unchanged
+        self._local_claim = local_claim  # why a plugin id is this host's own, if it is
         self._requests = RunnerRequests(
             self._post,
             lambda runner, offer: self._refusal(runner.credential.public, offer),
@@ -312,10 +312,10 @@ class RemoteListener:
         credential = self._store.lookup(key)
         if credential is None:
             return "the credential was revoked"
-        reason = credential.refusal(offer.plugin_id, offer.version, offer.manifest_sha256)
-        if reason is None and self._is_local(offer.plugin_id):
-            reason = f"plugin {offer.plugin_id} is served by this host's own runners"
-        return reason
+        reason = credential.refusal(
+            offer.plugin_id, offer.version, offer.plugin_sha256, offer.digest_problem
+        )
+        return reason if reason is not None else self._local_claim(offer.plugin_id)
 
     def _welcome(self, runner: RemoteRunner) -> dict[str, Any]:
         runner_settings = self._settings.runner

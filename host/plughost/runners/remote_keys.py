@@ -11,8 +11,13 @@ while runners are connected, so ``plughost runner-credentials revoke`` (which
 deletes the file) takes effect at once, also for a host already running.
 
 An allow-list entry is ``ID`` (any version), ``ID==VERSION``, or either with
-``@sha256:HEX``, the hash of the plugin's ``_manifest.json`` pinned; what a
-runner offers beyond its allow-list is refused, whatever it says about it.
+``@sha256:HEX``, the digest of the plugin's whole folder pinned
+(:mod:`plughost_sdk.plugin_digest`); what a runner offers beyond its
+allow-list is refused, whatever it says about it. A pin made from a folder
+(``--pin``) also records what that copy of the plugin declares when loaded
+(``declares``: tool, command, API, resource and prompt names, by digest), and
+the host registers nothing else from a runner offering that digest: the
+digest is the runner's word, the names are what the host checks itself.
 
 A credential's grants (``--grant CAPABILITY``) are the host capabilities its
 plugins may call: the operator decides them here, at issue time, because the
@@ -25,7 +30,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +48,12 @@ _CAPABILITY = re.compile(r"^(\*|[A-Za-z0-9_-]+\.(\*|[A-Za-z0-9_.-]+))$")
 
 @dataclass(frozen=True, slots=True)
 class AllowEntry:
-    """One plugin a credential may serve: an id, optionally its version and manifest hash."""
+    """One plugin a credential may serve: an id, optionally its version and folder digest."""
 
     plugin_id: str
     version: str = ""
-    manifest_sha256: str = ""
-    """Hex SHA-256 of the plugin's ``_manifest.json`` (``manifest_sha256``); empty: any."""
+    plugin_sha256: str = ""
+    """Hex SHA-256 of the plugin's folder (``plugin_sha256``); empty: any."""
 
     @classmethod
     def parse(cls, text: str) -> AllowEntry:
@@ -68,16 +74,22 @@ class AllowEntry:
 
     def __str__(self) -> str:
         text = f"{self.plugin_id}=={self.version}" if self.version else self.plugin_id
-        return f"{text}@sha256:{self.manifest_sha256}" if self.manifest_sha256 else text
+        return f"{text}@sha256:{self.plugin_sha256}" if self.plugin_sha256 else text
 
-    def refusal(self, version: str, manifest_sha256: str) -> str | None:
+    def refusal(self, version: str, plugin_sha256: str, digest_problem: str = "") -> str | None:
         """Why this entry does not cover an offer; None if it does."""
         if self.version and self.version != version:
             return f"version {self.version}"
-        if self.manifest_sha256 and self.manifest_sha256 != manifest_sha256.lower():
+        if self.plugin_sha256 and self.plugin_sha256 != plugin_sha256.lower():
+            if not plugin_sha256 and digest_problem:
+                return (
+                    f"files sha256:{self.plugin_sha256} expected; the runner has no digest of "
+                    f"the folder: {digest_problem}"
+                )
             return (
-                f"manifest sha256:{self.manifest_sha256} expected, "
-                f"sha256:{manifest_sha256 or '(none)'} offered"
+                f"files sha256:{self.plugin_sha256} expected, "
+                f"sha256:{plugin_sha256 or '(none)'} offered (the runner's copy of the plugin "
+                "differs from the pinned one in some file)"
             )
         return None
 
@@ -91,13 +103,17 @@ class ClientCredential:
     allow: tuple[AllowEntry, ...]
     grants: tuple[str, ...] = ()
     """Host capabilities this credential's plugins may call (patterns as in a manifest)."""
+    declares: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """By pinned digest, what that copy of the plugin declared when the pin was made."""
 
-    def refusal(self, plugin_id: str, version: str, manifest_sha256: str = "") -> str | None:
+    def refusal(
+        self, plugin_id: str, version: str, plugin_sha256: str = "", digest_problem: str = ""
+    ) -> str | None:
         """Why this credential may not serve ``plugin_id`` at ``version``; None if it may."""
         entries = [e for e in self.allow if e.plugin_id == plugin_id]
         if not entries:
             return f"plugin {plugin_id} is not on the allow-list of credential {self.name}"
-        reasons = [e.refusal(version, manifest_sha256) for e in entries]
+        reasons = [e.refusal(version, plugin_sha256, digest_problem) for e in entries]
         if all(reasons):
             if all(e.version and e.version != version for e in entries):
                 wanted = ", ".join(e.version for e in entries)
@@ -114,6 +130,17 @@ class ClientCredential:
     def grants_capability(self, capability: str) -> bool:
         """Whether the operator granted ``capability`` to this credential's plugins."""
         return capability_allowed(self.grants, capability)
+
+    def undeclared(self, plugin_sha256: str, names: Iterable[str]) -> list[str]:
+        """Of ``names`` (see ``declared_names``), those the copy pinned as ``plugin_sha256`` lacks.
+
+        Empty when that digest was pinned without its declarations (``--plugin
+        ID@sha256:HEX``), or not pinned at all.
+        """
+        pinned = self.declares.get(plugin_sha256.lower())
+        if pinned is None:
+            return []
+        return sorted(set(names) - pinned)
 
 
 class RemoteKeyStore:
@@ -136,9 +163,16 @@ class RemoteKeyStore:
         return public_file.read_bytes().strip(), secret_file.read_bytes().strip()
 
     def issue(
-        self, name: str, allow: list[AllowEntry], endpoint: str, grants: list[str] | None = None
+        self,
+        name: str,
+        allow: list[AllowEntry],
+        endpoint: str,
+        grants: list[str] | None = None,
+        declares: Mapping[str, Iterable[str]] | None = None,
     ) -> dict[str, Any]:
         """Make a credential; return the runner's file content (its secret key included).
+
+        ``declares`` maps a pinned digest to what that copy of the plugin declares.
 
         Raises:
             ValueError: a bad name, an empty allow-list, a malformed grant, or a
@@ -161,6 +195,7 @@ class RemoteKeyStore:
             "public": public.decode(),
             "plugins": [str(e) for e in allow],
             "grants": list(grants or ()),
+            "declares": {k: sorted(v) for k, v in (declares or {}).items()},
         }
         _write_private(path, json.dumps(record, indent=2).encode())
         return {
@@ -193,6 +228,10 @@ class RemoteKeyStore:
                         public=str(data["public"]).encode(),
                         allow=tuple(AllowEntry.parse(str(p)) for p in data["plugins"]),
                         grants=tuple(str(g) for g in data.get("grants", ())),
+                        declares={
+                            str(k).lower(): frozenset(str(n) for n in v)
+                            for k, v in dict(data.get("declares") or {}).items()
+                        },
                     )
                 )
             except (OSError, ValueError, KeyError, TypeError):

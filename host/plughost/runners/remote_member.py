@@ -59,8 +59,11 @@ class Offer:
 
     plugin_id: str
     version: str
-    manifest_sha256: str = ""
+    plugin_sha256: str = ""
+    """The digest of the plugin's folder on the runner's machine, as the runner says."""
     capabilities: tuple[str, ...] = ()
+    digest_problem: str = ""
+    """Why the runner has no digest of the folder (a link in it, too many files)."""
 
     @classmethod
     def from_wire(cls, body: Any) -> Offer | None:
@@ -71,10 +74,11 @@ class Offer:
         return cls(
             str(body["plugin_id"])[:200],
             str(body.get("version", ""))[:100],
-            str(body.get("manifest_sha256", ""))[:64],
+            str(body.get("plugin_sha256", ""))[:64],
             tuple(str(c)[:100] for c in capabilities[:100])
             if isinstance(capabilities, list)
             else (),
+            str(body.get("digest_problem", ""))[:500],
         )
 
 

@@ -4,7 +4,9 @@
 session here. Each is answered once, and believed only within what the host
 accepted from that runner:
 
-- ``runner.ready``: the load report, kept only for accepted plugins.
+- ``runner.ready``: the load report, kept only for accepted plugins, and only
+  within the declaration bounds every runner gets and, for a pinned copy,
+  what it declared when pinned (:func:`_believed`).
 - ``capability.call``: through the host's capability router, the same code a
   local plugin's call goes through, with the plugin's manifest capabilities cut
   down to what the runner's credential grants
@@ -37,6 +39,7 @@ from typing import Any
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError
 from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
+from plughost.runners.reports import bound_declarations, declared_names
 from plughost_sdk import wire
 
 __all__ = ["ReloadCallback", "RemoveCallback", "RunnerRequests"]
@@ -78,8 +81,13 @@ class RunnerRequests:
         """Answer one request of ``runner`` (capability calls in a task of their own)."""
         method = envelope["method"]
         if method == "runner.ready":
-            runner.report = self._checked(runner, envelope["body"], runner.offers)
-            self._log_failures(runner, runner.report["failed"], "could not load")
+            body = envelope["body"]
+            loaded, refused = _believed(
+                runner, _entries(body, "loaded", runner.offers), runner.offers
+            )
+            failed = [*_entries(body, "failed", runner.offers), *refused]
+            runner.report = {"loaded": loaded, "failed": failed}
+            self._log_failures(runner, failed, "could not load")
             runner.state = RemoteState.READY
             self._answer(runner, envelope, {"ok": True})
             self._on_join(runner)
@@ -168,21 +176,25 @@ class RunnerRequests:
     def _reloaded(self, runner: RemoteRunner, envelope: wire.Envelope) -> None:
         # New tools only for an accepted offer; a failure for any plugin it serves or
         # was accepted (a manifest that does not parse is never offered).
-        failed = self._checked(runner, envelope["body"], {**runner.offers, **runner.reloading})
+        body = envelope["body"]
+        loaded, refused = _believed(
+            runner, _entries(body, "loaded", runner.reloading), runner.reloading
+        )
+        failed = [*_entries(body, "failed", {**runner.offers, **runner.reloading}), *refused]
         report = {
-            "loaded": self._checked(runner, envelope["body"], runner.reloading)["loaded"],
-            "failed": [p for p in failed["failed"] if p["plugin_id"] in runner.offers],
+            "loaded": loaded,
+            "failed": [p for p in failed if p["plugin_id"] in runner.offers],
         }
-        for loaded in report["loaded"]:
-            plugin_id = loaded["plugin_id"]
+        for entry in loaded:
+            plugin_id = entry["plugin_id"]
             runner.offers[plugin_id] = runner.reloading.pop(plugin_id)
             runner.retiring.pop(plugin_id, None)
             if runner.output is not None:
                 runner.output.allow(plugin_id)
-        for problem in failed["failed"]:
+        for problem in failed:
             runner.reloading.pop(str(problem["plugin_id"]), None)
         self._log_failures(runner, report["failed"], "could not reload", RELOAD_FAILED)
-        added = [p for p in failed["failed"] if p not in report["failed"]]
+        added = [p for p in failed if p not in report["failed"]]
         self._log_failures(runner, added, "could not load the new plugin")
         self._answer(runner, envelope, {"ok": True})
         self._on_reload(runner, report)
@@ -218,24 +230,6 @@ class RunnerRequests:
         )
         self._answer(runner, envelope, {"ok": True})
 
-    def _checked(
-        self, runner: RemoteRunner, body: Any, allowed: dict[str, Offer]
-    ) -> dict[str, list[dict[str, Any]]]:
-        """A load report, believed only for plugins in ``allowed``."""
-        report = body if isinstance(body, dict) else {}
-
-        def entries(key: str) -> list[dict[str, Any]]:
-            found = report.get(key)
-            return [
-                p
-                for p in (found if isinstance(found, list) else [])
-                if isinstance(p, dict)
-                and isinstance(p.get("plugin_id"), str)
-                and p["plugin_id"] in allowed
-            ]
-
-        return {"loaded": entries("loaded"), "failed": entries("failed")}
-
     def _log_failures(
         self, runner: RemoteRunner, failed: list[dict[str, Any]], what: str, then: str = ""
     ) -> None:
@@ -257,3 +251,42 @@ class RunnerRequests:
         self, runner: RemoteRunner, envelope: wire.Envelope, code: wire.ErrorCode, message: str
     ) -> None:
         self._post(runner.identity, wire.response(envelope, error=wire.error_body(code, message)))
+
+
+def _entries(body: Any, key: str, allowed: dict[str, Offer]) -> list[dict[str, Any]]:
+    """The ``key`` entries (``loaded``, ``failed``) of a load report, of plugins in ``allowed``."""
+    found = body.get(key) if isinstance(body, dict) else None
+    return [
+        p
+        for p in (found if isinstance(found, list) else [])
+        if isinstance(p, dict) and isinstance(p.get("plugin_id"), str) and p["plugin_id"] in allowed
+    ]
+
+
+def _believed(
+    runner: RemoteRunner, loaded: list[dict[str, Any]], offers: dict[str, Offer]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Split loaded entries into those the host registers and failures for the rest.
+
+    First the bounds every runner's declarations get, local or remote
+    (:func:`~plughost.runners.reports.bound_declarations`); then, for a plugin
+    whose offered digest the credential pinned from a folder, what that copy
+    declared: a remote runner says which digest it serves, but the names it
+    declares are what the host can check itself.
+    """
+    kept, refused = bound_declarations(loaded)
+    believed = []
+    for entry in kept:
+        plugin_id = entry["plugin_id"]
+        extra = runner.credential.undeclared(offers[plugin_id].plugin_sha256, declared_names(entry))
+        if not extra:
+            believed.append(entry)
+            continue
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        reason = (
+            f"declares {shown}, which the copy of {plugin_id} pinned by credential "
+            f"{runner.credential.name} does not declare; nothing of it is registered (pin the "
+            "new version: plughost runner-credentials new ... --pin FOLDER)"
+        )
+        refused.append({"plugin_id": plugin_id, "stage": "pin", "reason": reason})
+    return believed, refused

@@ -82,6 +82,7 @@ class RunnerMessages(SupervisedRunner):
         violation = self._violation
         if violation is None or violation.done():
             return
+        reason = self._redact(reason, self.sources)  # it may quote what the runner sent
         log.warning("runner %s: protocol violation: %s", self.runner_id, reason)
         violation.set_result(f"protocol violation: {reason}")
 
@@ -152,7 +153,7 @@ class RunnerMessages(SupervisedRunner):
             client = self._client_of(record.get("call"))
             level = record.get("level")
             if client is not None and type(level) is int:
-                message = self._redact(str(record.get("message", ""))[:MAX_LINE])
+                message = self._redact(str(record.get("message", ""))[:MAX_LINE], (plugin,))
                 client.log(level, f"plugin.{plugin}", message)
 
     def _client_of(self, call: Any) -> ClientLink | None:

@@ -13,13 +13,13 @@ What does not live here: anything that talks to the runner or its process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugins.source import PluginSource
+from plughost.redaction import Redact
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RunnerChannel
 from plughost.runners.child_process import ChildProcess
@@ -57,7 +57,7 @@ class SupervisedRunner:
     _events: EventBus
     _capabilities: CapabilityRouter
     _roots: tuple[Path, Path]  # the plugins' data and temp roots
-    _redact: Callable[[str], str]
+    _redact: Redact  # text from the plugins it names: their secrets and the host's
     _channel: RunnerChannel | None  # the current process's socket, None between processes
     _process: ChildProcess | ForkedProcess | None
     _ready: asyncio.Event  # set while the current process is READY: calls wait for it

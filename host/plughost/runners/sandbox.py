@@ -10,7 +10,9 @@ missing. For each runner :func:`runner_policy` then writes the policy the
 runner applies to itself before any plugin code runs (``--sandbox``): its
 plugin folders writable only through a copy-on-write view whose changes the
 host keeps apart (:func:`folder_views`), its plugins' data and temp
-directories writable, and no network unless a manifest asks for it.
+directories writable, and a network namespace of its own, reaching out only
+through its gate: to what it was granted, and to the ports its manifests ask
+for (:func:`manifest_ports`).
 
 What does not live here: the probe, which a one-shot command starts before
 the settings are imported; applying the policy (the runner's
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
+from plughost.egress_ports import NO_PORTS, ManifestPorts
 from plughost.plugins.source import PluginSource
 from plughost.runners.sandbox_probe import SandboxSupport, probe_support
 from plughost.settings import HostSettings, Protection, SandboxSettings
@@ -37,6 +40,7 @@ __all__ = [
     "SandboxReport",
     "SandboxSupport",
     "folder_views",
+    "manifest_ports",
     "network_for",
     "probe_support",
     "runner_policy",
@@ -172,6 +176,10 @@ def runner_policy(
     closed = policy["network_namespace"] or ("landlock_network" in active and connect == [])
     if egress and closed:
         policy["egress"] = egress
+        # A manifest's bind ports are opened on the host's network by the gate.
+        policy["listen"] = (
+            policy["network_namespace"] and manifest_ports(settings, sources).bind != frozenset()
+        )
     names = tuple(p for p in PROTECTIONS if p in active and policy.get(p, True))
     tmpdir = writable[len(sources)]  # the first plugin's temp directory
     disk = (*writable, *(upper for _, upper, _ in overlays))
@@ -223,13 +231,23 @@ def folder_views(
     return views
 
 
+def manifest_ports(settings: SandboxSettings, sources: Sequence[PluginSource]) -> ManifestPorts:
+    """The TCP ports a runner's manifests ask for, which its gate opens (none if capped)."""
+    if not settings.manifest_network:
+        return NO_PORTS
+    return ManifestPorts.of(*_ports(sources))
+
+
 def _network(
     sources: Sequence[PluginSource], endpoint: str, active: set[str]
 ) -> tuple[list[int] | None, list[int] | None]:
     """The TCP ports Landlock allows (None: any); drops what ``active`` cannot keep.
 
-    A runner whose manifests ask for no network gets a network namespace of its
-    own; one that asks for ports, or reaches the host over TCP, shares the host's.
+    Every runner gets a network namespace of its own, so none sees the host's
+    socket tables; the ports its manifests ask for are opened by its gate
+    (:mod:`plughost.egress_ports`). Only where there is no such namespace (no
+    user namespaces), or a runner reaches the host over TCP (``transport =
+    "tcp"``), does it share the host's network, Landlock filtering TCP by port.
     """
     connect, bind = _ports(sources)
     granted = any(source.manifest.network is not None for source in sources)
@@ -237,7 +255,10 @@ def _network(
         granted = True
         if connect is not None:
             connect.append(int(endpoint.rsplit(":", 1)[1]))
-    if granted:
+        active.discard("network_namespace")
+    elif "network_namespace" in active and "user_namespace" in active:
+        connect, bind = [], []  # its own namespace: the gate opens what the manifests ask
+    elif granted:
         active.discard("network_namespace")
     if connect is None and bind is None:
         active.discard("landlock_network")  # "any" port for both: nothing left to filter

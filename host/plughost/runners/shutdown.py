@@ -25,7 +25,6 @@ from plughost.events import EventKind
 from plughost.runners.channel import RunnerChannel
 from plughost.runners.child_process import ChildProcess
 from plughost.runners.fork_server import ForkedProcess
-from plughost.runners.memory import MemoryMeter
 from plughost.runners.runner_state import RunnerState, SupervisedRunner
 
 __all__ = ["RunnerShutdown", "signal_group"]
@@ -76,10 +75,7 @@ class RunnerShutdown(SupervisedRunner):
             await asyncio.gather(*tasks, exited, watchdog, return_exceptions=True)
 
     def _close_meter(self) -> None:
-        meter: MemoryMeter | None = self._watchdog.memory
-        if meter is not None:
-            meter.close()
-            self._watchdog.memory = None
+        self._watchdog.close_meters()
 
     async def stop(self, drain: float | None = None) -> None:
         """Shut the runner down: ask, let calls drain, then SIGTERM, then SIGKILL."""
@@ -97,7 +93,8 @@ class RunnerShutdown(SupervisedRunner):
                         "runner.shutdown", {"drain": drain}, timeout=drain + 2
                     )
                     for plugin_id, problem in (reply or {}).get("unload_problems", {}).items():
-                        log.warning("plugin %s: %s", plugin_id, self._redact(str(problem)))
+                        said = self._redact(str(problem), (plugin_id,))
+                        log.warning("plugin %s: %s", plugin_id, said)
             await self._reap(process)
         await self._settled.wait()
         self._emit(EventKind.RUNNER_STOPPED, f"runner {self.runner_id} stopped")

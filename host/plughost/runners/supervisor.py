@@ -38,7 +38,7 @@ from plughost.destinations import Grants
 from plughost.egress import EgressGate
 from plughost.events import EventBus, EventKind
 from plughost.plugins.source import PluginSource
-from plughost.redaction import SecretRedactor
+from plughost.redaction import SecretRedactor, unchanged
 from plughost.runners.call_errors import call_failure, component_failure, component_reply
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError, RunnerChannel
@@ -46,7 +46,6 @@ from plughost.runners.child_process import ChildProcess
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.disk import DiskMeter
 from plughost.runners.fork_server import ForkedProcess, ForkServer
-from plughost.runners.memory import CgroupMeter, open_meter
 from plughost.runners.output import RunnerOutput
 from plughost.runners.processes import ProcessCgroup
 from plughost.runners.refusals import PathRefusals
@@ -54,7 +53,7 @@ from plughost.runners.reports import ProtocolViolation, check_report
 from plughost.runners.restart import RestartPolicy
 from plughost.runners.runner_messages import RunnerMessages
 from plughost.runners.runner_state import RunnerState
-from plughost.runners.sandbox import SandboxReport, runner_policy
+from plughost.runners.sandbox import SandboxReport, manifest_ports, runner_policy
 from plughost.runners.shutdown import RunnerShutdown, signal_group
 from plughost.runners.spawn import (
     SocketDirectory,
@@ -118,7 +117,8 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         self._roots = (data_root, temp_root)
         self.on_ready = on_ready
         self.on_lost = on_lost
-        self._redact = redactor.redact if redactor is not None else _unchanged
+        # Text from this runner is masked with its plugins' secrets: each call names them.
+        self._redact = redactor.redact if redactor is not None else unchanged
         self.limits = limits or settings.limits
         self._curve = curve
         self._fork_server = fork_server
@@ -275,8 +275,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         env = runner_env(self._settings.env_allowlist)
         confined = None
         name = f"{self.runner_id}-{self.generation}"
-        memory = CgroupMeter.create(name) if self.limits.memory_mb is not None else None
-        self._watchdog.memory = memory  # closed with the runner, even if it never starts
+        meters = self._watchdog.make_cgroups(name)  # closed with the runner, started or not
         if self._sandbox is not None:
             data_root, temp_root = self._roots
             cap = self.limits.processes
@@ -291,7 +290,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
                 temp_root,
                 endpoint,
                 processes=cap,
-                cgroups=[c.procs for c in (self._pids, memory) if c is not None],
+                cgroups=[*([self._pids.procs] if self._pids else []), *meters],
                 runner_id=self.runner_id,
                 disk_mb=self.limits.disk_mb,
                 egress=str(gate.path) if gate is not None else "",
@@ -308,13 +307,11 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         process = await start_runner_process(command, env, credentials, self._fork_server)
         self._process = process
         self.pid = process.pid
-        if self.limits.memory_mb is not None:  # measured by the host, from the kernel
-            self._watchdog.memory = open_meter(
-                process.pid,
-                memory,
-                joined=confined is not None,  # its policy lists the cgroup: joined first
-                pid_namespace="pid_namespace" in self.protections,
-            )
+        self._watchdog.attach(  # memory and CPU, measured by the host from the kernel
+            process.pid,
+            joined=confined is not None,  # its policy lists the cgroups: joined first
+            pid_namespace="pid_namespace" in self.protections,
+        )
         self._emit(
             EventKind.RUNNER_SPAWNED,
             f"runner {self.runner_id} started, pid {process.pid}"
@@ -338,7 +335,8 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
     async def _open_gate(self) -> EgressGate | None:
         """The runner's gate to the network its plugins were granted (made once, kept)."""
         sandbox = self._settings.sandbox
-        if not self.grants and not sandbox.learn:
+        ports = manifest_ports(sandbox, list(self.sources.values()))
+        if not self.grants and not sandbox.learn and not ports:
             return None
         if self.gate is None:
             self.gate = EgressGate(
@@ -349,6 +347,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
                 events=self._events,
                 pinned=sandbox.hosts,
                 learn=sandbox.learn,
+                ports=ports,
             )
             await self.gate.start()
         return self.gate
@@ -511,10 +510,6 @@ _STOPPED_MID_CALL = (
     "the runner was stopped (host shutdown or reload) before this call finished within its "
     "drain time (runner.shutdown_drain); the call may be retried"
 )
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 async def _first(*awaitables: Any) -> None:

@@ -10,7 +10,9 @@ A :class:`ToolCatalog` is an immutable snapshot for one availability context:
 
 Names are resolved the way :class:`~plughost.tools.registry.ToolRegistry` resolves
 them: providers in registry order, the first provider to claim a name keeps
-it, hidden tools claim their name too.
+it, hidden tools claim their name too, and a plugin tool never takes a name
+the host keeps, or a look-alike of one (:mod:`plughost.tools.reserved`), so
+search never offers a tool the registry would not run.
 
 :class:`ToolCatalogs` keeps one catalog per context and listens to the
 registry. A change to one provider marks only that provider stale; the next
@@ -46,6 +48,7 @@ from typing import Literal, Protocol
 from plughost.search.index import SearchIndex
 from plughost.search.text import tokenize, tool_tokens
 from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost.tools.reserved import HostNames, is_third_party
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
 
 __all__ = ["CatalogSource", "ToolCatalog", "ToolCatalogs"]
@@ -333,10 +336,14 @@ def _snapshot(
     state: _ContextState, providers: Sequence[ToolProvider], previous: ToolCatalog | None
 ) -> ToolCatalog:
     """Resolve names across providers (first wins) and sort each group by name."""
+    listings = [state.listings.get(provider.provider_name, {}) for provider in providers]
+    host = HostNames.of(providers, [[e.name for e in listing.values()] for listing in listings])
     entries: dict[str, _Entry] = {}
-    for provider in providers:
-        for entry in state.listings.get(provider.provider_name, {}).values():
-            entries.setdefault(entry.name, entry)
+    for provider, listing in zip(providers, listings, strict=True):
+        third_party = is_third_party(provider)
+        for entry in listing.values():
+            if not (third_party and host.holder(entry.name)):
+                entries.setdefault(entry.name, entry)
     core = sorted((e for e in entries.values() if e.kind == "core"), key=_by_name)
     deferred = sorted((e for e in entries.values() if e.kind == "deferred"), key=_by_name)
     if previous is not None and _same(previous.core, core) and _same(previous.deferred, deferred):

@@ -43,6 +43,7 @@ from plughost.search.strategies import (
 from plughost.search.text import tokenize, tool_tokens
 from plughost.tools.builtin import BuiltinTool
 from plughost.tools.registry import ToolRegistry
+from plughost.tools.reserved import TOOL_SEARCH_NAME
 from plughost_sdk.errors import ToolError
 from plughost_sdk.models import (
     ToolAvailabilityContext,
@@ -63,7 +64,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TOOL_SEARCH_NAME = "tool_search"
 DEFAULT_THRESHOLD = 25
 """Auto mode sends every tool while a chat has at most this many active tools."""
 DEFAULT_LIMIT = 5

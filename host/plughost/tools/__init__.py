@@ -2,10 +2,11 @@
 
 Lives here: the ``ToolProvider`` protocol, ``ToolRegistry``, argument casting and
 JSON Schema validation, declared defaults, provider-specific definitions (OpenAI,
-Anthropic), batching by concurrency class, built-in tools, tool naming, model
-responses' tool calls to invocations and back (``model_calls``), and the history
-helpers that turn results into model messages (``history``, tagged messages in
-``messages``, compaction of old results in ``compaction``).
+Anthropic), batching by concurrency class, built-in tools, tool naming and the
+names the host keeps from plugins (``reserved``), model responses' tool calls to
+invocations and back (``model_calls``), and the history helpers that turn
+results into model messages (``history``, tagged messages in ``messages``,
+compaction of old results in ``compaction``).
 
 May import: ``plughost_sdk`` and the leaf modules ``plughost.settings``,
 ``plughost.events`` and ``plughost.redaction``. Nothing here knows about plugins,

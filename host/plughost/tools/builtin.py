@@ -148,6 +148,10 @@ class BuiltinToolProvider:
             if phase is None or tool.phase == phase or (tool.phase == "both" and phase != "both")
         ]
 
+    def held_names(self) -> list[str]:
+        """Every tool's name, listed or not: no plugin tool may take one, or a look-alike."""
+        return list(self._tools)
+
     async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
         """Return the specs of the tools enabled by the config and in scope for ``context``."""
         return [

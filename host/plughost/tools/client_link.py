@@ -41,8 +41,11 @@ class ClientLink(Protocol):
         """
         ...
 
-    async def elicit(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(self, asker: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
         """Ask the client's user to fill in a form; ``{"action", "content"}``.
+
+        ``asker`` is who asks as the host knows it (``plugin ID``, ``MCP server
+        NAME``), never as the asker says: the user is shown it before ``message``.
 
         Raises:
             ClientRequestError: the client does not offer elicitation, or failed.

@@ -15,17 +15,25 @@ The rules:
    SHA-1 of the full raw name, so the result is stable across runs and two
    long names that share a prefix stay distinct.
 2. **Unique names are kept.** A tool whose preferred name no other tool wants
-   keeps it, whatever order the tools arrive in.
+   keeps it, whatever order the tools arrive in. Names that a model could
+   mistake for one another count as the same name (:func:`lookalike_key`):
+   ``get_weather``, ``Get_Weather``, ``get-weather`` and ``getWeather`` are
+   one name, and so are ``list_files`` and ``Iist_fi1es``.
 3. **The first keeps a contested name.** When two or more tools want the same
-   name, the first of them in the order given keeps it and the others get
-   ``<qualifier>_<preferred>`` (for example ``search`` and ``docs_search``).
+   name (or look-alikes of it), the first of them in the order given keeps it
+   and the others get ``<qualifier>_<preferred>`` (for example ``search`` and
+   ``docs_search``).
    The caller decides what "first" means: the plugin tool layer passes tools
    in the order it first saw them, so the first plugin keeps the plain name
    for as long as it stays loaded, reloads included, and the last one to
    register never silently takes it over.
 4. **Hash as the last resort.** A qualified name that still collides (with a
-   unique name or with another qualified one) gets ``_`` and the first 8 hex
-   characters of the SHA-1 of the tool's ``tool_id``.
+   unique name, with another qualified one, or with a name the caller reserves)
+   gets ``_`` and the first 8 hex characters of the SHA-1 of the tool's ``tool_id``.
+
+Model-facing names are ASCII (rule 1), so look-alikes are a matter of case,
+separators and the few ASCII characters common fonts draw alike; the key still
+folds Unicode (NFKC, casefold) for names an embedder gives its own tools.
 
 What does not live here: routing a name to its provider (the registry) and
 deciding which tools exist (the providers).
@@ -33,15 +41,18 @@ deciding which tools exist (the providers).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "MAX_NAME_LENGTH",
     "NameRequest",
+    "lookalike_key",
     "qualified_name",
     "resolve_names",
     "sanitize_name",
@@ -53,6 +64,10 @@ MAX_NAME_LENGTH = 64
 _HASH_LENGTH = 8
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _UNDERSCORES = re.compile(r"_{2,}")
+# Unicode's confusables among ASCII letters and digits (confusables.txt): 0/O, 1/l/I
+# (and i, which casefolding cannot tell from I), rn/m, vv/w, cl/d.
+_LOOKALIKE = str.maketrans({"0": "o", "1": "l", "i": "l"})
+_LOOKALIKE_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +104,23 @@ def sanitize_name(raw: str) -> str:
     return _with_suffix(cleaned, _digest(raw))
 
 
+@functools.lru_cache(maxsize=16384)  # every merge asks again for the same names
+def lookalike_key(name: str) -> str:
+    """What a model reads in ``name``: two names with one key are one name to it.
+
+    Compatibility forms are folded (NFKC: full-width letters, ligatures), then
+    case; every character but letters and digits is dropped (so ``-``, ``_`` and
+    none at all are alike); the ASCII characters fonts draw alike become one
+    (``0``/``o``; ``1``, ``l``, ``I`` and ``i``; ``rn``/``m``; ``vv``/``w``;
+    ``cl``/``d``).
+    """
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    key = "".join(char for char in folded if char.isalnum()).translate(_LOOKALIKE)
+    for pair, single in _LOOKALIKE_PAIRS:
+        key = key.replace(pair, single)
+    return key or name
+
+
 def qualified_name(*parts: str) -> str:
     """Join name parts with ``_`` and sanitize the result.
 
@@ -97,12 +129,16 @@ def qualified_name(*parts: str) -> str:
     return sanitize_name("_".join(part for part in parts if part))
 
 
-def resolve_names(entries: Sequence[NameRequest]) -> dict[str, str]:
+def resolve_names(
+    entries: Sequence[NameRequest], *, reserved: Collection[str] = ()
+) -> dict[str, str]:
     """Give every tool a unique model-facing name (see the module rules).
 
     Args:
         entries: The tools to name, first claimant first: of the tools that
-            want one name, the first keeps it.
+            want one name (or look-alikes of it), the first keeps it.
+        reserved: Names no qualified name may be (or look like); a tool that
+            asks for one of them outright still gets it, for the caller to refuse.
 
     Returns:
         ``tool_id -> name`` in the order of ``entries``; all names distinct.
@@ -115,29 +151,34 @@ def resolve_names(entries: Sequence[NameRequest]) -> dict[str, str]:
     if duplicated:
         raise ValueError(f"tool ids must be unique; repeated: {', '.join(duplicated)}")
     bases = {entry.tool_id: sanitize_name(entry.preferred) for entry in entries}
-    first: dict[str, str] = {}  # name -> the tool_id that asked for it first
+    first: dict[str, str] = {}  # look-alike key -> the tool_id that asked for it first
     for entry in entries:
-        first.setdefault(bases[entry.tool_id], entry.tool_id)
-    names = {tool_id: base for base, tool_id in first.items()}
+        first.setdefault(lookalike_key(bases[entry.tool_id]), entry.tool_id)
+    names = {tool_id: bases[tool_id] for tool_id in first.values()}
     contested = [entry for entry in entries if entry.tool_id not in names]
     qualified = {e.tool_id: qualified_name(e.qualifier, e.preferred) for e in contested}
-    names.update(_settle(qualified, taken=set(names.values())))
+    taken = {lookalike_key(name) for name in (*names.values(), *reserved)}
+    names.update(_settle(qualified, taken=taken))
     return {entry.tool_id: names[entry.tool_id] for entry in entries}
 
 
 def _settle(qualified: dict[str, str], *, taken: set[str]) -> dict[str, str]:
-    """Keep qualified names that are free; hash-suffix the rest, in tool_id order."""
-    counts = Counter(qualified.values())
+    """Keep qualified names that are free; hash-suffix the rest, in tool_id order.
+
+    ``taken`` holds look-alike keys, so no settled name looks like another.
+    """
+    keys = {tool_id: lookalike_key(name) for tool_id, name in qualified.items()}
+    counts = Counter(keys.values())
     settled = {
         tool_id: name
         for tool_id, name in qualified.items()
-        if counts[name] == 1 and name not in taken
+        if counts[keys[tool_id]] == 1 and keys[tool_id] not in taken
     }
-    taken = taken | set(settled.values())
+    taken = taken | {keys[tool_id] for tool_id in settled}
     for tool_id in sorted(set(qualified) - set(settled)):
         name = _unique_variant(qualified[tool_id], tool_id, taken)
         settled[tool_id] = name
-        taken.add(name)
+        taken.add(lookalike_key(name))
     return settled
 
 
@@ -145,11 +186,13 @@ def _unique_variant(name: str, tool_id: str, taken: set[str]) -> str:
     full = _sha1(tool_id)
     for length in range(_HASH_LENGTH, len(full) + 1, 4):
         candidate = _with_suffix(name, full[:length])
-        if candidate not in taken:
+        if lookalike_key(candidate) not in taken:
             return candidate
     # Only reachable with a SHA-1 collision between tool ids; a counter still ends it.
     counter = 2
-    while (candidate := _with_suffix(name, f"{full[:_HASH_LENGTH]}_{counter}")) in taken:
+    while (
+        lookalike_key(candidate := _with_suffix(name, f"{full[:_HASH_LENGTH]}_{counter}")) in taken
+    ):
         counter += 1
     return candidate
 

@@ -32,6 +32,10 @@ class ToolProvider(Protocol):
     Attributes:
         provider_name: Unique within a registry; registering the same name replaces.
         provider_type: ``plugin``, ``builtin`` or ``mcp`` (free-form for embedders).
+            A ``plugin`` provider's names never take a name another provider
+            keeps (:mod:`plughost.tools.reserved`); a provider may define
+            ``held_names() -> Iterable[str]`` for names it keeps even while it
+            does not list them.
     """
 
     provider_name: str

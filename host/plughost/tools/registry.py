@@ -13,6 +13,10 @@ Rules:
   the first keeps it and one warning names both sources (provider and
   ``tool_id``). Disabled specs (``enabled=False``) are dropped first, so a
   disabled tool never shadows an enabled one.
+- **The host's names win over plugins'.** A plugin provider's tool whose name
+  is, or looks like, a name the host keeps (``tool_search``, a built-in's, an
+  MCP server's) is refused whatever the provider order, and
+  :attr:`ToolRegistry.name_guard` reports it once (:mod:`plughost.tools.reserved`).
 - **Visibility, also at call time.** ``hidden`` tools are never listed or
   defined for the model, and :meth:`ToolRegistry.invoke` refuses them
   (``tool_not_visible``) unless the caller says it is trusted
@@ -72,6 +76,7 @@ from plughost.tools.arguments import ArgumentErrors, prepare_arguments
 from plughost.tools.defaults import fill_defaults
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost.tools.reserved import HostNames, NameGuard
 from plughost.tracing import start_span, tracing
 from plughost_sdk.models import (
     ToolAvailabilityContext,
@@ -91,6 +96,7 @@ CallObserver = Callable[[ToolSpec | None, ToolExecutionResult, float], None]
 _VIEW_CACHE_SIZE = 64
 _SUGGESTIONS = 3
 _LISTED_IN_ERRORS = 20
+_MAX_WARNED = 4096
 
 CallGate = Callable[[ToolSpec, ToolExecutionContext | None], Awaitable[ToolExecutionResult | None]]
 """Asked before an untrusted call runs: a failed result refuses the call, None lets it run."""
@@ -131,6 +137,8 @@ class ToolRegistry:
         self._resource_listeners: list[Callable[[str], None]] = []
         self._views: OrderedDict[tuple[int, ToolAvailabilityContext | None], _View] = OrderedDict()
         self._warned: set[tuple[str, str, str]] = set()
+        self.name_guard = NameGuard()
+        """Refuses plugin tools that take the host's names; add a listener to hear of it."""
         self._observers: list[CallObserver] = []
         self._version = 0
         self._inflight = 0
@@ -352,27 +360,37 @@ class ToolRegistry:
         providers = list(self._providers)
         listings = await asyncio.gather(*(_list_safely(p, context) for p in providers))
         view = _View()
+        host = HostNames.of(
+            providers,
+            [[s.name for s in specs if s.enabled] if specs else None for specs in listings],
+        )
         for provider, specs in zip(providers, listings, strict=True):
             if specs is None:
                 view.complete = False
                 continue
             for spec in specs:
-                self._add_route(view, provider, spec)
+                self._add_route(view, provider, spec, host)
         return view
 
-    def _add_route(self, view: _View, provider: ToolProvider, spec: ToolSpec) -> None:
+    def _add_route(
+        self, view: _View, provider: ToolProvider, spec: ToolSpec, host: HostNames
+    ) -> None:
         if not spec.enabled:
             return
         if not spec.name:
             log.warning("tool without a name skipped provider=%s", provider.provider_name)
             return
         spec = _stamped(spec, provider)
+        if not self.name_guard.admits(provider, spec, host):
+            return
         first = view.routes.get(spec.name)
         if first is None:
             view.routes[spec.name] = _Route(provider, spec)
             return
         collision = (spec.name, first.spec.tool_id, spec.tool_id)
         if collision not in self._warned:
+            if len(self._warned) >= _MAX_WARNED:
+                self._warned.clear()
             self._warned.add(collision)
             log.warning(
                 "duplicate tool name skipped name=%s kept=%s/%s skipped=%s/%s",

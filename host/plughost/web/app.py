@@ -7,7 +7,8 @@
                                       commands, event handlers, hooks, APIs, home cards
 ``GET /api/feed?plugin=&level=``      the newest feed entries, filtered
 ``GET /api/stream``                   server-sent events: ``overview`` every second,
-                                      ``feed`` for each new entry
+                                      ``feed`` for each new entry (a bounded number
+                                      open at once: :mod:`plughost.web.streams`)
 ``POST /api/plugins/{id}/{action}``   ``reload``, ``enable`` or ``disable`` a plugin
 ``POST /api/tools/enabled``           ``{"full_name", "enabled", "session_id"?}``
 ``POST /api/components/enabled``      ``{"key": "KIND:plugin_id.name", "enabled"}``
@@ -24,7 +25,8 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,13 +36,15 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 
 import plughost.web.snapshot as snapshot
 from plughost import __version__
 from plughost.host import PluginHost
-from plughost.web.feed import ConsoleFeed
+from plughost.web.feed import ConsoleFeed, FeedEntry
 from plughost.web.metrics import ConsoleMetrics
 from plughost.web.stats import CallStats
+from plughost.web.streams import StreamRefused, StreamSlots
 from plughost.web.trial import try_tool
 
 __all__ = ["STATIC", "ConsoleParts", "build_app"]
@@ -48,6 +52,8 @@ __all__ = ["STATIC", "ConsoleParts", "build_app"]
 STATIC = Path(__file__).resolve().parent / "static"
 _TICK = 1.0
 _FEED_LIMIT = 1000
+_RENDERED = 256  # feed entries kept rendered for the streams that have yet to send them
+_PACE = 0.25  # seconds between two writes of feed entries to one stream
 
 
 class ConsoleParts(Protocol):
@@ -86,6 +92,9 @@ class _Api:
         self._console = console
         self._host = console.host
         self._calls = itertools.count(1)
+        self.slots = StreamSlots()
+        self._overview_sse = ("", -_TICK)  # one overview a tick for every stream together
+        self._rendered: OrderedDict[int, str] = OrderedDict()
 
     async def page(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
@@ -125,8 +134,14 @@ class _Api:
         return _json({"entries": [e.to_dict() for e in entries]})
 
     async def stream(self, request: Request) -> Response:
-        return StreamingResponse(
+        client = request.client.host if request.client is not None else ""
+        try:
+            self.slots.take(client)
+        except StreamRefused as exc:
+            return JSONResponse({"error": str(exc)}, exc.status, headers={"retry-after": "5"})
+        return _HeldStream(
             self._events(),
+            release=lambda: self.slots.give_back(client),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
@@ -135,17 +150,40 @@ class _Api:
         closing = self._console.closing
         yield "retry: 1000\n\n"
         with self._console.feed.subscription() as queue:
-            yield _sse("overview", self._overview())
+            yield self._shared_overview()
             next_tick = time.monotonic() + _TICK
             while not closing.is_set():
                 try:
                     async with asyncio.timeout(max(0.0, next_tick - time.monotonic())):
-                        entry = await queue.get()
+                        entries = [await queue.get()]
                 except TimeoutError:
                     next_tick = time.monotonic() + _TICK
-                    yield _sse("overview", self._overview())
-                else:
-                    yield _sse("feed", entry.to_dict())
+                    yield self._shared_overview()
+                    continue
+                while not queue.empty():
+                    entries.append(queue.get_nowait())
+                yield "".join(self._rendered_entry(entry) for entry in entries)
+                # What arrives meanwhile waits in the queue and goes in the next write: a
+                # stream wakes a few times a second, not once per entry (once per call).
+                await asyncio.sleep(_PACE)
+
+    def _shared_overview(self) -> str:
+        """The overview event, made at most twice a tick however many streams send it."""
+        text, made = self._overview_sse
+        now = time.monotonic()
+        if now - made >= _TICK / 2:
+            text = _sse("overview", self._overview())
+            self._overview_sse = (text, now)
+        return text
+
+    def _rendered_entry(self, entry: FeedEntry) -> str:
+        """A feed entry's event, rendered once for every stream that sends it."""
+        text = self._rendered.get(entry.seq)
+        if text is None:
+            text = self._rendered[entry.seq] = _sse("feed", entry.to_dict())
+            if len(self._rendered) > _RENDERED:
+                self._rendered.popitem(last=False)
+        return text
 
     async def plugin_action(self, request: Request) -> Response:
         plugin_id = request.path_params["plugin_id"]
@@ -215,6 +253,20 @@ class _Api:
 
     async def metrics(self, request: Request) -> Response:
         return Response(self._console.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+class _HeldStream(StreamingResponse):
+    """A streaming response that gives its stream slot back however it ends."""
+
+    def __init__(self, content: AsyncIterator[str], *, release: Callable[[], None], **kw: Any):
+        super().__init__(content, **kw)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 async def _body(request: Request) -> dict[str, Any]:

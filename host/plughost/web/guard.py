@@ -1,4 +1,4 @@
-"""Who may use the console: loopback readers freely, everyone else and every action by token.
+"""Who may use the console: whoever holds its token, from anywhere; the page itself is open.
 
 An ASGI layer in front of the app, in this order:
 
@@ -6,12 +6,18 @@ An ASGI layer in front of the app, in this order:
    header, so a web page that rebinds its own DNS name to 127.0.0.1 cannot
    read the console from an operator's browser.
 2. The page itself (``/`` and ``/static/``) holds no data and is open to all.
-3. Reads (GET) from a loopback client need nothing; reads from anywhere else
-   need the token.
-4. Actions (any other method) need the token from everyone. The token travels
-   in an ``Authorization: Bearer`` header (or ``?token=`` where a browser API
-   cannot set headers, as ``EventSource``), never in a cookie, so another
-   site cannot make a browser act on the console.
+3. Everything else needs the token, from every client, loopback included:
+   reads (``/api/...``, the event stream, ``/metrics``) and actions alike. A
+   client on the host's loopback is not necessarily an operator: a plugin
+   whose network reaches the loopback (a ``localhost:PORT`` grant, a manifest
+   that asks for ports) or another local program would otherwise read every
+   plugin's log lines and the chat messages the bot took in. The page
+   takes the token from the login URL's fragment and sends it with every
+   request.
+4. The token travels in an ``Authorization: Bearer`` header (or, for reads
+   only, ``?token=`` where a browser API cannot set headers, as
+   ``EventSource``), never in a cookie, so another site cannot make a browser
+   act on the console.
 """
 
 from __future__ import annotations
@@ -58,17 +64,15 @@ class ConsoleGuard:
         headers = dict(scope["headers"])
         if self._loopback_bind and not _loopback_host_header(headers.get(b"host", b"")):
             return 403, "the console on a loopback address answers only to a loopback Host header"
-        path: str = scope["path"]
-        if path == "/" or path.startswith(_OPEN_PATHS):
-            return None
-        client = scope.get("client")
-        local = client is not None and is_loopback(str(client[0]))
-        if scope["method"] in _READS and local:
+        if _open(scope["path"]):
             return None
         if self._has_token(scope, headers):
             return None
         if scope["method"] in _READS:
-            return 401, "a token is needed to read the console from another machine"
+            return 401, (
+                "reading the console needs its token, from this machine too: open the login "
+                "URL plughost serve printed (#token=...), or send Authorization: Bearer TOKEN"
+            )
         return 401, "actions need the console's token (Authorization: Bearer TOKEN)"
 
     def _has_token(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
@@ -80,6 +84,11 @@ class ConsoleGuard:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             given = query.get("token", [""])[0].encode()
         return bool(given) and hmac.compare_digest(given, self._token)
+
+
+def _open(path: str) -> bool:
+    """The page and its static files; a path that climbs out of them is not."""
+    return path == "/" or (path.startswith(_OPEN_PATHS) and ".." not in path.split("/"))
 
 
 def _loopback_host_header(value: bytes) -> bool:

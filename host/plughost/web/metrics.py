@@ -11,7 +11,7 @@ mix their figures.
 metric                                      labels
 ==========================================  =======================================
 plughost_tool_calls_total                   tool, source (plugin id or provider)
-plughost_tool_errors_total                  tool, code (the result's error_code)
+plughost_tool_errors_total                  tool, code (the result's error_code, if known)
 plughost_tool_call_seconds (histogram)      tool
 plughost_runner_restarts_total              runner
 plughost_runner_crashes_total               runner
@@ -24,6 +24,10 @@ plughost_mcp_server_failures                server (connect failures in a row)
 plughost_network_denied                     kind (plugin, mcp), name: refused connections
 plughost_sandbox_protections                kind (plugin, mcp), name: protections in force
 ==========================================  =======================================
+
+Label values that others choose (error codes, called names, remote runner ids)
+come from bounded sets (:mod:`plughost.web.labels`), so no plugin or client can
+make the series grow without end.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.runners.supervisor import RunnerState
 from plughost.status import PluginStatus
+from plughost.web.labels import NO_SUCH_TOOL, LabelValues, error_code
 from plughost.web.snapshot import mcp_servers, runner_process
 from plughost_sdk.models import ToolExecutionResult, ToolSpec
 
@@ -99,26 +104,30 @@ class ConsoleMetrics:
             registry=self.registry,
         )
         self.registry.register(_HostCollector(host))
+        self._tool = LabelValues()
+        self._source = LabelValues()
+        self._runner = LabelValues()
+        self._plugin = LabelValues()
 
     def observe_call(
         self, spec: ToolSpec | None, result: ToolExecutionResult, seconds: float
     ) -> None:
         """A registry call observer: count the call, its error code and its duration."""
-        tool = result.tool_name
-        self._calls.labels(tool, call_source(spec)).inc()
+        tool = self._tool(spec.name) if spec is not None else NO_SUCH_TOOL
+        self._calls.labels(tool, self._source(call_source(spec))).inc()
         self._latency.labels(tool).observe(seconds)
         if not result.success:
-            self._errors.labels(tool, result.error_code or "error").inc()
+            self._errors.labels(tool, error_code(result.error_code)).inc()
 
     def observe_event(self, event: LifecycleEvent) -> None:
         """An event bus callback: count restarts, crashes and reloads."""
-        runner = event.runner_id or ""
         if event.kind is EventKind.RUNNER_RESTARTED:
-            self._restarts.labels(runner).inc()
+            self._restarts.labels(self._runner(event.runner_id or "")).inc()
         elif event.kind is EventKind.RUNNER_CRASHED:
-            self._crashes.labels(runner).inc()
+            self._crashes.labels(self._runner(event.runner_id or "")).inc()
         elif event.kind in _RELOAD_OUTCOMES:
-            self._reloads.labels(event.plugin_id or "", _RELOAD_OUTCOMES[event.kind]).inc()
+            plugin = self._plugin(event.plugin_id or "")
+            self._reloads.labels(plugin, _RELOAD_OUTCOMES[event.kind]).inc()
 
     def render(self) -> bytes:
         """Every metric in the Prometheus text format."""

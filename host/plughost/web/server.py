@@ -29,6 +29,7 @@ import uvicorn
 from plughost.events import LifecycleEvent
 from plughost.host import PluginHost
 from plughost.mcp.uvicorn_embed import EmbeddedUvicorn, is_loopback
+from plughost.own_services import OWN_SERVICES
 from plughost.settings import WebSettings
 from plughost.web.app import build_app
 from plughost.web.feed import ConsoleFeed, FeedLogHandler
@@ -129,7 +130,9 @@ class WebConsole:
             timeout_graceful_shutdown=int(_SHUTDOWN_GRACE),
         )
         server = EmbeddedUvicorn(config)
-        with self._attached(), contextlib.closing(sock):
+        # Plugins never reach it, whatever their network grants (plughost.own_services).
+        own = OWN_SERVICES.serving("console", str(sock.getsockname()[0]), self.port)
+        with self._attached(), contextlib.closing(sock), own:
             serving = asyncio.create_task(server.serve(sockets=[sock]))
             log.info("console serving on %s", self.url)
             if ready is not None:

@@ -4,10 +4,12 @@ The host decides what to apply (it has probed the kernel, see ``probe``) and
 hands the runner a :class:`SandboxPolicy` as ``--sandbox '<json>'``; this
 package only carries it out, in this order:
 
-0. the cgroups the host made for it (``limits.processes`` on a root host);
+0. the cgroups the host made for it (on a root host: ``limits.processes``, and
+   the meters of ``limits.memory_mb`` and ``limits.cpu_seconds``);
 1. user, mount and IPC namespaces, plus a network namespace (no network at all,
-   not even the host's loopback) unless a plugin's manifest asks for the
-   network, plus a pid namespace (the runner under a minimal init, see
+   not even the host's loopback, nor its socket tables in ``/proc/net``) unless
+   the runner reaches the host over TCP, plus a pid namespace (the runner
+   under a minimal init, see
    :mod:`.pidns`) unless the operator turned it off; inside them
    ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` covered by empty private
    mounts (no other program's Unix socket in reach), each plugin folder
@@ -22,7 +24,8 @@ package only carries it out, in this order:
    host's working directory); TCP ports only as the manifests ask; no signals
    to, and no ``/proc/<pid>/environ`` or ``mem`` of, any process outside;
 4. a seccomp filter (:mod:`.seccomp`);
-5. with network grants, name lookups and TCP connects routed through the
+5. with network grants or a manifest's ports, name lookups and TCP connects
+   (and, for a manifest's ``bind`` ports, TCP binds) routed through the
    host's gate (:mod:`.egress`), the runner's only way out of its namespace,
    and an HTTP proxy on the namespace's own loopback for native clients and
    subprocesses (:mod:`.egress_proxy`).
@@ -95,6 +98,7 @@ class SandboxPolicy:
     overlays: list[list[str]] = field(default_factory=list)
     file_size: int | None = None  # RLIMIT_FSIZE, bytes: no one file past the disk quota
     egress: str = ""  # the host's gate (a Unix socket) for the network the plugins were granted
+    listen: bool = False  # a manifest asks for bind ports: TCP bind goes through the gate
 
     @classmethod
     def from_json(cls, text: str) -> SandboxPolicy:
@@ -168,7 +172,7 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
     except OSError as exc:
         raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
     if policy.egress:
-        egress.install(policy.egress, proxy)
+        egress.install(policy.egress, proxy, listen=policy.listen)
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # TMPDIR: the plugin's temp dir

@@ -11,7 +11,11 @@ urllib and asyncio all end in, so that
 * ``connect`` / ``connect_ex`` of a TCP socket ask the gate to connect, and
   receive the connecting socket itself, put in place of the plugin's own
   (same descriptor number, same blocking mode, so an event loop waiting on it
-  sees the connect complete as usual).
+  sees the connect complete as usual);
+* with ``listen`` (the manifest asks for ``bind`` ports), ``bind`` of a TCP
+  socket asks the gate for a socket listening on the host's network, put in
+  the plugin's socket's place the same way (its ``listen`` then only sets the
+  backlog again), so connections from outside reach it.
 
 A refusal comes back as the error a library expects (``PermissionError`` for
 a destination no grant covers, ``socket.gaierror`` for a name), with the grant
@@ -36,12 +40,17 @@ _ASK_SECONDS = 30.0
 _real_getaddrinfo = socket.getaddrinfo
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
+_real_bind = socket.socket.bind
 _gate = ""
 _local: set[tuple[str, int]] = set()  # the runner's own proxy: connected directly
 
 
 def install(
-    gate: str, proxy: socket.socket | None = None, proxied: tuple[str, int] | None = None
+    gate: str,
+    proxy: socket.socket | None = None,
+    proxied: tuple[str, int] | None = None,
+    *,
+    listen: bool = False,
 ) -> None:
     """Route name lookups and TCP connects of this process through the gate at ``gate``.
 
@@ -49,7 +58,8 @@ def install(
     ``HTTP(S)_PROXY`` for native clients and subprocesses (:mod:`.egress_proxy`);
     ``proxied`` is such a proxy served by another process (a sandboxed MCP
     server's init). Either way this process's own Python clients keep the
-    direct path: they are not sent through it.
+    direct path: they are not sent through it. With ``listen``, TCP ``bind``
+    goes through the gate too.
     """
     set_gate(gate)
     if proxy is not None:
@@ -62,6 +72,8 @@ def install(
     socket.gethostbyname_ex = _gethostbyname_ex
     socket.socket.connect = _connect  # type: ignore[method-assign,assignment]
     socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign,assignment]
+    if listen:
+        socket.socket.bind = _bind  # type: ignore[method-assign,assignment]
     if proxied is not None:
         _local.add((str(proxied[0]), int(proxied[1])))
         _hide_proxy(f"http://{proxied[0]}:{proxied[1]}")
@@ -240,3 +252,21 @@ def _open(sock: socket.socket, address: tuple[Any, ...]) -> int:
     if not poller.poll(None if timeout is None else int(timeout * 1000)):
         raise TimeoutError(errno.ETIMEDOUT, "timed out")
     return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+
+
+def _bind(self: socket.socket, address: Any) -> None:
+    """Bind a TCP socket on the host's network: the gate listens, this socket becomes it."""
+    if not _through_gate(self, address):
+        return _real_bind(self, address)
+    host, port = str(address[0]), int(address[1])
+    answer, handed = _ask({"op": "listen", "address": host, "port": port})
+    if not answer.get("ok") or handed is None:
+        code = int(answer.get("errno") or errno.EACCES)
+        raise OSError(code, str(answer.get("error") or os.strerror(code)))
+    timeout = self.gettimeout()
+    try:
+        os.dup2(handed, self.fileno(), inheritable=False)
+    finally:
+        os.close(handed)
+    self.settimeout(timeout)
+    return None

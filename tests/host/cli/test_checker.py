@@ -224,8 +224,8 @@ async def test_commands_and_hooks_are_checked_and_listed(tmp_path: Path) -> None
         (
             6,
             "error",
-            "command 'broken': pattern '^/broken(' does not compile "
-            "(missing ), unterminated subpattern at position 8)",
+            "command 'broken': pattern '^/broken(' is refused, so it never runs: "
+            "RE2 cannot match it (missing ): ^/broken()",
         ),
         (10, "warning", "command 'silent': has neither a pattern nor an alias, so it never runs"),
         (
@@ -284,8 +284,8 @@ async def test_shared_tool_names_unknown_fields_and_missing_descriptions_are_war
     assert (
         "warning",
         7,
-        "tool 'search': another plugin has a tool of this name, so the model "
-        "sees it as 'beta_search'",
+        "tool 'search': another plugin has a tool of this name, or of one a model could "
+        "mistake for it, so the model sees it as 'beta_search'",
     ) in beta
 
 

@@ -1,8 +1,9 @@
-"""``plughost runner-credentials new``: allow-list entries, manifest pins and grants."""
+"""``plughost runner-credentials new``: allow-list entries, folder pins and grants."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 
 from plughost.cli.credentials import runner_credentials
 from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
-from plughost_sdk.manifest import manifest_sha256
+from plughost_sdk.plugin_digest import plugin_sha256
 
 PLUGIN = Path(__file__).parents[2] / "plugins" / "caller"
 
@@ -25,7 +26,7 @@ def issue(tmp_path: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_pin_manifest_replaces_a_plugin_entry_of_the_same_id_with_its_hash(
+def test_pin_replaces_a_plugin_entry_of_the_same_id_with_its_digest_and_declarations(
     tmp_path: Path,
 ) -> None:
     code, output = issue(
@@ -34,7 +35,7 @@ def test_pin_manifest_replaces_a_plugin_entry_of_the_same_id_with_its_hash(
         "tests.caller",
         "--plugin",
         "tests.other==2.0.0",
-        "--pin-manifest",
+        "--pin",
         str(PLUGIN),
         "--grant",
         "tools.call",
@@ -43,8 +44,13 @@ def test_pin_manifest_replaces_a_plugin_entry_of_the_same_id_with_its_hash(
     (credential,) = RemoteKeyStore(tmp_path / "keys").credentials()
     assert credential.allow == (
         AllowEntry("tests.other", "2.0.0"),
-        AllowEntry("tests.caller", "1.0.0", manifest_sha256(PLUGIN)),
+        AllowEntry("tests.caller", "1.0.0", plugin_sha256(PLUGIN)),
     )
+    # What the copy declares, loaded in a throwaway runner: the host registers no more.
+    assert credential.declares == {
+        plugin_sha256(PLUGIN): frozenset({"tool:relay", "tool:shout_back", "tool:recurse"})
+    }
+    assert credential.undeclared(plugin_sha256(PLUGIN), ["tool:relay", "tool:new"]) == ["tool:new"]
     assert credential.grants == ("tools.call",)
     assert credential.grants_capability("tools.call")
     assert not credential.grants_capability("send.text")
@@ -57,7 +63,12 @@ def test_a_pin_in_an_entry_is_checked_against_the_offered_hash() -> None:
     assert str(entry) == f"tests.caller==1.0.0@sha256:{'a' * 64}"
     assert entry.refusal("1.0.0", "a" * 64) is None
     assert entry.refusal("1.0.0", "b" * 64) == (
-        f"manifest sha256:{'a' * 64} expected, sha256:{'b' * 64} offered"
+        f"files sha256:{'a' * 64} expected, sha256:{'b' * 64} offered (the runner's copy of "
+        "the plugin differs from the pinned one in some file)"
+    )
+    assert entry.refusal("1.0.0", "", "plugin.py is a symbolic link") == (
+        f"files sha256:{'a' * 64} expected; the runner has no digest of the folder: "
+        "plugin.py is a symbolic link"
     )
     with pytest.raises(ValueError, match="64 hex digits"):
         AllowEntry.parse("tests.caller@sha256:beef")
@@ -67,3 +78,32 @@ def test_a_pin_in_an_entry_is_checked_against_the_offered_hash() -> None:
 def test_a_malformed_grant_is_refused(tmp_path: Path, grant: str) -> None:
     code, output = issue(tmp_path, "--plugin", "tests.caller", "--grant", grant)
     assert code != 0 and "a grant is 'group.name'" in output
+
+
+def test_pin_refuses_a_folder_holding_a_link(tmp_path: Path) -> None:
+    folder = tmp_path / "caller"
+    shutil.copytree(PLUGIN, folder)
+    (folder / "helper.py").symlink_to(tmp_path / "elsewhere.py")
+
+    code, output = issue(tmp_path, "--pin", str(folder))
+
+    assert code != 0
+    assert "helper.py is a symbolic link" in output and "replace it with a copy" in output
+
+
+def test_pin_of_a_plugin_that_does_not_load_here_names_the_digest_only_entry(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "crash"
+    shutil.copytree(PLUGIN.parent / "crash_on_import", folder)
+    manifest = json.loads((folder / "_manifest.json").read_text())
+
+    code, output = issue(tmp_path, "--pin", str(folder))
+
+    assert code != 0
+    assert f"plugin {manifest['id']} did not load here" in output
+    digest = plugin_sha256(folder)
+    assert f"--plugin {manifest['id']}=={manifest['version']}@sha256:{digest}" in " ".join(
+        output.split()
+    )
+    assert not (tmp_path / "runner.json").exists()

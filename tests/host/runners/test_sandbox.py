@@ -15,6 +15,7 @@ from plughost.runners.sandbox import (
     PROTECTIONS,
     SandboxReport,
     SandboxSupport,
+    manifest_ports,
     runner_policy,
     sandbox_report,
 )
@@ -49,10 +50,17 @@ def policy_of(
     sources: list[PluginSource],
     endpoint: str = "ipc:///run/x.sock",
     report: SandboxReport | None = None,
+    egress: str = "",
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     report = report or sandbox_report(SandboxSettings(), EVERYTHING)
     made = runner_policy(
-        report, SandboxSettings(), sources, tmp_path / "data", tmp_path / "temp", endpoint
+        report,
+        SandboxSettings(),
+        sources,
+        tmp_path / "data",
+        tmp_path / "temp",
+        endpoint,
+        egress=egress,
     )
     assert made is not None
     return json.loads(made.policy), made.active
@@ -73,12 +81,37 @@ def test_a_plugin_without_network_gets_a_network_namespace_and_no_tcp_ports(
     assert data.is_dir() and temp.is_dir()  # made by the host: the runner could not
 
 
-def test_a_plugin_asking_for_ports_shares_the_hosts_network_but_only_those_ports(
+def test_a_plugin_asking_for_ports_keeps_a_namespace_of_its_own_and_its_gate_opens_them(
     tmp_path: Path,
 ) -> None:
     plugin = source(tmp_path / "fetcher", {"connect": [443, 80]})
 
-    policy, active = policy_of(tmp_path, [plugin])
+    policy, active = policy_of(tmp_path, [plugin], egress="/run/x.egress")
+
+    assert policy["network_namespace"] and "network_namespace" in active
+    assert policy["connect_ports"] == [] and policy["bind_ports"] == []  # only the gate's
+    assert policy["egress"] == "/run/x.egress" and not policy["listen"]
+    ports = manifest_ports(SandboxSettings(), [plugin])
+    assert ports.connects(443) and ports.connects(80) and not ports.connects(22)
+
+
+def test_a_plugin_asking_to_listen_binds_through_its_gate(tmp_path: Path) -> None:
+    plugin = source(tmp_path / "server", {"bind": [8080]})
+
+    policy, _ = policy_of(tmp_path, [plugin], egress="/run/x.egress")
+
+    assert policy["network_namespace"] and policy["listen"]
+    assert manifest_ports(SandboxSettings(), [plugin]).bind == frozenset({8080})
+
+
+def test_without_a_network_namespace_a_plugin_asking_for_ports_gets_landlock_ports(
+    tmp_path: Path,
+) -> None:
+    plugin = source(tmp_path / "fetcher", {"connect": [443, 80]})
+    no_netns = SandboxSupport(frozenset(PROTECTIONS) - {"network_namespace"}, {}, 7)
+    report = sandbox_report(SandboxSettings(), no_netns)
+
+    policy, active = policy_of(tmp_path, [plugin], report=report)
 
     assert not policy["network_namespace"] and "network_namespace" not in active
     assert policy["connect_ports"] == [443, 80] and policy["bind_ports"] == []
@@ -97,14 +130,17 @@ def test_an_operator_who_caps_manifests_keeps_a_plugin_asking_for_ports_offline(
     policy = json.loads(made.policy)
     assert policy["network_namespace"] and "network_namespace" in made.active
     assert policy["connect_ports"] == [] and policy["bind_ports"] == []
+    assert not manifest_ports(capped, [plugin])  # so its gate opens nothing either
 
 
-def test_any_port_leaves_tcp_unfiltered(tmp_path: Path) -> None:
+def test_any_port_lets_the_gate_connect_on_every_port(tmp_path: Path) -> None:
     plugin = source(tmp_path / "crawler", {"connect": "any"})
 
     policy, _ = policy_of(tmp_path, [plugin])
 
-    assert policy["connect_ports"] is None
+    assert policy["connect_ports"] == []  # the namespace's own: the gate connects
+    ports = manifest_ports(SandboxSettings(), [plugin])
+    assert ports.connect is None and ports.connects(22) and ports.connects(65535)
 
 
 def test_a_tcp_runner_may_reach_the_hosts_port_and_keeps_the_hosts_network(

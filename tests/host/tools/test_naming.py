@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from plughost.tools.naming import (
     MAX_NAME_LENGTH,
     NameRequest,
+    lookalike_key,
     qualified_name,
     resolve_names,
     sanitize_name,
@@ -131,3 +132,48 @@ def test_resolve_names_always_gives_distinct_valid_names(pairs: list[tuple[str, 
     assert list(names) == [entry.tool_id for entry in entries]
     assert len(set(names.values())) == len(entries)
     assert all(VALID.match(name) for name in names.values())
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("get_weather", "Get_Weather"),
+        ("get_weather", "get-weather"),
+        ("get_weather", "getWeather"),
+        ("tool_search", "tooI_search"),
+        ("tool_search", "t00l_search"),
+        ("list_files", "Iist_fi1es"),
+        ("modern", "modem"),
+        ("swap", "svvap"),
+        ("dear", "clear"),
+        ("tool_search", "\uff54\uff4f\uff4f\uff4c\uff3f\uff53\uff45\uff41\uff52\uff43\uff48"),
+    ],
+)
+def test_lookalike_key_is_the_same_for_names_a_model_could_mistake(one: str, other: str) -> None:
+    assert lookalike_key(one) == lookalike_key(other)
+
+
+@pytest.mark.parametrize(("one", "other"), [("get_weather", "get_weathers"), ("send", "sand")])
+def test_lookalike_key_tells_different_names_apart(one: str, other: str) -> None:
+    assert lookalike_key(one) != lookalike_key(other)
+
+
+def test_resolve_names_qualifies_a_later_look_alike_and_keeps_the_first() -> None:
+    entries = [
+        NameRequest("p:b:get_weather", "get_weather", "b"),
+        NameRequest("p:a:Get_Weather", "Get_Weather", "a"),
+    ]
+    assert resolve_names(entries) == {
+        "p:b:get_weather": "get_weather",
+        "p:a:Get_Weather": "a_Get_Weather",
+    }
+
+
+def test_resolve_names_never_qualifies_into_a_reserved_name_or_a_look_alike() -> None:
+    entries = [
+        NameRequest("p:x:search", "search", "x"),
+        NameRequest("p:tool:search", "search", "tool"),
+    ]
+    names = resolve_names(entries, reserved=["tool_search"])
+    assert names["p:x:search"] == "search"
+    assert names["p:tool:search"] == f"tool_search_{_sha8('p:tool:search')}"

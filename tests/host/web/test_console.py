@@ -45,12 +45,12 @@ async def test_commands_handlers_and_hooks_are_listed_and_can_be_switched_off(
         WebConsole(host, WebSettings(address="127.0.0.1:0", token=TOKEN)) as console,
         httpx2.AsyncClient(base_url=console.url.rstrip("/")) as client,
     ):
-        before = (await client.get("/api/tools")).json()["components"]
+        before = (await client.get("/api/tools", headers=_auth())).json()["components"]
         key = "COMMAND:tests.chat.weather"
         body = {"key": key, "enabled": False}
         refused = await client.post("/api/components/enabled", json=body)
         await client.post("/api/components/enabled", json=body, headers=_auth())
-        after = (await client.get("/api/tools")).json()["components"]
+        after = (await client.get("/api/tools", headers=_auth())).json()["components"]
 
     kinds = {c["kind"] for c in before}
     assert {"COMMAND", "EVENT_HANDLER", "HOOK_HANDLER"} <= kinds

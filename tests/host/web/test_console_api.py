@@ -51,7 +51,7 @@ def _auth() -> dict[str, str]:
 
 
 async def _metrics(client: httpx2.AsyncClient) -> Samples:
-    response = await client.get("/metrics")
+    response = await client.get("/metrics", headers=_auth())
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     found: Samples = {}
@@ -121,8 +121,8 @@ async def test_disabling_a_plugin_hides_its_tools_until_it_is_enabled(
     untouched = await host.invoke("echo", {"text": "x"})
     await client.post("/api/plugins/tests.echo/disable", headers=_auth())
     hidden = await host.invoke("echo", {"text": "x"})
-    listed = (await client.get("/api/tools")).json()["tools"]
-    overview = (await client.get("/api/overview")).json()
+    listed = (await client.get("/api/tools", headers=_auth())).json()["tools"]
+    overview = (await client.get("/api/overview", headers=_auth())).json()
     await client.post("/api/plugins/tests.echo/enable", headers=_auth())
     back = await host.invoke("echo", {"text": "x"})
 
@@ -140,8 +140,8 @@ async def test_a_tool_disabled_in_one_session_stays_enabled_elsewhere(
     client = served.client
     body = {"full_name": "tests.echo.echo", "enabled": False, "session_id": "s1"}
     await client.post("/api/tools/enabled", json=body, headers=_auth())
-    in_s1 = (await client.get("/api/tools?session=s1")).json()["tools"]
-    in_s2 = (await client.get("/api/tools?session=s2")).json()["tools"]
+    in_s1 = (await client.get("/api/tools?session=s1", headers=_auth())).json()["tools"]
+    in_s2 = (await client.get("/api/tools?session=s2", headers=_auth())).json()["tools"]
 
     assert {t["name"]: t["enabled_in_session"] for t in in_s1}["echo"] is False
     assert {t["name"]: t["enabled_in_session"] for t in in_s2}["echo"] is True
@@ -149,9 +149,9 @@ async def test_a_tool_disabled_in_one_session_stays_enabled_elsewhere(
 
 async def test_overview_shows_runner_figures_and_calls_per_minute(served: Served) -> None:
     host, client = served.host, served.client
-    (before,) = (await client.get("/api/overview")).json()["plugins"]
+    (before,) = (await client.get("/api/overview", headers=_auth())).json()["plugins"]
     await host.invoke("echo", {"text": "x"})
-    (plugin,) = (await client.get("/api/overview")).json()["plugins"]
+    (plugin,) = (await client.get("/api/overview", headers=_auth())).json()["plugins"]
 
     runner = plugin["runner"]
     assert plugin["state"] == "loaded"
@@ -167,7 +167,7 @@ async def test_an_embedders_monitor_events_appear_in_the_feed(served: Served) ->
     host, client = served.host, served.client
     host.monitor.session_started("s1", "group chat")
     host.monitor.planner_finished("s1", cycle_id="c1", seconds=1.5, prompt_tokens=120)
-    entries = (await client.get("/api/feed?limit=2")).json()["entries"]
+    entries = (await client.get("/api/feed?limit=2", headers=_auth())).json()["entries"]
 
     assert [e["kind"] for e in entries] == ["session.start", "planner.finalized"]
     assert all(e["source"] == "monitor" for e in entries)
@@ -183,7 +183,7 @@ async def test_the_stream_sends_an_overview_then_each_new_feed_entry(
     served: Served,
 ) -> None:
     host, client = served.host, served.client
-    async with client.stream("GET", "/api/stream") as sse:
+    async with client.stream("GET", "/api/stream", headers=_auth()) as sse:
         events = _sse_events(sse.aiter_lines())
         first = await anext(events)
         host.monitor.cycle_started("s1", cycle_id="c9", round_index=1, max_rounds=3)
@@ -210,7 +210,7 @@ async def test_reload_from_the_console_starts_a_new_runner(served: Served) -> No
     host, client = served.host, served.client
     old_pid = host.runner_for("tests.echo").pid  # type: ignore[union-attr]
     answer = (await client.post("/api/plugins/tests.echo/reload", headers=_auth())).json()
-    (plugin,) = (await client.get("/api/overview")).json()["plugins"]
+    (plugin,) = (await client.get("/api/overview", headers=_auth())).json()["plugins"]
 
     assert answer == {"plugin_id": "tests.echo", "reloaded": True}
     assert plugin["state"] == "loaded"

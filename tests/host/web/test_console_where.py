@@ -34,6 +34,10 @@ async def _row(client: httpx2.AsyncClient, plugin_id: str) -> dict[str, Any]:
     return dict(row)
 
 
+def _auth(console: WebConsole) -> dict[str, str]:
+    return {"authorization": f"Bearer {console.token}"}
+
+
 @pytest.fixture
 def runner(tmp_path: Path) -> Iterator[Callable[[str, Path], subprocess.Popen[bytes]]]:
     """Start ``plughost-runner`` serving the test plugin; every one is stopped at the end."""
@@ -56,7 +60,7 @@ async def test_every_replica_is_listed_with_the_pid_it_runs_as(
     async with (
         make_host([TEST_PLUGINS / "echo"], settings) as host,
         WebConsole(host, WebSettings(address="127.0.0.1:0")) as console,
-        httpx2.AsyncClient(base_url=console.url.rstrip("/")) as client,
+        httpx2.AsyncClient(base_url=console.url.rstrip("/"), headers=_auth(console)) as client,
     ):
         replicas = host.runners_for("tests.echo")
         await wait_until(
@@ -82,7 +86,7 @@ async def test_a_remote_runner_is_listed_with_its_address_and_credential_and_whe
     async with (
         PluginHost(settings=settings) as host,
         WebConsole(host, WebSettings(address="127.0.0.1:0")) as console,
-        httpx2.AsyncClient(base_url=console.url.rstrip("/")) as client,
+        httpx2.AsyncClient(base_url=console.url.rstrip("/"), headers=_auth(console)) as client,
     ):
         assert host.remote is not None
         process = runner(host.remote.listener.endpoint, credential)

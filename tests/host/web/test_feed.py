@@ -86,3 +86,13 @@ async def test_log_copies_of_lifecycle_events_are_not_added_twice() -> None:
     handler.emit(record)
 
     assert feed.recent() == []
+
+
+async def test_a_subscriber_that_never_reads_holds_only_the_newest_entries() -> None:
+    feed = ConsoleFeed(100, asyncio.get_running_loop())
+    with feed.subscription() as queue:
+        for n in range(3 * queue.maxsize):
+            feed.add_event(_event(EventKind.PLUGIN_LOADED, message=f"entry {n}"))
+
+        assert queue.qsize() == queue.maxsize
+        assert queue.get_nowait().message == f"entry {2 * queue.maxsize}"

@@ -1,4 +1,4 @@
-"""ConsoleGuard: loopback reads are free; remote reads and every action need the token."""
+"""ConsoleGuard: every read and action needs the token, loopback included; the page does not."""
 
 from __future__ import annotations
 
@@ -29,8 +29,33 @@ def _client(client_host: str, *, loopback_bind: bool = True, host: str = "127.0.
     return TestClient(guarded, base_url=f"http://{host}:8770", client=(client_host, 5000))
 
 
-def test_loopback_client_reads_without_a_token() -> None:
-    assert _client("127.0.0.1").get("/api/x").status_code == 200
+def _auth() -> dict[str, str]:
+    return {"authorization": f"Bearer {TOKEN}"}
+
+
+def test_a_loopback_client_needs_the_token_to_read() -> None:
+    client = _client("127.0.0.1")
+
+    refused = client.get("/api/x")
+    head = client.head("/api/x")
+    wrong = client.get("/api/x", headers={"authorization": "Bearer wrong"})
+    allowed = client.get("/api/x", headers=_auth())
+    in_query = client.get(f"/api/x?token={TOKEN}")
+
+    assert refused.status_code == 401
+    assert "token" in refused.json()["error"]
+    assert head.status_code == 401
+    assert wrong.status_code == 401
+    assert allowed.status_code == 200
+    assert in_query.status_code == 200
+
+
+def test_a_path_that_climbs_out_of_static_is_not_open() -> None:
+    client = _client("127.0.0.1")
+
+    assert client.get("/static/%2e%2e/api/x").status_code == 401
+    assert client.get("//api/x").status_code == 401
+    assert client.get("/static/a").status_code == 200
 
 
 def test_loopback_client_needs_the_token_for_an_action() -> None:
@@ -74,5 +99,5 @@ def test_loopback_console_refuses_a_foreign_host_header() -> None:
 
 
 def test_loopback_console_accepts_localhost_and_ipv6_host_headers() -> None:
-    assert _client("127.0.0.1", host="localhost").get("/api/x").status_code == 200
-    assert _client("::1", host="[::1]").get("/api/x").status_code == 200
+    assert _client("127.0.0.1", host="localhost").get("/api/x", headers=_auth()).status_code == 200
+    assert _client("::1", host="[::1]").get("/api/x", headers=_auth()).status_code == 200

@@ -11,6 +11,7 @@ from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.provider import MCPToolProvider
+from plughost.web.labels import MAX_VALUES
 from plughost.web.metrics import ConsoleMetrics
 
 DEMO_SERVER = Path(__file__).resolve().parents[2] / "mcp_servers" / "demo_server.py"
@@ -64,3 +65,23 @@ async def test_upstream_mcp_servers_show_as_up_or_down_with_their_failures() -> 
     assert after[failures] == 1
     assert before[("plughost_mcp_server_up", (("server", "demo"),))] == 0
     assert after[("plughost_mcp_server_up", (("server", "demo"),))] == 1
+
+
+def test_runner_and_plugin_labels_keep_their_first_values_then_count_the_rest_as_other() -> None:
+    metrics = ConsoleMetrics(PluginHost([]))
+    for n in range(MAX_VALUES + 500):  # a remote runner picks its own id, each time anew
+        metrics.observe_event(LifecycleEvent(EventKind.RUNNER_CRASHED, "", runner_id=f"r{n}"))
+        metrics.observe_event(LifecycleEvent(EventKind.RELOAD_FAILED, "", plugin_id=f"p{n}"))
+
+    found = _scrape(metrics)
+
+    crashes = {
+        labels: v
+        for (name, labels), v in found.items()
+        if name.startswith("plughost_runner_crashes_total")
+    }
+    reloads = {labels: v for (name, labels), v in found.items() if name == "plughost_reloads_total"}
+    assert len(crashes) == len(reloads) == MAX_VALUES + 1
+    assert crashes[(("runner", "r0"),)] == 1
+    assert crashes[(("runner", "other"),)] == 500
+    assert reloads[(("outcome", "failed"), ("plugin", "other"))] == 500

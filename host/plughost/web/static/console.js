@@ -1,5 +1,6 @@
 // plughost operator console: plain JavaScript, no build step, no downloads.
-// Live state arrives as server-sent events from /api/stream; actions are POSTs with the token.
+// Live state arrives as server-sent events from /api/stream; actions are POSTs. Every request
+// but the page itself carries the token, reads included, from this machine too.
 "use strict";
 
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -17,7 +18,10 @@ function readToken() {
 }
 const tokenInput = $("#token");
 tokenInput.value = readToken();
-tokenInput.addEventListener("change", () => sessionStorage.setItem("plughost-token", tokenInput.value));
+tokenInput.addEventListener("change", () => {
+  sessionStorage.setItem("plughost-token", tokenInput.value);
+  start();  // what was refused without it (or with a wrong one) is read again
+});
 
 async function api(path, body) {
   const headers = {};
@@ -434,12 +438,20 @@ function note(message, bad = false) {
 }
 
 // --- live stream ------------------------------------------------------------------------------------
+let source = null;
+
 function connect() {
+  if (source) source.close();
   const query = tokenInput.value ? "?token=" + encodeURIComponent(tokenInput.value) : "";
-  const source = new EventSource("/api/stream" + query);
+  source = new EventSource("/api/stream" + query);
   const live = $("#live");
   source.addEventListener("open", () => { live.textContent = "live"; live.className = "badge on"; });
-  source.addEventListener("error", () => { live.textContent = "reconnecting"; live.className = "badge off"; });
+  source.addEventListener("error", () => {
+    // A refused stream (no token, a wrong one, too many open) is closed for good by the browser.
+    const closed = source.readyState === EventSource.CLOSED;
+    live.textContent = closed ? "offline" : "reconnecting";
+    live.className = "badge off";
+  });
   source.addEventListener("overview", (event) => renderOverview(JSON.parse(event.data)));
   source.addEventListener("feed", (event) => addFeed(JSON.parse(event.data)));
 }
@@ -449,13 +461,20 @@ $("#tool-filter").addEventListener("input", renderTools);
 $("#session").addEventListener("change", scheduleTools);
 
 // Live first, then the history: entries that arrive on both are told apart by their seq.
-connect();
-loadTools().catch((e) => note(e.message, true));
-api("/api/feed?limit=500")
-  .then((feed) => {
-    const fresh = feed.entries.filter((e) => !state.seen.has(e.seq));
-    fresh.forEach((e) => state.seen.add(e.seq));
-    state.feed = [...fresh, ...state.feed].sort((a, b) => (a.seq || Infinity) - (b.seq || Infinity));
-    renderFeed();
-  })
-  .catch((e) => note(e.message, true));
+function start() {
+  if (!tokenInput.value) {
+    note("this console needs its token: open the address plughost serve printed (…/#token=…), or paste the token above", true);
+    return;
+  }
+  connect();
+  loadTools().catch((e) => note(e.message, true));
+  api("/api/feed?limit=500")
+    .then((feed) => {
+      const fresh = feed.entries.filter((e) => !state.seen.has(e.seq));
+      fresh.forEach((e) => state.seen.add(e.seq));
+      state.feed = [...fresh, ...state.feed].sort((a, b) => (a.seq || Infinity) - (b.seq || Infinity));
+      renderFeed();
+    })
+    .catch((e) => note(e.message, true));
+}
+start();
