@@ -5,6 +5,14 @@ get new configuration; an embedding bot reports its own turns (monitor events,
 :mod:`plughost.monitor`). Each of these is a :class:`LifecycleEvent` published on
 the host's :class:`EventBus`. Subscribers get their own bounded queue, so a
 slow subscriber loses old events instead of stalling the host.
+
+An event's message often quotes what a plugin shipped (a folder name, a
+manifest field, an exception's text), and it ends up in the operator's
+terminal and log files. So the bus writes every control and invisible
+formatting character of a message out as an escape (``\x1b``, ``\u202e``):
+no plugin can move the cursor, recolour the terminal, reorder what is shown or
+start a line that reads like another event. A line break stays one, with the
+next line indented under the event.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import collections
 import dataclasses
 import logging
 import time
+import unicodedata
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -21,9 +30,42 @@ from typing import Any
 
 from plughost.redaction import SecretRedactor
 
-__all__ = ["MONITOR_KINDS", "PROBLEM_KINDS", "EventBus", "EventKind", "LifecycleEvent"]
+__all__ = [
+    "MONITOR_KINDS",
+    "PROBLEM_KINDS",
+    "EventBus",
+    "EventKind",
+    "LifecycleEvent",
+    "shown",
+]
 
 log = logging.getLogger(__name__)
+
+
+def shown(text: str) -> str:
+    """``text`` with control and invisible characters escaped, continuation lines indented."""
+    if text.isprintable():
+        return text
+    return "".join(_shown_char(char) for char in text)
+
+
+_ESCAPED = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+"""Controls, invisible formatting (bidi overrides, zero-width), line and paragraph breaks."""
+
+
+def _shown_char(char: str) -> str:
+    if char == "\n":
+        return "\n    "
+    if char == "\t" or unicodedata.category(char) not in _ESCAPED:
+        return char  # a full-width space or a private-use glyph is only text
+    code = ord(char)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 class EventKind(StrEnum):
@@ -110,12 +152,15 @@ class EventBus:
         A plugin's secrets are masked where its text comes in (:mod:`plughost.redaction`),
         never here: a plugin's config may not hide the host's words in the host's sentences.
         """
+        message = shown(event.message)
         if self._redactor is not None:
             event = dataclasses.replace(
                 event,
-                message=self._redactor.redact(event.message),
+                message=self._redactor.redact(message),
                 details=self._redactor.redact_data(event.details),
             )
+        elif message is not event.message:
+            event = dataclasses.replace(event, message=message)
         self._history.append(event)
         level = logging.WARNING if event.kind in PROBLEM_KINDS else logging.INFO
         log.log(level, "%s %s", event.kind.value, event.message)

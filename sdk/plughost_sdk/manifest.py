@@ -42,15 +42,17 @@ __all__ = [
 
 MANIFEST_FILE = "_manifest.json"
 # ASCII only, no leading separator, no "..": an id is one path component (<data_dir>/<id>).
-# \Z, not $: "$" also matches before a final newline, and "a.b\n" is not "a.b".
+# \Z, not $, here and below: "$" also matches before a final newline, and "a.b\n" is not "a.b".
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)+\Z")
 # 1, 1.2, 1.2.3, then a semver "-pre"/"+build" or a PEP 440 "rc1"/".post1"/".dev0" tail.
 # Wildcards such as "2.x" are refused: they would silently compare as 2.0.0.
 VERSION_PATTERN = re.compile(
-    r"^\d+(?:\.\d+){0,2}(?:[-+][0-9A-Za-z.-]+|(?:\.?(?:a|b|rc|dev|post)\d*)+)?$"
+    r"^\d+(?:\.\d+){0,2}(?:[-+][0-9A-Za-z.-]+|(?:\.?(?:a|b|rc|dev|post)\d*)+)?\Z"
 )
 # "send.text", "send.*", "*", and MaiBot's deeper names ("statistics.local.models").
-CAPABILITY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.(\*|[a-z][a-z0-9_]*)$|^\*$")
+CAPABILITY_PATTERN = re.compile(
+    r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.(\*|[a-z][a-z0-9_]*)\Z|^\*\Z"
+)
 
 
 class _Strict(BaseModel):

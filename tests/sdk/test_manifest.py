@@ -152,7 +152,7 @@ def test_bad_plugin_id_is_rejected_with_an_example(bad_id: str) -> None:
     assert "for example 'author.weather'" in problem
 
 
-@pytest.mark.parametrize("bad_version", ["one", "1..0", "2.x", "v1.0.0", "1.2.3.4", ""])
+@pytest.mark.parametrize("bad_version", ["one", "1..0", "2.x", "v1.0.0", "1.2.3.4", "", "1.0.0\n"])
 def test_bad_version_is_rejected_with_an_example(bad_version: str) -> None:
     error = _problems(_manifest(version=bad_version))
 
@@ -175,7 +175,9 @@ def test_bad_version_range_is_rejected_naming_the_nested_field() -> None:
     assert error.problems == ["field 'sdk.min_version': '2.x' is not a version like '1.2.3'"]
 
 
-@pytest.mark.parametrize("capability", ["send", "Send.Text", "send.", "send..text", "send.*.now"])
+@pytest.mark.parametrize(
+    "capability", ["send", "Send.Text", "send.", "send..text", "send.*.now", "send.text\n"]
+)
 def test_bad_capability_is_rejected_with_the_expected_form(capability: str) -> None:
     error = _problems(_manifest(capabilities=["db.query", capability]))
 
