@@ -12,8 +12,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from plughost.runners.remote_keys import AllowEntry
 
 __all__ = ["runner_credentials"]
 
@@ -37,7 +41,20 @@ def _remote_settings(config_file: Path | None) -> tuple[Path, str | None]:
 
 @click.group("runner-credentials")
 def runner_credentials() -> None:
-    """Issue and revoke the credentials of remote runners (plughost-runner --connect)."""
+    """Issue and revoke the credentials of remote runners (plughost-runner --connect).
+
+    A credential names the plugins one runner (or a set of identical runners)
+    may serve and the host capabilities they may call; the host reads
+    [host.remote] keys_dir of --config at every connection, so a new or
+    revoked credential takes effect at once.
+
+    \b
+    Examples:
+      plughost runner-credentials new gpu-box --plugin author.ocr==1.2.0 --out gpu-box.json \\
+          --config plughost.toml
+      plughost runner-credentials list --config plughost.toml --json
+      plughost runner-credentials revoke gpu-box --config plughost.toml
+    """
 
 
 @runner_credentials.command("new")
@@ -88,7 +105,18 @@ def new_credential(
     endpoint: str | None,
     config_file: Path | None,
 ) -> None:
-    """Make credential NAME: a key pair for one runner (or a set of identical ones)."""
+    """Make credential NAME: a key pair for one runner (or a set of identical ones).
+
+    Copy the file written to --out to the runner's machine over a channel you
+    trust; the host keeps only its public key, the allow-list and the grants.
+
+    \b
+    Examples:
+      plughost runner-credentials new gpu-box --plugin author.image-tools==1.2.0 \\
+          --grant tools.call --out gpu-box.json --config plughost.toml
+      plughost runner-credentials new ocr-box --pin plugins/author.ocr \\
+          --out ocr-box.json --config plughost.toml --endpoint tcp://host.example:7700
+    """
     from plughost.cli.pinning import pin_folder
     from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
 
@@ -117,7 +145,14 @@ def new_credential(
 @click.argument("name")
 @_config_option
 def revoke_credential(name: str, config_file: Path | None) -> None:
-    """Revoke credential NAME: refused from now on, and a connected runner is cut off."""
+    """Revoke credential NAME: refused from now on, and a connected runner is cut off.
+
+    Exits 1 when there is no credential of that name.
+
+    \b
+    Example:
+      plughost runner-credentials revoke gpu-box --config plughost.toml
+    """
     from plughost.runners.remote_keys import RemoteKeyStore
 
     keys_dir, _ = _remote_settings(config_file)
@@ -129,11 +164,41 @@ def revoke_credential(name: str, config_file: Path | None) -> None:
 
 @runner_credentials.command("list")
 @_config_option
-def list_credentials(config_file: Path | None) -> None:
-    """List the live credentials and their allow-lists."""
+@click.option("--json", "as_json", is_flag=True, help="One JSON object for scripts.")
+def list_credentials(config_file: Path | None, as_json: bool) -> None:
+    """List the live credentials: the plugins each may serve and the capabilities granted.
+
+    \b
+    Examples:
+      plughost runner-credentials list --config plughost.toml
+      plughost runner-credentials list --config plughost.toml --json
+    """
     from plughost.runners.remote_keys import RemoteKeyStore
 
     keys_dir, _ = _remote_settings(config_file)
-    for credential in RemoteKeyStore(keys_dir).credentials():
+    credentials = RemoteKeyStore(keys_dir).credentials()
+    if as_json:
+        rows = [
+            {
+                "name": credential.name,
+                "plugins": [_entry_row(entry) for entry in credential.allow],
+                "grants": list(credential.grants),
+            }
+            for credential in credentials
+        ]
+        click.echo(json.dumps({"keys_dir": str(keys_dir), "credentials": rows}, indent=2))
+        return
+    if not credentials:
+        click.echo(f"no credentials in {keys_dir}", err=True)
+    for credential in credentials:
         grants = f" (grants {', '.join(credential.grants)})" if credential.grants else ""
         click.echo(f"{credential.name}: {', '.join(str(e) for e in credential.allow)}{grants}")
+
+
+def _entry_row(entry: AllowEntry) -> dict[str, str | None]:
+    """An allow-list entry for ``--json``: empty parts as null (any version, any files)."""
+    return {
+        "plugin_id": entry.plugin_id,
+        "version": entry.version or None,
+        "sha256": entry.plugin_sha256 or None,
+    }

@@ -107,3 +107,40 @@ def test_pin_of_a_plugin_that_does_not_load_here_names_the_digest_only_entry(
         output.split()
     )
     assert not (tmp_path / "runner.json").exists()
+
+
+@pytest.mark.parametrize("command", [[], ["new"], ["list"], ["revoke"]])
+def test_every_subcommand_teaches_with_an_example(command: list[str]) -> None:
+    result = CliRunner().invoke(runner_credentials, [*command, "--help"])
+
+    assert result.exit_code == 0
+    assert "Example" in result.output
+    assert "plughost runner-credentials " in result.output
+
+
+def test_list_json_gives_each_credential_its_plugins_and_grants(tmp_path: Path) -> None:
+    assert issue(tmp_path, "--plugin", "author.ocr==1.2.0", "--grant", "tools.call")[0] == 0
+    config = tmp_path / "plughost.toml"
+
+    result = CliRunner().invoke(runner_credentials, ["list", "--config", str(config), "--json"])
+
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.output)
+    assert listed["keys_dir"] == str(tmp_path / "keys")
+    assert listed["credentials"] == [
+        {
+            "name": "box",
+            "plugins": [{"plugin_id": "author.ocr", "version": "1.2.0", "sha256": None}],
+            "grants": ["tools.call"],
+        }
+    ]
+
+
+def test_list_json_of_no_credentials_is_an_empty_list(tmp_path: Path) -> None:
+    config = tmp_path / "plughost.toml"
+    config.write_text(f'[host.remote]\nkeys_dir = "{tmp_path / "keys"}"\n')
+
+    result = CliRunner().invoke(runner_credentials, ["list", "--config", str(config), "--json"])
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["credentials"] == []
