@@ -74,9 +74,12 @@ def print_json(data: Any) -> None:
 def plugins_table(rows: Iterable[PluginStatus]) -> Table:
     """The serve summary: one row per plugin, failures with their reason."""
     table = Table(title="Plugins", title_justify="left", expand=False)
-    table.add_column("Plugin", no_wrap=True)
-    for column in ("Version", "State", "Runner PID", "Tools and components"):
-        table.add_column(column)
+    # Folded, never cut with an ellipsis: a refused folder's path and a failure's
+    # reason are read whole.
+    table.add_column("Plugin", overflow="fold")
+    for column in ("Version", "State", "Runner PID"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Tools and components", overflow="fold")
     for row in rows:
         state = Text(row.state, style="green" if row.state == "loaded" else "red")
         served = [", ".join(row.tools)] if row.tools else []
