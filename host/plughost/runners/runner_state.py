@@ -75,6 +75,7 @@ class SupervisedRunner:
 
     def _emit(self, kind: EventKind, message: str, **details: Any) -> None:
         plugin = self.plugin_ids[0] if len(self.sources) == 1 else None
+        details.setdefault("plugins", self.plugin_ids)  # every plugin this runner serves
         self._events.emit(
             LifecycleEvent(
                 kind, message, plugin_id=plugin, runner_id=self.runner_id, details=details

@@ -13,8 +13,8 @@ metric                                      labels
 plughost_tool_calls_total                   tool, source (plugin id or provider)
 plughost_tool_errors_total                  tool, code (the result's error_code, if known)
 plughost_tool_call_seconds (histogram)      tool
-plughost_runner_restarts_total              runner
-plughost_runner_crashes_total               runner
+plughost_runner_restarts_total              plugin (each plugin the runner served)
+plughost_runner_crashes_total               plugin (each plugin the runner served)
 plughost_reloads_total                      plugin, outcome (succeeded, failed...)
 plughost_runner_memory_bytes                runner (resident, with its children)
 plughost_runner_up                          runner (1 while ready)
@@ -88,14 +88,19 @@ class ConsoleMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        # By plugin, not by runner: a reload starts a runner of a new id, and a
+        # plugin's crashes before and after it are one series.
         self._restarts = Counter(
             "plughost_runner_restarts",
-            "Runner restarts after a crash",
-            ["runner"],
+            "Runner restarts after a crash, by each plugin the runner served",
+            ["plugin"],
             registry=self.registry,
         )
         self._crashes = Counter(
-            "plughost_runner_crashes", "Runner crashes", ["runner"], registry=self.registry
+            "plughost_runner_crashes",
+            "Runner crashes, by each plugin the runner served",
+            ["plugin"],
+            registry=self.registry,
         )
         self._reloads = Counter(
             "plughost_reloads",
@@ -106,7 +111,6 @@ class ConsoleMetrics:
         self.registry.register(_HostCollector(host))
         self._tool = LabelValues()
         self._source = LabelValues()
-        self._runner = LabelValues()
         self._plugin = LabelValues()
 
     def observe_call(
@@ -122,12 +126,21 @@ class ConsoleMetrics:
     def observe_event(self, event: LifecycleEvent) -> None:
         """An event bus callback: count restarts, crashes and reloads."""
         if event.kind is EventKind.RUNNER_RESTARTED:
-            self._restarts.labels(self._runner(event.runner_id or "")).inc()
+            for plugin in self._served(event):
+                self._restarts.labels(plugin).inc()
         elif event.kind is EventKind.RUNNER_CRASHED:
-            self._crashes.labels(self._runner(event.runner_id or "")).inc()
+            for plugin in self._served(event):
+                self._crashes.labels(plugin).inc()
         elif event.kind in _RELOAD_OUTCOMES:
             plugin = self._plugin(event.plugin_id or "")
             self._reloads.labels(plugin, _RELOAD_OUTCOMES[event.kind]).inc()
+
+    def _served(self, event: LifecycleEvent) -> list[str]:
+        """The plugins a runner event concerns, as bounded label values."""
+        plugins = event.details.get("plugins")
+        if not isinstance(plugins, list) or not plugins:
+            plugins = [event.plugin_id or "(unknown)"]
+        return [self._plugin(str(plugin)) for plugin in plugins]
 
     def render(self) -> bytes:
         """Every metric in the Prometheus text format."""

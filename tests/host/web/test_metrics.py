@@ -30,15 +30,15 @@ def _scrape(metrics: ConsoleMetrics) -> Samples:
 def test_restarts_crashes_and_reloads_are_counted_from_events() -> None:
     metrics = ConsoleMetrics(PluginHost([]))
     for kind in (EventKind.RUNNER_CRASHED, EventKind.RUNNER_RESTARTED, EventKind.RUNNER_CRASHED):
-        metrics.observe_event(LifecycleEvent(kind, "", runner_id="runner-a"))
+        metrics.observe_event(LifecycleEvent(kind, "", plugin_id="p", runner_id="runner-p"))
     metrics.observe_event(LifecycleEvent(EventKind.RELOAD_SUCCEEDED, "", plugin_id="p"))
     metrics.observe_event(LifecycleEvent(EventKind.RELOAD_FAILED, "", plugin_id="p"))
     metrics.observe_event(LifecycleEvent(EventKind.RELOAD_FAILED, "", plugin_id="p"))
 
     found = _scrape(metrics)
 
-    assert found[("plughost_runner_crashes_total", (("runner", "runner-a"),))] == 2
-    assert found[("plughost_runner_restarts_total", (("runner", "runner-a"),))] == 1
+    assert found[("plughost_runner_crashes_total", (("plugin", "p"),))] == 2
+    assert found[("plughost_runner_restarts_total", (("plugin", "p"),))] == 1
     assert found[("plughost_reloads_total", (("outcome", "succeeded"), ("plugin", "p")))] == 1
     assert found[("plughost_reloads_total", (("outcome", "failed"), ("plugin", "p")))] == 2
 
@@ -70,7 +70,8 @@ async def test_upstream_mcp_servers_show_as_up_or_down_with_their_failures() -> 
 def test_runner_and_plugin_labels_keep_their_first_values_then_count_the_rest_as_other() -> None:
     metrics = ConsoleMetrics(PluginHost([]))
     for n in range(MAX_VALUES + 500):  # a remote runner picks its own id, each time anew
-        metrics.observe_event(LifecycleEvent(EventKind.RUNNER_CRASHED, "", runner_id=f"r{n}"))
+        crashed = LifecycleEvent(EventKind.RUNNER_CRASHED, "", runner_id=f"r{n}", plugin_id=f"p{n}")
+        metrics.observe_event(crashed)
         metrics.observe_event(LifecycleEvent(EventKind.RELOAD_FAILED, "", plugin_id=f"p{n}"))
 
     found = _scrape(metrics)
@@ -82,6 +83,27 @@ def test_runner_and_plugin_labels_keep_their_first_values_then_count_the_rest_as
     }
     reloads = {labels: v for (name, labels), v in found.items() if name == "plughost_reloads_total"}
     assert len(crashes) == len(reloads) == MAX_VALUES + 1
-    assert crashes[(("runner", "r0"),)] == 1
-    assert crashes[(("runner", "other"),)] == 500
+    assert crashes[(("plugin", "p0"),)] == 1
+    assert crashes[(("plugin", "other"),)] == 500
     assert reloads[(("outcome", "failed"), ("plugin", "other"))] == 500
+
+
+def test_a_plugins_crashes_are_one_series_across_the_runners_its_reloads_start() -> None:
+    metrics = ConsoleMetrics(PluginHost([]))
+    for runner in ("runner-p", "runner-p-2", "runner-p-3"):  # a reload starts a new runner
+        metrics.observe_event(
+            LifecycleEvent(EventKind.RUNNER_CRASHED, "", plugin_id="p", runner_id=runner)
+        )
+    shared = {"plugins": ["a", "b"]}  # a runner serving two plugins
+    metrics.observe_event(
+        LifecycleEvent(EventKind.RUNNER_CRASHED, "", runner_id="runner-all", details=shared)
+    )
+
+    found = _scrape(metrics)
+
+    crashes = {k: v for k, v in found.items() if k[0] == "plughost_runner_crashes_total"}
+    assert crashes == {
+        ("plughost_runner_crashes_total", (("plugin", "p"),)): 3,
+        ("plughost_runner_crashes_total", (("plugin", "a"),)): 1,
+        ("plughost_runner_crashes_total", (("plugin", "b"),)): 1,
+    }
