@@ -305,7 +305,7 @@ def _import(spec: PluginSpec) -> ModuleType:
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     if spec.flavor == "maibot":
-        maibot_imports.register_package(name)
+        maibot_imports.register_package(name, spec.path)
     try:
         module_spec.loader.exec_module(module)
     except SyntaxError as exc:

@@ -1,9 +1,15 @@
 """``import maibot_sdk`` inside a MaiBot plugin resolves to ``plughost_sdk.maibot``.
 
-The mapping is keyed on *who imports*: an ``import`` statement passes the
-importing module's globals to ``__import__``, and a plugin's modules all live
-under the package name the loader gave it. Only packages registered here (the
-plugins whose manifest targets MaiBot) see the mapping:
+The mapping is keyed on *who imports*, and a module is a MaiBot plugin's when
+its file lies inside the folder of a plugin registered here (the plugins whose
+manifest targets MaiBot). That covers the modules the loader imports under the
+package name it gave the plugin, and also the ones a plugin imports by a
+top-level name after putting its own folder on ``sys.path`` (``from config
+import X``, ``from libs.util import Y``), as published MaiBot plugins do. Code
+with no file (a string the plugin executes) counts when its ``__name__`` is
+under the plugin's package. Paths are compared resolved and part by part, so a
+sibling folder whose name merely starts the same (``weather`` and
+``weather_extra``) is not inside.
 
 - ``maibot_sdk`` and ``maibot_sdk.<module>`` become ``plughost_sdk.maibot`` and
   ``plughost_sdk.maibot.<module>``; nothing is put in ``sys.modules`` under the
@@ -13,14 +19,18 @@ plugins whose manifest targets MaiBot) see the mapping:
 - ``src`` / ``src.*`` that cannot be imported (MaiBot's own host code) fail
   with a message saying the plugin depends on MaiBot's host.
 
-``importlib.import_module("maibot_sdk")`` passes no importer and is not mapped.
-The wrapper is installed the first time a MaiBot plugin is loaded, and only then.
+Three ways in are mapped: the ``import`` statement (``builtins.__import__``,
+which receives the importer's globals), ``__import__(...)`` called by hand
+(the caller's frame), and ``importlib.import_module("maibot_sdk...")`` (the
+caller's frame). The wrappers are installed the first time a MaiBot plugin is
+loaded, and only then.
 """
 
 from __future__ import annotations
 
 import builtins
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -35,9 +45,12 @@ __all__ = ["as_maibot_plugin", "install", "register_package", "unregister_packag
 SDK_NAME = "maibot_sdk"
 TARGET = "plughost_sdk.maibot"
 
-_packages: set[str] = set()
+_packages: dict[str, tuple[str, ...]] = {}
+"""Registered package name -> the plugin folder, as absolute and as resolved path."""
 _lock = threading.Lock()
 _original: Callable[..., ModuleType] | None = None
+_original_import_module: Callable[..., ModuleType] | None = None
+_IMPORT_MODULE = importlib.import_module
 
 
 def as_maibot_plugin(instance: object) -> MaiBotPlugin | None:
@@ -52,24 +65,35 @@ def as_maibot_plugin(instance: object) -> MaiBotPlugin | None:
     return None
 
 
-def register_package(package: str) -> None:
-    """Map ``maibot_sdk`` for every module of ``package`` (a plugin's top-level name)."""
+def register_package(package: str, folder: str | os.PathLike[str]) -> None:
+    """Map ``maibot_sdk`` for the modules whose files lie in ``folder``.
+
+    Args:
+        package: the top-level name the loader gave the plugin's ``plugin.py``;
+            it identifies the registration (``unregister_package``) and covers
+            code that has no file.
+        folder: the plugin's folder.
+    """
     install()
-    _packages.add(package)
+    absolute = os.path.abspath(folder)
+    _packages[package] = tuple(dict.fromkeys((absolute, os.path.realpath(absolute))))
 
 
 def unregister_package(package: str) -> None:
     """Stop mapping for ``package`` (the plugin was unloaded)."""
-    _packages.discard(package)
+    _packages.pop(package, None)
 
 
 def install() -> None:
-    """Put the importer-aware ``__import__`` in place (idempotent)."""
-    global _original
+    """Put the importer-aware ``__import__`` and ``import_module`` in place (idempotent)."""
+    global _original, _original_import_module
     with _lock:
         if _original is None:
             _original = builtins.__import__
             builtins.__import__ = _import
+        if _original_import_module is None:
+            _original_import_module = importlib.import_module
+            importlib.import_module = _import_module
 
 
 def _import(
@@ -80,11 +104,22 @@ def _import(
     level: int = 0,
 ) -> ModuleType:
     original = _original or importlib.__import__
-    if level == 0 and globals is not None and _is_candidate(name) and _from_maibot(globals):
-        if name == SDK_NAME or name.startswith(SDK_NAME + "."):
-            return _mapped(name, fromlist, original)
-        return _host_internal(name, globals, locals, fromlist, original)
+    if level == 0 and _is_candidate(name):
+        importer = globals if globals is not None else sys._getframe(1).f_globals
+        if _from_maibot(importer):
+            if _is_sdk(name):
+                module = _mapped(name, fromlist or (), original)
+                # "import maibot_sdk.x" binds the top package; "from maibot_sdk.x import y" x.
+                return module if fromlist else sys.modules[TARGET]
+            return _host_internal(name, importer, locals, fromlist, original)
     return original(name, globals, locals, fromlist, level)
+
+
+def _import_module(name: str, package: str | None = None) -> ModuleType:
+    original = _original_import_module or _IMPORT_MODULE
+    if _is_sdk(name) and _from_maibot(sys._getframe(1).f_globals):
+        return _mapped(name, (), lambda target, *_: original(target))
+    return original(name, package)
 
 
 def _is_candidate(name: str) -> bool:
@@ -92,14 +127,40 @@ def _is_candidate(name: str) -> bool:
     return head in (SDK_NAME, "src")
 
 
+def _is_sdk(name: str) -> bool:
+    return name == SDK_NAME or name.startswith(SDK_NAME + ".")
+
+
 def _from_maibot(globals: Mapping[str, Any]) -> bool:
+    """Whether the module with these globals is a registered MaiBot plugin's own."""
+    if not _packages:
+        return False
+    file = globals.get("__file__")
+    if isinstance(file, str) and file:
+        return _inside_a_plugin(file)
     importer = str(globals.get("__name__") or "")
     return importer.partition(".")[0] in _packages
 
 
-def _mapped(
-    name: str, fromlist: Sequence[str] | None, original: Callable[..., ModuleType]
-) -> ModuleType:
+def _inside_a_plugin(file: str) -> bool:
+    absolute = os.path.abspath(file)
+    paths = dict.fromkeys((absolute, os.path.realpath(absolute)))
+    for folders in list(_packages.values()):
+        for folder in folders:
+            if any(_within(path, folder) for path in paths):
+                return True
+    return False
+
+
+def _within(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath((path, folder)) == folder
+    except ValueError:  # different drives
+        return False
+
+
+def _mapped(name: str, fromlist: Sequence[str], load: Callable[..., ModuleType]) -> ModuleType:
+    """The ``plughost_sdk.maibot`` module standing for ``maibot_sdk`` module ``name``."""
     tail = name[len(SDK_NAME) :]
     if tail == ".compat" or tail.startswith(".compat."):
         raise ImportError(
@@ -109,7 +170,7 @@ def _mapped(
         )
     target = TARGET + tail
     try:
-        module = original(target, None, None, fromlist or (), 0)
+        load(target, None, None, fromlist, 0)
     except ModuleNotFoundError as exc:
         if exc.name is not None and exc.name.startswith(TARGET):
             raise ModuleNotFoundError(
@@ -117,8 +178,7 @@ def _mapped(
                 name=name,
             ) from None
         raise
-    # "import maibot_sdk.types" binds the top package; "from maibot_sdk.x import y" the module.
-    return module if fromlist else sys.modules[TARGET]
+    return sys.modules[target]
 
 
 def _host_internal(

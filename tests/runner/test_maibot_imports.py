@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from plughost_runner import maibot_imports
+from plughost_runner import loader, maibot_imports
+from tests.conftest import TEST_PLUGINS
 
 PACKAGE = "plughost_plugin_maibot_probe_1"
+FOLDER = TEST_PLUGINS / "maibot" / "web_search"
 
 
 @pytest.fixture
 def plugin_globals() -> Iterator[dict[str, Any]]:
     """Globals of a module inside a registered MaiBot plugin package."""
-    maibot_imports.register_package(PACKAGE)
+    maibot_imports.register_package(PACKAGE, FOLDER)
     yield {"__name__": f"{PACKAGE}.helpers"}
     maibot_imports.unregister_package(PACKAGE)
 
@@ -90,7 +94,7 @@ def test_importing_maibots_host_code_says_the_plugin_depends_on_maibot(
 
 
 def test_after_unregistering_the_mapping_is_gone() -> None:
-    maibot_imports.register_package(PACKAGE)
+    maibot_imports.register_package(PACKAGE, FOLDER)
     maibot_imports.unregister_package(PACKAGE)
 
     names = _run("import maibot_sdk", {"__name__": f"{PACKAGE}.plugin"})
@@ -109,3 +113,68 @@ def test_a_runner_imports_the_maibot_layer_only_when_a_maibot_plugin_loads() -> 
     )
 
     assert found.stdout.strip() == "[]"
+
+
+def test_a_module_the_plugin_imports_by_top_level_name_is_mapped_by_where_its_file_is(
+    plugin_globals: dict[str, Any],
+) -> None:
+    own = {"__name__": "config", "__file__": str(FOLDER / "config.py")}
+    nested = {"__name__": "libs.formatting", "__file__": str(FOLDER / "libs" / "formatting.py")}
+
+    for module_globals in (own, nested):
+        names = _run("from maibot_sdk import PluginConfigBase", module_globals)
+        assert names["PluginConfigBase"].__module__.startswith("plughost_sdk.maibot")
+
+
+def test_import_module_and_a_hand_called_import_are_mapped_for_the_plugins_files(
+    plugin_globals: dict[str, Any],
+) -> None:
+    code = (
+        "import importlib\n"
+        "sdk = importlib.import_module('maibot_sdk')\n"
+        "types = importlib.import_module('maibot_sdk.types')\n"
+        "by_hand = __import__('maibot_sdk')\n"
+    )
+    names = _run(code, {"__name__": "libs.util", "__file__": str(FOLDER / "libs" / "util.py")})
+
+    assert names["sdk"].__name__ == "plughost_sdk.maibot"
+    assert names["types"].__name__ == "plughost_sdk.maibot.types"
+    assert names["by_hand"].__name__ == "plughost_sdk.maibot"
+
+
+def test_a_file_outside_the_folder_is_not_mapped_whatever_its_module_name(
+    plugin_globals: dict[str, Any], tmp_path: Path
+) -> None:
+    sibling = FOLDER.parent / (FOLDER.name + "_extra") / "config.py"  # same prefix, other folder
+    outsiders = [
+        {"__name__": "config", "__file__": str(sibling)},
+        {"__name__": f"{PACKAGE}.helpers", "__file__": str(tmp_path / "helpers.py")},
+        {"__name__": loader.__name__, "__file__": loader.__file__},
+    ]
+
+    for module_globals in outsiders:
+        names = _run(
+            "import importlib\nimport maibot_sdk\nagain = importlib.import_module('maibot_sdk')",
+            module_globals,
+        )
+        assert names["maibot_sdk"].__name__ == "maibot_sdk"
+        assert names["again"].__name__ == "maibot_sdk"
+        assert "site-packages" in str(names["maibot_sdk"].__file__)
+
+
+def test_import_module_outside_any_plugin_gives_the_real_package(
+    plugin_globals: dict[str, Any],
+) -> None:
+    assert importlib.import_module("maibot_sdk").__name__ == "maibot_sdk"
+    assert importlib.import_module("json").__name__ == "json"
+
+
+def test_a_symlink_into_the_folder_counts_as_inside(
+    plugin_globals: dict[str, Any], tmp_path: Path
+) -> None:
+    link = tmp_path / "linked"
+    link.symlink_to(FOLDER, target_is_directory=True)
+
+    names = _run("import maibot_sdk", {"__name__": "config", "__file__": str(link / "config.py")})
+
+    assert names["maibot_sdk"].__name__ == "plughost_sdk.maibot"

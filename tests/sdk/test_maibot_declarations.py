@@ -1,19 +1,19 @@
 """Differential: the MaiBot fixture plugins' own source, through MaiBot's real SDK and plughost's.
 
-Each plugin.py is imported twice, unmodified: once as an ordinary module (its
-``maibot_sdk`` imports get the real maibot-plugin-sdk 2.16) and once as a MaiBot
-plugin package of plughost's runner (they get ``plughost_sdk.maibot``). The
-component dicts, tool schemas, description text and configuration must agree.
+Each plugin folder is imported twice, unmodified: once from a copy, as an
+ordinary module (its ``maibot_sdk`` imports get the real maibot-plugin-sdk 2.16),
+and once as a MaiBot plugin of plughost's runner (the imports of every module
+in its folder get ``plughost_sdk.maibot``). The component dicts, tool schemas,
+description text and configuration must agree.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from maibot_sdk.types import ToolComponentInfo as RealToolInfo
 from plughost_runner import maibot_imports
 from plughost_runner.maibot_loader import tool_declaration
 from tests.conftest import TEST_PLUGINS
+from tests.maibot_real import import_plugin
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*Action.*:DeprecationWarning")
 
@@ -33,27 +34,17 @@ FIXTURES = sorted(
 _ids = itertools.count()
 
 
-def _import(folder: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        name, folder / "plugin.py", submodule_search_locations=[str(folder)]
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(params=FIXTURES)
-def pair(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
+def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
     """(real SDK instance, plughost instance) of one fixture plugin."""
     folder = TEST_PLUGINS / "maibot" / request.param
+    copy = shutil.copytree(folder, tmp_path / request.param)  # outside the mapped folder
     n = next(_ids)
     real_name, our_name = f"real_maibot_fixture_{n}", f"plughost_plugin_maibot_fixture_{n}"
-    maibot_imports.register_package(our_name)
+    maibot_imports.register_package(our_name, folder)
     try:
-        real = _import(folder, real_name).create_plugin()
-        ours = _import(folder, our_name).create_plugin()
+        real = import_plugin(copy, real_name).create_plugin()
+        ours = import_plugin(folder, our_name).create_plugin()
         yield real, ours
     finally:
         maibot_imports.unregister_package(our_name)

@@ -331,7 +331,7 @@ async def test_maibot_plugins_check_ok_unmodified_and_their_folders_are_left_alo
 
     assert [p.plugin for p in report.errors] == ["community.host-internals"]
     assert "MaiBot's own host code" in report.errors[0].message
-    assert len(report.plugins_ok) == 6
+    assert len(report.plugins_ok) == 7
     assert not any("plughost_sdk" in p.message for p in report.warnings)
     assert list((tmp_path / "maibot").glob("*/config.toml")) == []
 
