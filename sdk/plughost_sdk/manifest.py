@@ -8,8 +8,12 @@ manifest with one of them and no ``plughost_sdk`` range targets MaiBot
 mapped onto plughost's MaiBot layer.
 
 The schema accepts the fields MaiBot's manifest v2 uses, so existing plugin
-folders need no change. Unknown top-level fields are kept and reported as
-warnings (with a suggestion when they look like a typo), never silently.
+folders need no change. A MaiBot-targeting manifest's ``capabilities`` are read
+as MaiBot reads them (each name stripped, an empty one refused, duplicates
+dropped, nothing else checked); a name no capability handler can answer is a
+warning there, where a plughost manifest refuses it. Unknown top-level fields
+are kept and reported as warnings (with a suggestion when they look like a
+typo), never silently.
 Every error names the file, the field and how to fix it.
 """
 
@@ -21,7 +25,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.plugin_files import parse_json, read_file
@@ -153,7 +164,10 @@ class Manifest(BaseModel):
 
     @field_validator("capabilities")
     @classmethod
-    def _capability_shape(cls, value: list[str]) -> list[str]:
+    def _capability_shape(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        ranges = (info.data.get(k) for k in ("plughost_sdk", "sdk", "host_application"))
+        if _targets_maibot(*ranges):
+            return _maibot_capabilities(value)
         for cap in value:
             if not CAPABILITY_PATTERN.match(cap):
                 raise ValueError(
@@ -170,10 +184,7 @@ class Manifest(BaseModel):
     @property
     def targets_maibot(self) -> bool:
         """Whether the plugin was written for MaiBot's SDK (its ranges, no ``plughost_sdk``)."""
-        if self.plughost_sdk is not None:
-            return False
-        ranges = (self.sdk, self.host_application)
-        return any(r.min_version or r.max_version for r in ranges)
+        return _targets_maibot(self.plughost_sdk, self.sdk, self.host_application)
 
     @property
     def unknown_fields(self) -> list[str]:
@@ -185,14 +196,55 @@ class Manifest(BaseModel):
         return capability_allowed(self.capabilities, capability)
 
     def warnings(self) -> list[str]:
-        """Non-fatal problems: unknown fields, with a suggestion for likely typos."""
+        """Non-fatal problems, each a sentence with its fix.
+
+        Unknown fields (with a suggestion for likely typos), and capability names
+        no handler can answer (only a MaiBot manifest can hold those).
+        """
         known = list(Manifest.model_fields)
         notes = []
         for name in self.unknown_fields:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             notes.append(f"unknown field {name!r} is ignored{hint}")
-        return notes
+        notes.extend(_capability_warning(cap) for cap in self.capabilities)
+        return [note for note in notes if note]
+
+
+def _capability_warning(cap: str) -> str:
+    if CAPABILITY_PATTERN.match(cap):
+        return ""
+    if "." not in cap:  # a host registers handlers as "group.name" or "group.*" only
+        return (
+            f"field 'capabilities': {cap!r} is not a capability name ('group.name'), so no "
+            "capability handler can answer it and the plugin cannot call it: remove it, or "
+            "write the capability the plugin calls (e.g. 'send.text')"
+        )
+    return (
+        f"field 'capabilities': {cap!r} does not look like a capability name (lowercase "
+        "'group.name', e.g. 'send.text'), so a host is unlikely to answer it: "
+        "correct its spelling"
+    )
+
+
+def _targets_maibot(
+    plughost_sdk: VersionRange | None, sdk: VersionRange | None, host: VersionRange | None
+) -> bool:
+    if plughost_sdk is not None:
+        return False
+    return any(r.min_version or r.max_version for r in (sdk, host) if r is not None)
+
+
+def _maibot_capabilities(value: list[str]) -> list[str]:
+    """MaiBot's reading: each name stripped, an empty one refused, the first of duplicates kept."""
+    names: list[str] = []
+    for cap in value:
+        name = cap.strip()
+        if not name:
+            raise ValueError("an empty capability name: remove it")
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def capability_allowed(patterns: list[str] | tuple[str, ...], capability: str) -> bool:

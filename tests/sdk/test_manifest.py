@@ -179,7 +179,8 @@ def test_bad_version_range_is_rejected_naming_the_nested_field() -> None:
     "capability", ["send", "Send.Text", "send.", "send..text", "send.*.now", "send.text\n"]
 )
 def test_bad_capability_is_rejected_with_the_expected_form(capability: str) -> None:
-    error = _problems(_manifest(capabilities=["db.query", capability]))
+    native = {"plughost_sdk": {"min_version": "0.1.0"}}  # a MaiBot manifest only warns
+    error = _problems(_manifest(capabilities=["db.query", capability], **native))
 
     assert error.problems == [
         f"field 'capabilities': {capability!r} is not a capability; write 'group.name' "
@@ -217,7 +218,8 @@ def test_bad_dependency_names_its_index() -> None:
 
 
 def test_every_problem_is_reported_at_once() -> None:
-    error = _problems(_manifest(id="x", version="y", capabilities=["Z"]))
+    native = {"plughost_sdk": {"min_version": "0.1.0"}}
+    error = _problems(_manifest(id="x", version="y", capabilities=["Z"], **native))
 
     assert [p.split(":")[0] for p in error.problems] == [
         "field 'id'",
