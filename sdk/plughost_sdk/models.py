@@ -71,6 +71,13 @@ class ToolSpec(BaseModel):
     annotation: ToolAnnotation | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     tool_id: str = ""
+    mcp_tool: Any = Field(default=None, exclude=True, repr=False)
+    """The upstream MCP server's own definition (an ``mcp_types.Tool``), for MCP tools.
+
+    ``plughost serve`` re-serves it under ``name`` with every field it has
+    (annotations, ``outputSchema``, ``execution``, icons, ``_meta``); model-facing
+    formats use the fields above. Never serialized: it stays in the host.
+    """
 
     @property
     def visibility(self) -> Visibility:
@@ -253,6 +260,14 @@ class ToolExecutionResult(BaseModel):
     content_items: list[ContentItem] = Field(default_factory=list)
     post_history_messages: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    mcp_result: Any = Field(default=None, exclude=True, repr=False)
+    """An upstream MCP server's answer as it arrived (an ``mcp_types.CallToolResult``).
+
+    ``plughost serve`` sends it on untouched (block order, annotations,
+    ``structuredContent``, ``_meta``); model-facing formats (OpenAI, Anthropic,
+    history text) read the fields above, which hold the same answer converted.
+    Never serialized: it stays in the host.
+    """
 
     @classmethod
     def failure(

@@ -9,10 +9,14 @@ Inbound (an upstream server's answer -> :class:`ToolExecutionResult`):
   goes into ``content``, so the model reads it);
 - resource links become ``resource_link`` items;
 - ``structured_content`` is kept; ``is_error`` makes a failed result
-  (``tool_error``) whose message is the text.
+  (``tool_error``) whose message is the text;
+- the answer itself is kept as ``mcp_result``, for the way out.
 
-Outbound (a registry result -> MCP ``CallToolResult``): the reverse, with
-media base64-encoded, items without a natural MCP block sent as embedded
+Outbound (a registry result -> MCP ``CallToolResult``): an upstream's answer
+(``mcp_result``) goes out as it came, so a gateway changes nothing a server
+said: block order and boundaries, annotations, embedded resources,
+``structuredContent``, ``_meta``. Any other result is converted: text first,
+then media base64-encoded, items without a natural MCP block sent as embedded
 resources or links, and a failure sent as an ``is_error`` result carrying the
 model-facing message.
 
@@ -57,9 +61,15 @@ def result_from_mcp(tool_name: str, result: types.CallToolResult) -> ToolExecuti
     if result.is_error:
         message = text or "the MCP tool reported an error without a message"
         failed = ToolExecutionResult.failure(tool_name, message, "tool_error")
-        return failed.model_copy(update={"content_items": items, "structured_content": structured})
+        return failed.model_copy(
+            update={"content_items": items, "structured_content": structured, "mcp_result": result}
+        )
     return ToolExecutionResult(
-        tool_name=tool_name, content=text, content_items=items, structured_content=structured
+        tool_name=tool_name,
+        content=text,
+        content_items=items,
+        structured_content=structured,
+        mcp_result=result,
     )
 
 
@@ -167,7 +177,12 @@ def _decode(where: str, text: str) -> bytes:
 
 
 def result_to_mcp(result: ToolExecutionResult) -> types.CallToolResult:
-    """Convert a registry result into an MCP ``tools/call`` result."""
+    """Convert a registry result into an MCP ``tools/call`` result.
+
+    An upstream MCP server's answer is returned as it arrived (see the module doc).
+    """
+    if isinstance(result.mcp_result, types.CallToolResult):
+        return result.mcp_result
     blocks: list[types.ContentBlock] = []
     text = result.content
     if not text and result.structured_content is not None:

@@ -14,7 +14,9 @@ prompt     ``mcp_{server}_prompt_{n}``  ``mcp:{server}:prompt:{n}``
 Calls go out under the server's original name. ``metadata`` records
 ``server``, ``original_name`` and ``kind``; a tool's ``readOnlyHint``
 becomes ``metadata["read_only"]`` (a hint, never a guarantee); resources and
-prompts are read-only.
+prompts are read-only. A tool's spec keeps the server's definition
+(``mcp_tool``) and its results the server's answer (``mcp_result``), so that
+``plughost serve`` passes both on as they are.
 
 Servers connect lazily on the first :meth:`MCPToolProvider.list_tools` (all
 at once, each bounded by its connect timeout, so a slow or broken server
@@ -474,6 +476,7 @@ def _tool_entry(server: str, tool: types.Tool) -> tuple[ToolSpec, _Route]:
         provider_type="mcp",
         metadata=metadata,
         tool_id=f"mcp:{server}:{tool.name}",
+        mcp_tool=tool,
     )
     return spec, _Route(server, "tool", tool.name)
 

@@ -1,7 +1,8 @@
 """RegistryMCPServer: a ToolRegistry dressed as an MCP server, with no transport in it.
 
 Built on the MCP SDK's lowlevel ``Server``: ``tools/list`` lists the
-registry's tools (``input_schema`` is the spec's ``parameters_schema``) and
+registry's tools (``input_schema`` is the spec's ``parameters_schema``; an
+upstream MCP server's tool is its own definition under the namespaced name) and
 ``tools/call`` runs :meth:`ToolRegistry.invoke`, which checks the arguments
 itself. A failing tool, bad arguments or an unknown name come back as an
 ``is_error`` result carrying the model-facing message, never as a protocol
@@ -369,6 +370,8 @@ def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
 
 
 def _tool_of(spec: ToolSpec) -> types.Tool:
+    if isinstance(spec.mcp_tool, types.Tool):  # an upstream's tool: all of it, renamed
+        return spec.mcp_tool.model_copy(update={"name": spec.name})
     annotations = None
     read_only = spec.metadata.get("read_only")
     if isinstance(read_only, bool):
