@@ -169,8 +169,11 @@ def serve(
 
         print_json(config.to_toml_dict())
         return
-    if not config.host.plugin_dirs:
-        raise click.UsageError("no plugin folders: pass --plugins DIR or set host.plugin_dirs")
+    if not config.host.plugin_dirs and not config.mcp.servers:
+        raise click.UsageError(
+            "nothing to serve: pass --plugins DIR, or a --config with host.plugin_dirs or "
+            "[mcp.servers]"
+        )
     configure_logging(config.serve.log_format, ctx.obj["verbose"])
     sys.exit(run(run_serve(config, strict=strict)))
 

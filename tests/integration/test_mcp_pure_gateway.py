@@ -1,0 +1,78 @@
+"""``plughost serve`` with only an ``[mcp]`` table: a gateway with no plugins serves.
+
+A real ``plughost serve`` process whose configuration names upstream MCP servers
+and no plugin folder is driven by the official MCP client over stdio and
+streamable HTTP; with neither plugins nor servers, serve refuses to start and
+says what to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+
+from tests.mcp_servers.harness import PUBLISHED, plughost_client, plughost_serve_http
+
+TIME_SERVER = PUBLISHED / "bin" / "mcp-server-time"
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not TIME_SERVER.exists():
+        pytest.fail("mcp-server-time is needed: run scripts/install_test_mcp_servers.sh")
+    path = tmp_path_factory.mktemp("gateway") / "up.toml"
+    path.write_text(
+        f"[mcp.servers.time]\ncommand = {json.dumps(str(TIME_SERVER))}\n"
+        'args = ["--local-timezone", "UTC"]\n'
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def http_server(config: Path) -> Iterator[tuple[str, str]]:
+    with plughost_serve_http(config.parent / "token", "--config", str(config)) as served:
+        yield served
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_serve_with_only_mcp_servers_serves_their_tools(
+    transport: str, config: Path, request: pytest.FixtureRequest
+) -> None:
+    served = request.getfixturevalue("http_server") if transport == "http" else None
+    async with plughost_client(config, served) as client:
+        listed = sorted(t.name for t in (await client.list_tools()).tools)
+        result = await client.call_tool(
+            "mcp_time_convert_time",
+            {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+        )
+
+    assert [n for n in listed if n.startswith("mcp_")] == [
+        "mcp_time_convert_time",
+        "mcp_time_get_current_time",
+    ]
+    assert not result.is_error
+    text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+    assert json.loads(text)["target"]["datetime"].endswith("T21:00:00+09:00")
+
+
+def test_serve_with_neither_plugins_nor_mcp_servers_says_what_to_pass(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.toml"
+    empty.write_text("[serve]\nlog_format = 'text'\n")
+
+    done = subprocess.run(
+        [sys.executable, "-m", "plughost", "serve", "--config", str(empty), "--mcp-stdio"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 2
+    assert "nothing to serve" in done.stderr
+    assert "[mcp.servers]" in done.stderr and "--plugins" in done.stderr
