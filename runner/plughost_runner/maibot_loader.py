@@ -8,8 +8,10 @@ After the loader has imported the module (with ``maibot_sdk`` mapped, see
 2. normalizes its configuration from ``config_model`` and plans config.toml
    (:mod:`plughost_runner.maibot_config`);
 3. turns the ``TOOL`` entries of the *instance's* ``get_components()`` (so an
-   override is honoured) into plughost tool declarations: MaiBot's schema and
-   description text, ``chat_scope`` from the entry or its metadata;
+   override is honoured) into plughost tool declarations: MaiBot's schema, the
+   description MaiBot's host gives the model (the component's ``description``,
+   without the SDK's detailed text, which is kept as ``detailed_description``),
+   ``chat_scope`` from the entry or its metadata;
 4. adapts what a tool returns to MaiBot's reading of it (:func:`tool_result`).
 
 The other component types are registered from the same ``get_components()``
@@ -128,8 +130,13 @@ def tool_declaration(entry: Mapping[str, Any]) -> ToolDeclaration:
         )
     metadata = dict(entry.get("metadata") or {})
     schema = build_parameters_schema(maibot_parameters_schema(metadata), where=where)
-    brief = str(metadata.get("brief_description") or metadata.get("description") or "").strip()
-    brief = brief or f"工具 {name}"
+    # MaiBot's host gives the model this text alone; the SDK's detailed description
+    # (with its 参数说明 list) is kept beside it but never sent to the model.
+    fallback = f"工具 {name}"
+    brief = str(
+        metadata.get("description") or metadata.get("brief_description") or fallback
+    ).strip()
+    brief = brief or fallback
     detailed = str(metadata.get("detailed_description") or "").strip()
     visibility = str(metadata.get("visibility") or "").strip().lower()
     if not visibility:
@@ -150,7 +157,7 @@ def tool_declaration(entry: Mapping[str, Any]) -> ToolDeclaration:
     return ToolDeclaration(
         name=name,
         handler_name=str(metadata.get("handler_name") or name),
-        description="\n\n".join(part for part in (brief, detailed) if part),
+        description=brief,
         brief_description=brief,
         detailed_description=detailed,
         parameters_schema=schema,

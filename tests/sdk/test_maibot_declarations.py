@@ -80,7 +80,8 @@ def test_tool_schemas_and_descriptions_are_maibots(pair: tuple[Any, Any]) -> Non
         )
         assert declaration.detailed_description == declared[entry["name"]]["detailed_description"]
         assert declaration.brief_description == info.get_brief_description()
-        assert "Parameter details:" not in declaration.description
+        assert declaration.description == info.get_brief_description()  # what the model reads
+        assert "参数说明" not in declaration.description
     assert real.get_components() != []
 
 

@@ -50,6 +50,9 @@ class ToolComponent:
     visibility: str = "deferred"
     metadata: dict[str, Any] = field(default_factory=dict)
     legacy_action: bool = False
+    detailed_description: str = ""
+    """The SDK's detailed text, parameter list included; part of ``description``
+    for a plughost plugin, kept apart (never sent to the model) for a MaiBot one."""
 
     @property
     def full_name(self) -> str:
@@ -79,6 +82,7 @@ class ToolComponent:
             visibility=str(data.get("visibility", "deferred")),
             metadata=dict(data.get("metadata") or {}),
             legacy_action=bool(data.get("legacy_action", False)),
+            detailed_description=str(data.get("detailed_description", "")),
         )
 
 

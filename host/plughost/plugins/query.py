@@ -188,6 +188,7 @@ def _spec(component: ToolComponent, name: str) -> ToolSpec:
         "full_name": component.full_name,
         "visibility": component.visibility,
         "brief_description": component.brief_description,
+        "detailed_description": component.detailed_description,
         "component_type": component.component_type,
     }
     return ToolSpec(
