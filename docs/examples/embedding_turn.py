@@ -14,12 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plughost.events import LifecycleEvent
-from plughost.host import PluginHost
-from plughost.runners.capabilities import CapabilityCall
-from plughost.tools.batching import run_tool_batch
-from plughost.tools.history import to_openai_turn
-from plughost_sdk import ToolExecutionContext, ToolInvocation
+from plughost import CapabilityCall, LifecycleEvent, PluginHost
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "plugins_example"
 
@@ -61,32 +56,24 @@ async def main() -> None:
 
         host.events.add_callback(show)  # runner crashes, reloads... as they happen
 
+        # One conversation: its ids are given here, once, and every step below uses them.
+        chat = host.session("s1", stream_id="group-42", is_group_chat=True)
+
         # 1. What the model is offered this turn (stable order: prompt caches keep hitting).
-        definitions = await host.tools.get_llm_definitions(format="openai")
+        definitions = await chat.tools()
         print("definitions:", [d["function"]["name"] for d in definitions])
 
-        # 2. The model's tool calls become invocations; JSON-string arguments are fine.
-        context = ToolExecutionContext(session_id="s1", stream_id="group-42", is_group_chat=True)
-        invocations = [
-            ToolInvocation(
-                tool_name=c["function"]["name"],
-                arguments=c["function"]["arguments"],
-                call_id=c["id"],
-            )
-            for c in SCRIPTED_TOOL_CALLS
-        ]
+        # 2. The model's message becomes invocations; JSON-string arguments are fine.
+        calls = chat.openai_calls({"role": "assistant", "tool_calls": SCRIPTED_TOOL_CALLS})
 
         # 3. Run the batch: read-only calls run together, the rest in order.
-        results = await run_tool_batch(host.tools, invocations, context)
-        for invocation, result in zip(invocations, results, strict=True):
+        results = await chat.run(calls)
+        for invocation, result in zip(calls.invocations, results, strict=True):
             status = "ok" if result.success else f"failed ({result.error_code})"
             print(f"{invocation.tool_name}: {status}")
 
         # 4. History: tool messages first, then the image as its own user message.
-        messages = to_openai_turn(
-            [(i.call_id, r) for i, r in zip(invocations, results, strict=True)]
-        )
-        for message in messages:
+        for message in chat.openai_turn(calls, results):
             print(json.dumps(shorten(message), ensure_ascii=False))
 
 

@@ -31,6 +31,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from plughost.chat import ChatSession
     from plughost.dispatch.apis import ApiOutcome
     from plughost.dispatch.commands import CommandOutcome
     from plughost.dispatch.events import EventOutcome
@@ -46,12 +47,28 @@ if TYPE_CHECKING:
     from plughost.plugins.query import ComponentQueryService
     from plughost.runners.capabilities import CapabilityCall, CapabilityHandler, CapabilityRouter
     from plughost.search.service import ToolSearchService
-    from plughost.settings import HostSettings, RunnerSettings
+    from plughost.settings import HostSettings, RunnerSettings, ToolSearchSettings, WebSettings
     from plughost.tools.batching import run_tool_batch
     from plughost.tools.builtin import BuiltinTool, BuiltinToolProvider
+    from plughost.tools.compaction import compact_tool_results
+    from plughost.tools.history import ResultLimiter, to_anthropic_turn, to_openai_turn
+    from plughost.tools.model_calls import (
+        ModelToolCalls,
+        from_anthropic_message,
+        from_openai_message,
+        to_anthropic_message,
+        to_openai_message,
+    )
     from plughost.tools.progress import Progress
     from plughost.tools.provider import ToolProvider
     from plughost.tools.registry import ToolRegistry
+    from plughost_sdk import (
+        EventType,
+        ToolExecutionContext,
+        ToolExecutionResult,
+        ToolInvocation,
+        ToolSpec,
+    )
 
 __version__ = "0.1.0"
 
@@ -65,12 +82,14 @@ _LAZY = {
     "CapabilityCall": "plughost.runners.capabilities",
     "CapabilityHandler": "plughost.runners.capabilities",
     "CapabilityRouter": "plughost.runners.capabilities",
+    "ChatSession": "plughost.chat",
     "CommandOutcome": "plughost.dispatch.commands",
     "ComponentQueryService": "plughost.plugins.query",
     "ComponentRegistry": "plughost.plugins.components",
     "EventBus": "plughost.events",
     "EventKind": "plughost.events",
     "EventOutcome": "plughost.dispatch.events",
+    "EventType": "plughost_sdk",
     "HookOutcome": "plughost.dispatch.hooks",
     "HookSpec": "plughost.dispatch.hooks",
     "HostSettings": "plughost.settings",
@@ -78,19 +97,34 @@ _LAZY = {
     "MCPConfig": "plughost.mcp.config",
     "MCPServerConfig": "plughost.mcp.config",
     "MCPToolProvider": "plughost.mcp.provider",
+    "ModelToolCalls": "plughost.tools.model_calls",
     "PluginComponent": "plughost.plugins.component_info",
     "PluginHost": "plughost.host",
     "PluginStatus": "plughost.host",
     "PluginToolProvider": "plughost.plugins.provider",
     "Progress": "plughost.tools.progress",
+    "ResultLimiter": "plughost.tools.history",
     "RunnerSettings": "plughost.settings",
     "ToolComponent": "plughost.plugins.components",
+    "ToolExecutionContext": "plughost_sdk",
+    "ToolExecutionResult": "plughost_sdk",
+    "ToolInvocation": "plughost_sdk",
     "ToolProvider": "plughost.tools.provider",
     "ToolRegistry": "plughost.tools.registry",
     "ToolSearchService": "plughost.search.service",
+    "ToolSearchSettings": "plughost.settings",
+    "ToolSpec": "plughost_sdk",
+    "WebSettings": "plughost.settings",
+    "compact_tool_results": "plughost.tools.compaction",
+    "from_anthropic_message": "plughost.tools.model_calls",
+    "from_openai_message": "plughost.tools.model_calls",
     "run_tool_batch": "plughost.tools.batching",
     "serve_http": "plughost.mcp.server",
     "serve_stdio": "plughost.mcp.server",
+    "to_anthropic_message": "plughost.tools.model_calls",
+    "to_anthropic_turn": "plughost.tools.history",
+    "to_openai_message": "plughost.tools.model_calls",
+    "to_openai_turn": "plughost.tools.history",
 }
 
 
@@ -114,12 +148,14 @@ __all__ = [
     "CapabilityCall",
     "CapabilityHandler",
     "CapabilityRouter",
+    "ChatSession",
     "CommandOutcome",
     "ComponentQueryService",
     "ComponentRegistry",
     "EventBus",
     "EventKind",
     "EventOutcome",
+    "EventType",
     "HookOutcome",
     "HookSpec",
     "HostSettings",
@@ -127,18 +163,33 @@ __all__ = [
     "MCPConfig",
     "MCPServerConfig",
     "MCPToolProvider",
+    "ModelToolCalls",
     "PluginComponent",
     "PluginHost",
     "PluginStatus",
     "PluginToolProvider",
     "Progress",
+    "ResultLimiter",
     "RunnerSettings",
     "ToolComponent",
+    "ToolExecutionContext",
+    "ToolExecutionResult",
+    "ToolInvocation",
     "ToolProvider",
     "ToolRegistry",
     "ToolSearchService",
+    "ToolSearchSettings",
+    "ToolSpec",
+    "WebSettings",
     "__version__",
+    "compact_tool_results",
+    "from_anthropic_message",
+    "from_openai_message",
     "run_tool_batch",
     "serve_http",
     "serve_stdio",
+    "to_anthropic_message",
+    "to_anthropic_turn",
+    "to_openai_message",
+    "to_openai_turn",
 ]

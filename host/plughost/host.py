@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import zmq.asyncio
 
+from plughost.chat import ChatSession, build_tool_search
 from plughost.destinations import parse_destination
 from plughost.dispatch.apis import ApiOutcome
 from plughost.dispatch.commands import CommandOutcome
@@ -57,9 +58,9 @@ from plughost.runners.refusals import write_grant
 from plughost.runners.sandbox import SandboxReport, network_for
 from plughost.runners.spawn import SocketDirectory
 from plughost.runners.supervisor import LostCallback, ReadyCallback, RunnerSupervisor
-from plughost.settings import HostSettings, ResourceLimits
+from plughost.settings import HostSettings
 from plughost.startup import adopt_early, fork_server_starting, plan_sandbox
-from plughost.status import PluginStatus, plugin_statuses
+from plughost.status import PluginStatus, learned_network, learned_writes, plugin_statuses
 from plughost.tools import progress
 from plughost.tools.progress import ProgressCallback
 from plughost.tools.registry import ToolRegistry
@@ -108,6 +109,8 @@ class PluginHost:
         )
         self.tools = ToolRegistry(enforce_visibility=self.settings.enforce_tool_visibility)
         self.tools.register_provider(self.tool_provider)
+        # tool_search and its built-in, when settings.tool_search.enabled; else None.
+        self.search = build_tool_search(self.tools, self.settings.tool_search)
         # A plugin tool refused or renamed for its name is an event the operator sees.
         self.tools.name_guard.add_listener(lambda conflict: self.events.emit(conflict.to_event()))
         self.query.add_conflict_listener(lambda conflict: self.events.emit(conflict.to_event()))
@@ -288,11 +291,11 @@ class PluginHost:
             on_ready=on_ready,
             on_lost=on_lost,
             redactor=self.redactor,
-            limits=self._limits_for(sources),
+            limits=self.settings.limits_for([s.plugin_id for s in sources]),
             curve=self._curve,
             fork_server=self._fork_server,
             sandbox=self.sandbox,
-            network_grants=self._network_for(sources),
+            network_grants=network_for(self.settings, sources),
             write_grants=[
                 p for s in sources for p in self.settings.write_grants.get(s.plugin_id, [])
             ],
@@ -317,7 +320,7 @@ class PluginHost:
             raise ValueError(f"no plugin {plugin_id!r}; plughost status lists them")
         for destination in destinations:
             parse_destination(destination)
-        current = self._network_for([source])
+        current = network_for(self.settings, [source])
         grants = list(dict.fromkeys([*current, *destinations]))
         self.settings.network_grants[plugin_id] = grants
         runners = self.runners_for(plugin_id)
@@ -354,34 +357,11 @@ class PluginHost:
 
     def learned_writes(self) -> dict[str, list[str]]:
         """The paths the sandbox refused each plugin, as write grants to paste."""
-        learned: dict[str, list[str]] = {}
-        for runner in self.runners():
-            for plugin_id in runner.plugin_ids:
-                for path in runner.refusals.paths(plugin_id):
-                    found = learned.setdefault(plugin_id, [])
-                    if path not in found:
-                        found.append(path)
-        return {k: sorted(v) for k, v in sorted(learned.items())}
+        return learned_writes(self)
 
     def learned_network(self) -> dict[str, list[str]]:
         """Learn mode's findings: each plugin's destinations, as grants to paste."""
-        learned: dict[str, list[str]] = {}
-        for runner in self.runners():
-            if runner.gate is not None:
-                for plugin_id in runner.plugin_ids:
-                    found = learned.setdefault(plugin_id, [])
-                    found += [g for g in runner.gate.used if g not in found]
-        return {k: sorted(v) for k, v in sorted(learned.items()) if v}
-
-    def _network_for(self, sources: list[PluginSource]) -> list[str]:
-        return network_for(self.settings, sources)
-
-    def _limits_for(self, sources: list[PluginSource]) -> ResourceLimits:
-        """The global runner limits, with a plugin's own overrides when it runs alone."""
-        limits = self.settings.runner.limits
-        if len(sources) == 1:
-            return limits.merged(self.settings.plugin_limits.get(sources[0].plugin_id))
-        return limits
+        return learned_network(self)
 
     def record_problem(self, problem: PluginProblem, runner_id: str | None = None) -> None:
         """Remember why a plugin is not serving, and tell subscribers."""
@@ -449,6 +429,15 @@ class PluginHost:
     def status(self) -> list[PluginStatus]:
         """Every known plugin, loaded or not, sorted by id."""
         return plugin_statuses(self)
+
+    def session(self, session_id: str, **context: Any) -> ChatSession:
+        """One conversation of your turn loop, its context given once (:mod:`plughost.chat`).
+
+        ``context`` takes :class:`ToolExecutionContext`'s fields (``stream_id``,
+        ``user_id``, ``group_id``, ``platform``, ``message``...).
+        """
+        call_context = ToolExecutionContext(session_id=session_id, **context)
+        return ChatSession(self.tools, call_context, self.search)
 
     async def invoke(
         self,

@@ -8,6 +8,7 @@ plugin unless the operator allow-lists it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -23,6 +24,7 @@ __all__ = [
     "ResourceLimits",
     "RunnerSettings",
     "SandboxSettings",
+    "ToolSearchSettings",
     "WebSettings",
 ]
 
@@ -241,6 +243,30 @@ class RemoteSettings(BaseModel):
     )
 
 
+class ToolSearchSettings(BaseModel):
+    """Deferred tool discovery for the embedder's chats (``host.search``, ``tool_search``).
+
+    Off by default for an embedded host; ``plughost serve`` turns it on from its
+    ``[search]`` table. On, the host registers the ``tool_search`` built-in
+    itself and a :class:`~plughost.chat.ChatSession` sends each turn's tools
+    through it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    strategy: Literal["generic", "anthropic", "openai"] = Field(
+        "generic",
+        description="generic: any API (the tools list grows as tools are found); anthropic: "
+        "Messages API deferred loading; openai: Responses API tool search",
+    )
+    tool_format: Literal["openai", "anthropic"] = Field(
+        "openai", description="the definition shape of the generic strategy's tools list"
+    )
+    threshold: int = Field(25, ge=0, description="below this many active tools, send them all")
+    always_loaded: list[str] = Field(default_factory=list, description="tools always sent")
+
+
 class HostSettings(BaseModel):
     """Everything ``PluginHost`` and ``plughost serve`` can be told."""
 
@@ -319,6 +345,14 @@ class HostSettings(BaseModel):
     )
     web: WebSettings = Field(default_factory=WebSettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
+    tool_search: ToolSearchSettings = Field(default_factory=ToolSearchSettings)
+
+    def limits_for(self, plugin_ids: Sequence[str]) -> ResourceLimits:
+        """A runner's limits: the global ones, with a plugin's own overrides when it runs alone."""
+        limits = self.runner.limits
+        if len(plugin_ids) == 1:
+            return limits.merged(self.plugin_limits.get(plugin_ids[0]))
+        return limits
 
     @field_validator("network_grants")
     @classmethod

@@ -17,7 +17,7 @@ from plughost.plugins.source import PluginProblem, PluginSource
 from plughost.remote_runners import RemoteRunners
 from plughost.runners.supervisor import RunnerSupervisor
 
-__all__ = ["PluginStatus", "StatusSource", "plugin_statuses"]
+__all__ = ["PluginStatus", "StatusSource", "learned_network", "learned_writes", "plugin_statuses"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,7 @@ class StatusSource(Protocol):
 
     def runner_for(self, plugin_id: str) -> RunnerSupervisor | None: ...
     def runners_for(self, plugin_id: str) -> list[RunnerSupervisor]: ...
+    def runners(self) -> list[RunnerSupervisor]: ...
 
 
 def plugin_statuses(host: StatusSource) -> list[PluginStatus]:
@@ -101,3 +102,26 @@ def plugin_statuses(host: StatusSource) -> list[PluginStatus]:
                 key, "", str(problem.path), "failed", None, None, (), problem.describe()
             )
     return [rows[k] for k in sorted(rows)]
+
+
+def learned_writes(host: StatusSource) -> dict[str, list[str]]:
+    """The paths the sandbox refused each plugin, as write grants to paste."""
+    learned: dict[str, list[str]] = {}
+    for runner in host.runners():
+        for plugin_id in runner.plugin_ids:
+            for path in runner.refusals.paths(plugin_id):
+                found = learned.setdefault(plugin_id, [])
+                if path not in found:
+                    found.append(path)
+    return {k: sorted(v) for k, v in sorted(learned.items())}
+
+
+def learned_network(host: StatusSource) -> dict[str, list[str]]:
+    """Learn mode's findings: each plugin's destinations, as grants to paste."""
+    learned: dict[str, list[str]] = {}
+    for runner in host.runners():
+        if runner.gate is not None:
+            for plugin_id in runner.plugin_ids:
+                found = learned.setdefault(plugin_id, [])
+                found += [g for g in runner.gate.used if g not in found]
+    return {k: sorted(v) for k, v in sorted(learned.items()) if v}

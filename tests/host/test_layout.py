@@ -49,6 +49,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 TOP_MODULES = frozenset(
     {
         "__init__",
+        "chat",
         "host",
         "host_capabilities",
         "local_runners",

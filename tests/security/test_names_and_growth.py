@@ -89,7 +89,7 @@ async def _assert_search_is_the_hosts(host: PluginHost, variant: str) -> None:
     trusted = await host.invoke("tool_search", {"query": "echo"}, trusted=True)
     select = await host.invoke("tool_search", {"query": f"select:{variant}"})
 
-    assert listed["tool_search"] == "builtin"
+    assert listed["tool_search"] == "tool_search"  # the host's provider, not the plugin
     assert variant == "tool_search" or variant not in listed
     for result in (search, trusted):
         assert result.success, result.error_message
@@ -115,12 +115,12 @@ async def test_a_plugin_tool_named_like_tool_search_never_takes_the_hosts_search
         register_host_tools(host, ServeConfig())
         await _assert_search_is_the_hosts(host, variant)
         # ...or before them...
-        builtin = host.tools.get_provider("builtin")
+        builtin = host.tools.get_provider("tool_search")
         assert builtin is not None
         host.tools.register_provider(builtin, before="plugins")
         await _assert_search_is_the_hosts(host, variant)
         # ...or not there at all: the name stays the host's.
-        host.tools.unregister_provider("builtin")
+        host.tools.unregister_provider("tool_search")
         listed = await _listed(host)
         absent = await host.invoke(variant, {"query": "x"})
         echo = await host.invoke("echo", {"text": "still here"})

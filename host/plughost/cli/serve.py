@@ -19,6 +19,7 @@ import signal
 import sys
 from typing import Any
 
+from plughost.chat import build_tool_search
 from plughost.cli.console import (
     JsonLogFormatter,
     QuietOnBrokenPipe,
@@ -32,8 +33,7 @@ from plughost.host import PluginHost
 from plughost.mcp.bearer import load_or_create_token
 from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.server import serve_http, serve_stdio
-from plughost.search.service import ToolSearchService
-from plughost.tools.builtin import BuiltinToolProvider
+from plughost.settings import ToolSearchSettings
 
 __all__ = [
     "EXIT_FAILED",
@@ -182,13 +182,13 @@ def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
     """
     if config.mcp.servers:
         host.tools.register_provider(MCPToolProvider(config.mcp))
-    if config.search.enabled:
-        search = ToolSearchService(
-            host.tools,
+    if config.search.enabled and host.search is None:
+        wanted = ToolSearchSettings(
+            enabled=True,
             threshold=config.search.threshold,
             always_loaded=config.search.always_loaded,
         )
-        host.tools.register_provider(BuiltinToolProvider([search.tool()], provider_name="builtin"))
+        host.search = build_tool_search(host.tools, wanted)
 
 
 async def _list_once(host: PluginHost) -> None:
