@@ -234,17 +234,8 @@ def _connect_ex(self: socket.socket, address: Any) -> int:
 
 def _open(sock: socket.socket, address: tuple[Any, ...]) -> int:
     """Put the gate's connecting socket in ``sock``'s place; return 0, EINPROGRESS or raise."""
-    host, port = str(address[0]), int(address[1])
-    answer, handed = _ask({"op": "connect", "address": host, "port": port})
-    if not answer.get("ok") or handed is None:
-        code = int(answer.get("errno") or errno.ECONNREFUSED)
-        raise OSError(code, str(answer.get("error") or os.strerror(code)))
+    _take_from_gate(sock, "connect", address, errno.ECONNREFUSED)
     timeout = sock.gettimeout()
-    try:
-        os.dup2(handed, sock.fileno(), inheritable=False)
-    finally:
-        os.close(handed)
-    sock.settimeout(timeout)  # the descriptor's blocking mode, as the plugin had set it
     if timeout == 0.0:
         return errno.EINPROGRESS  # its event loop waits for writability, then SO_ERROR
     poller = select.poll()
@@ -258,15 +249,24 @@ def _bind(self: socket.socket, address: Any) -> None:
     """Bind a TCP socket on the host's network: the gate listens, this socket becomes it."""
     if not _through_gate(self, address):
         return _real_bind(self, address)
+    _take_from_gate(self, "listen", address, errno.EACCES)
+    return None
+
+
+def _take_from_gate(sock: socket.socket, op: str, address: Any, refused: int) -> None:
+    """Ask the gate to ``op`` (connect, listen) ``address``; its socket takes ``sock``'s place.
+
+    Raises:
+        OSError: the gate refused, with its errno (``refused`` if it gave none) and reason.
+    """
     host, port = str(address[0]), int(address[1])
-    answer, handed = _ask({"op": "listen", "address": host, "port": port})
+    answer, handed = _ask({"op": op, "address": host, "port": port})
     if not answer.get("ok") or handed is None:
-        code = int(answer.get("errno") or errno.EACCES)
+        code = int(answer.get("errno") or refused)
         raise OSError(code, str(answer.get("error") or os.strerror(code)))
-    timeout = self.gettimeout()
+    timeout = sock.gettimeout()
     try:
-        os.dup2(handed, self.fileno(), inheritable=False)
+        os.dup2(handed, sock.fileno(), inheritable=False)
     finally:
         os.close(handed)
-    self.settimeout(timeout)
-    return None
+    sock.settimeout(timeout)  # the descriptor's blocking mode, as the plugin had set it
