@@ -9,6 +9,11 @@ request being served, if any (``call``).
 
 The queue is bounded: a plugin that floods its output loses lines, and the
 host is told how many, instead of the runner running out of memory.
+
+Nothing polls the queue: the first record queued after a send calls
+:attr:`LogCollector.on_news`, which the runner uses to send a batch shortly
+after (so a burst travels as one message), and an idle runner does not wake
+for logs it does not have.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextvars
 import io
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -78,6 +84,9 @@ class LogCollector(logging.Handler):
         self._records: collections.deque[dict[str, Any]] = collections.deque()
         self._capacity = capacity
         self.dropped = 0
+        self.on_news: Callable[[], None] | None = None
+        """Called (on whichever thread queued it) by the first record after :meth:`taken`."""
+        self._told = False
 
     def emit(self, record: logging.LogRecord) -> None:
         """Queue a record (the ``logging.Handler`` hook)."""
@@ -106,7 +115,14 @@ class LogCollector(logging.Handler):
         """Queue one line, dropping it (and counting) when the queue is full."""
         if len(self._records) >= self._capacity:
             self.dropped += 1
-            return
+        else:
+            self._queue(level, logger, message, plugin, refused)
+        if not self._told:  # after queueing: a drain that missed the line sees it announced
+            self._tell()
+
+    def _queue(
+        self, level: int, logger: str, message: str, plugin: str | None, refused: str | None
+    ) -> None:
         self._records.append(
             {
                 "level": level,
@@ -118,6 +134,20 @@ class LogCollector(logging.Handler):
                 **({"refused": refused} if refused is not None else {}),
             }
         )
+
+    def _tell(self) -> None:
+        self._told = True
+        on_news = self.on_news
+        if on_news is not None:
+            on_news()
+
+    def taken(self) -> None:
+        """The sender is about to drain the queue: the next record calls :attr:`on_news` again.
+
+        Called before draining, so a record queued meanwhile is either in this
+        drain or announces itself.
+        """
+        self._told = False
 
     def drain(self, limit: int) -> list[dict[str, Any]]:
         """Take up to ``limit`` queued records, oldest first."""

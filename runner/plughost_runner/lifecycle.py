@@ -10,6 +10,13 @@ goes away: a heartbeat every interval from the loop (and from the pulse thread
 while a handler blocks it), which also hands freed memory back after an idle
 beat; the plugins' log records in batches; ``runner.health`` on request.
 
+At rest nothing wakes the runner but its heartbeat. Once ready, after a whole
+interval with no request served and none in flight, the beat stretches to the
+host's ``heartbeat_idle_interval`` and the pulse thread sleeps; the next request
+wakes both at once (the beat goes out straight away, then every interval again).
+Log records are sent when there are some: the first one of a burst arms a send
+``LOG_BATCH_SECONDS`` later, so the burst travels as one batch.
+
 Kept out of :mod:`plughost_runner.service`, which serves the calls and loads
 the plugins: of all this, the call path only sends a call's pending log records
 before its reply.
@@ -18,10 +25,12 @@ before its reply.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +52,9 @@ __all__ = ["ServiceLifecycle"]
 
 log = logging.getLogger("plughost_runner")
 
+LOG_BATCH_SECONDS = 0.1
+"""How long after the first record of a burst its batch is sent."""
+
 
 class ServiceLifecycle:
     """The runner service's start-up, background sends, health and shutdown."""
@@ -61,6 +73,10 @@ class ServiceLifecycle:
     _trimmed_at: int
     _max_bytes: int
     _heartbeat_interval: float
+    _idle_interval: float | None = None  # the host's heartbeat_idle_interval; None: never rest
+    _settled = False  # runner.ready was answered: beats may stretch when idle
+    _resting = False  # the beat waits out an idle interval and the pulse sleeps
+    _woken: asyncio.Event
     _shutting_down: bool
     _stopped: asyncio.Event
     _loop: asyncio.AbstractEventLoop | None
@@ -102,6 +118,7 @@ class ServiceLifecycle:
     async def _serve_host(self, group: asyncio.TaskGroup) -> None:
         hello = await self._hello()
         self._configure(hello)
+        self._woken = asyncio.Event()
         group.create_task(self._beat())
         self._pulse = Pulse(
             self._transport, self._invoker, self._heartbeat_interval, self._beat_counters
@@ -119,6 +136,7 @@ class ServiceLifecycle:
         report = await self._load(specs)
         await self._serving(group)
         await self.request("runner.ready", report, timeout=30.0)
+        self._settled = True
         await self._stopped.wait()
         await self._send_logs()
         raise _StopRunner
@@ -152,6 +170,8 @@ class ServiceLifecycle:
     def _configure(self, hello: dict[str, Any]) -> None:
         self._max_bytes = int(hello.get("max_message_bytes", self._max_bytes))
         self._heartbeat_interval = float(hello.get("heartbeat_interval", self._heartbeat_interval))
+        idle = hello.get("heartbeat_idle_interval")
+        self._idle_interval = max(float(idle), self._heartbeat_interval) if idle else None
         # A step this long already cost the host two heartbeats: worth a warning.
         self._invoker.slow_step = 2 * self._heartbeat_interval
         logging.getLogger().setLevel(int(hello.get("log_level", logging.INFO)))
@@ -181,15 +201,44 @@ class ServiceLifecycle:
         return {"unload_problems": problems}
 
     async def _beat(self) -> None:
+        served = -1
         while True:
             body = self._beat_counters()
             await self._transport.send((wire.encode(wire.event("runner.heartbeat", body)),))
+            quiet = served == self._served and not self._tasks  # over the whole last pause
             served = self._served
-            await asyncio.sleep(self._heartbeat_interval)
+            await self._pause(quiet)
             if not self._tasks and served == self._served != self._trimmed_at:
                 # No call for a whole beat after some: what they freed goes back now.
                 self._trimmed_at = served
                 release_freed_memory()
+
+    async def _pause(self, quiet: bool) -> None:
+        """Wait until the next beat is due: an interval, or while quiet an idle one."""
+        idle = self._idle_interval
+        if not (quiet and self._settled and idle is not None):
+            if self._resting:
+                self._wake()
+            await asyncio.sleep(self._heartbeat_interval)  # the beat's period
+            return
+        self._woken.clear()
+        if not self._resting:
+            self._resting = True
+            if self._pulse is not None:
+                self._pulse.rest()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(idle):
+                await self._woken.wait()  # set by the next request (see _wake)
+
+    def _wake(self) -> None:
+        """A request came: beat now and every interval again, and wake the pulse thread.
+
+        Called before the request's first step runs, which may block the loop.
+        """
+        self._resting = False
+        self._woken.set()
+        if self._pulse is not None:
+            self._pulse.resume()
 
     def _beat_counters(self) -> dict[str, Any]:
         """A heartbeat's fields; also called on the pulse thread, so it only reads."""
@@ -201,11 +250,31 @@ class ServiceLifecycle:
         }
 
     async def _flush_logs(self) -> None:
-        while True:
-            await asyncio.sleep(0.1)
-            await self._send_logs()
+        news = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
+
+        def announce() -> None:  # on any thread a plugin logs from
+            if threading.get_ident() == loop_thread:
+                news.set()
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the runner is ending
+                loop.call_soon_threadsafe(news.set)
+
+        self._collector.on_news = announce
+        if self._collector.has_news():  # queued before anyone listened (start-up)
+            news.set()
+        try:
+            while True:
+                await news.wait()
+                await asyncio.sleep(LOG_BATCH_SECONDS)  # gather the burst: one batch
+                news.clear()
+                await self._send_logs()
+        finally:
+            self._collector.on_news = None
 
     async def _send_logs(self) -> None:
+        self._collector.taken()
         while self._collector.has_news():
             records = self._collector.drain(500)
             if self._collector.dropped:

@@ -1,9 +1,13 @@
 """Make sure a runner never outlives its host.
 
 On Linux the kernel delivers SIGKILL to the runner the moment its parent dies
-(``PR_SET_PDEATHSIG``), which also covers a SIGKILLed host. A watcher thread
-polling the parent pid is the portable fallback and closes the race where the
-parent died before ``prctl`` ran.
+(``PR_SET_PDEATHSIG``), which also covers a SIGKILLed host; the parent's pid,
+checked once after ``prctl``, closes the race where the parent died before it
+ran. Every link of the chain does the same: the fork server with the host, a
+runner with the fork server (or with its pid namespace's init, which dies with
+the process outside that the fork server started). So nothing polls: an idle
+runner has no thread that wakes to look. Elsewhere, or if ``prctl`` fails, a
+watcher thread polls the parent's pid instead.
 """
 
 from __future__ import annotations
@@ -19,19 +23,27 @@ __all__ = ["bind_to_parent"]
 _PR_SET_PDEATHSIG = 1
 
 
-def bind_to_parent(parent_pid: int, poll_interval: float = 0.25) -> None:
-    """Exit this process as soon as ``parent_pid`` is no longer our parent."""
+def bind_to_parent(parent_pid: int, poll_interval: float = 0.25) -> bool:
+    """Exit this process as soon as ``parent_pid`` is no longer our parent.
+
+    Returns:
+        Whether a watcher thread polls for it (where the kernel cannot be asked to).
+    """
+    signalled = False
     if sys.platform.startswith("linux"):
         # The interpreter's own symbols include libc's: no ctypes.util.find_library, which
         # costs an import chain and an ``ldconfig`` subprocess on every runner start.
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        signalled = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
     if os.getppid() != parent_pid:
         os._exit(70)
+    if signalled:
+        return False
     watcher = threading.Thread(
         target=_watch, args=(parent_pid, poll_interval), name="plughost-lifeline", daemon=True
     )
     watcher.start()
+    return True
 
 
 def _watch(parent_pid: int, poll_interval: float) -> None:

@@ -17,6 +17,10 @@ runner falls silent and is recycled as before; a pure-Python spin lets the
 thread run, and is recycled once its call's deadline has passed. Blocking
 outside an async handler step (an ``on_load``, a plugin's own background task)
 gets no pulse and is judged by the loop's beat alone.
+
+While the runner rests (no request for a whole heartbeat interval), the thread
+sleeps without a timeout (:meth:`Pulse.rest`): a handler step can only start
+from a request, and the request wakes it first (:meth:`Pulse.resume`).
 """
 
 from __future__ import annotations
@@ -56,21 +60,32 @@ class Pulse:
         self.interval = interval  # a rejoined host may set another (read each turn)
         self._counters = counters
         self._stopping = threading.Event()
+        self._awake = threading.Event()
+        self._awake.set()
         self._thread = threading.Thread(target=self._run, name="plughost-pulse", daemon=True)
 
     def start(self) -> None:
         """Start watching."""
         self._thread.start()
 
+    def rest(self) -> None:
+        """Sleep, not waking until :meth:`resume`: the runner has nothing to do."""
+        self._awake.clear()
+
+    def resume(self) -> None:
+        """Watch every interval again (a request came)."""
+        self._awake.set()
+
     def stop(self) -> None:
         """Stop watching and wait for the thread (at most one interval)."""
         self._stopping.set()
+        self._awake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=self.interval + 1.0)
 
     def _run(self) -> None:
         invoker = self._invoker
-        while not self._stopping.wait(self.interval):
+        while self._awake.wait() and not self._stopping.wait(self.interval):
             with self._transport.lock:
                 invoker.pulsing = True  # before reading the step: see plughost_runner.invoker
                 try:

@@ -180,6 +180,8 @@ class RunnerService(ServiceLifecycle, PluginRequests):
         loop = self._loop or asyncio.get_running_loop()
         task = loop.create_task(self._serve(envelope))
         self._tasks[envelope["id"]] = task
+        if self._resting:  # before its first step, which may block the loop
+            self._wake()
         step_now(loop, task)
         if not task.done():
             group.create_task(_joined(task))

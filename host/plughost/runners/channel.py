@@ -66,10 +66,12 @@ class RunnerChannel:
         max_message_bytes: int,
         curve: CurveAuthority | None = None,
         on_violation: Callable[[str], None] | None = None,
+        on_ask: Callable[[], None] | None = None,
     ) -> None:
         # Only a digest of the token is kept: the token itself is spent by the first hello.
         self._token_digest = _digest(token)
         self._on_violation = on_violation
+        self._on_ask = on_ask  # every request sent: a resting runner owes a beat again
         self._hello_reply = hello_reply
         self._on_request = on_request
         self._on_event = on_event
@@ -306,6 +308,8 @@ class RunnerChannel:
         sent = False
         if method in _SERVING_METHODS and plugin is not None:
             self._serving[request_id] = plugin
+        if self._on_ask is not None:
+            self._on_ask()
         try:
             parts = self._posted_or_parts(
                 wire.request(request_id, method, body, plugin=plugin, deadline_ms=deadline_ms)

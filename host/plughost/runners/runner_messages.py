@@ -25,6 +25,7 @@ from plughost.runners.output import MAX_LINE
 from plughost.runners.refusals import write_grant
 from plughost.runners.reports import ProtocolViolation
 from plughost.runners.runner_state import SupervisedRunner
+from plughost.runners.watchdog import IDLE_BEATS
 from plughost.tools import progress
 from plughost.tools.client_link import ClientLink, current_client
 from plughost_sdk import wire
@@ -44,6 +45,7 @@ class RunnerMessages(SupervisedRunner):
         return {
             "plugins": [s.load_spec(data_root, temp_root, timeout) for s in self.sources.values()],
             "heartbeat_interval": self._settings.heartbeat_interval,
+            "heartbeat_idle_interval": self._settings.heartbeat_interval * IDLE_BEATS,
             "max_message_bytes": self._settings.max_message_bytes,
             "log_level": logging.getLevelName(self._settings.log_level),
             "limits": self.limits.model_dump(exclude_none=True),

@@ -135,7 +135,9 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         self._settled = asyncio.Event()
         self._stopping = asyncio.Event()
         self._process = None
-        self._watchdog = Watchdog(settings, self.limits, self._ready.is_set)
+        self._watchdog = Watchdog(
+            settings, self.limits, self._ready.is_set, waiting=lambda: self.inflight
+        )
         self._watchdog.label = f"runner {runner_id}"
         self._output = RunnerOutput(
             runner_id,
@@ -210,6 +212,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             max_message_bytes=self._settings.max_message_bytes,
             curve=self._curve if self._settings.transport == "tcp" else None,
             on_violation=self.protocol_violation,
+            on_ask=self._watchdog.asked,
         )
         self._sockets.secure(endpoint_id)
         self._channel = channel
@@ -499,6 +502,11 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             and process is not None
             and process.returncode is None
         )
+
+    @property
+    def resting(self) -> bool:
+        """Whether the runner rests between idle heartbeats (:mod:`plughost.runners.watchdog`)."""
+        return self._watchdog.resting
 
     @property
     def inflight(self) -> int:

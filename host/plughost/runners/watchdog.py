@@ -14,11 +14,22 @@ A beat may say that an async handler is blocking the runner's event loop
 deadline and kills the runner once the loop is still blocked ``stuck_grace``
 after it. That word of the runner can only bring a kill forward, never put
 one off: silence is judged as before, however the beats that came read.
+
+At rest a runner beats every ``IDLE_BEATS`` intervals instead (so fifty idle
+runners do not wake a machine a hundred times a second), and the watchdog
+ticks as rarely. The host asks when it needs to know: the moment it sends a
+request to a resting runner (:meth:`Watchdog.asked`), the runner owes a beat
+within ``heartbeat_interval * heartbeat_misses`` again, counted from then, and
+the watchdog ticks every interval. So a runner that hangs while serving is
+caught as fast as ever, and one that hangs at rest (a plugin's own task
+blocking the loop) within ``IDLE_BEATS`` intervals more, or as soon as it is
+sent a call. A runner measured for memory or CPU limits keeps the fast tick.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -29,9 +40,12 @@ from plughost.runners.disk import DiskMeter
 from plughost.runners.memory import CgroupMeter, MemoryMeter, open_meter
 from plughost.settings import ResourceLimits, RunnerSettings
 
-__all__ = ["Watchdog"]
+__all__ = ["IDLE_BEATS", "Watchdog"]
 
 log = logging.getLogger(__name__)
+
+IDLE_BEATS = 10
+"""A resting runner's heartbeat comes every this many ``heartbeat_interval``."""
 
 
 class Watchdog:
@@ -43,10 +57,12 @@ class Watchdog:
         limits: ResourceLimits,
         ready: Callable[[], bool],
         memory: MemoryMeter | None = None,
+        waiting: Callable[[], int] = lambda: 0,
     ) -> None:
         self._settings = settings
         self._limits = limits
         self._ready = ready
+        self._waiting = waiting  # requests sent to the runner and not yet answered
         self.memory = memory
         self.cpu: CpuMeter | None = None  # limits.cpu_seconds, over the runner's whole tree
         self.disk: DiskMeter | None = None  # limits.disk_mb, for a sandboxed runner
@@ -54,6 +70,10 @@ class Watchdog:
         self._beating = False  # a heartbeat arrived since this process was spawned
         self._stuck_since: float | None = None
         self._blocked: BlockedLoop | None = None  # an async handler blocking the loop, if any
+        self._busy = True  # the last beat counted calls in flight (or none came yet)
+        self._asked_at: float | None = None  # when the host began waiting on the runner
+        self._dozing = False  # the watchdog sleeps for an idle tick
+        self._wake = asyncio.Event()
         self.label = "runner"
         """How logs name the runner."""
 
@@ -95,11 +115,27 @@ class Watchdog:
         """Record a ``runner.heartbeat`` event."""
         self._last_beat = asyncio.get_running_loop().time()
         self._beating = True
+        self._busy = bool(body.get("inflight", 0))
         if not body.get("stuck", 0):
             self._stuck_since = None
         elif self._stuck_since is None:
             self._stuck_since = self._last_beat
         self._note_blocked(BlockedLoop.from_beat(body.get("blocked"), self._last_beat))
+
+    @property
+    def resting(self) -> bool:
+        """Whether the runner rests: idle at its last beat, asked nothing since, and silent
+        for two intervals since (so at its idle cadence)."""
+        now = asyncio.get_running_loop().time()
+        silent = now - self._last_beat
+        return not self._attentive() and silent > 2 * self._settings.heartbeat_interval
+
+    def asked(self) -> None:
+        """The host sent the runner a request: a resting runner owes a beat from now on."""
+        if self._asked_at is None:
+            self._asked_at = asyncio.get_running_loop().time()
+            if self._dozing:
+                self._wake.set()
 
     def restart_clock(self) -> None:
         """The runner just became ready: its silence counts from now, nothing is stuck."""
@@ -123,14 +159,16 @@ class Watchdog:
         interval = self._settings.heartbeat_interval
         spawned = loop.time()
         self._last_beat, self._beating, self._stuck_since = spawned, False, None
-        self._blocked = None
-        expected = spawned + interval
+        self._blocked, self._busy, self._asked_at = None, True, None
         while True:
-            await asyncio.sleep(interval)  # a periodic tick, not synchronization
+            tick = self._tick(loop.time())
+            expected = loop.time() + tick
+            await self._sleep(tick)
             now = loop.time()
             if now - expected > interval:  # this loop was stalled: do not blame the runner
                 self._last_beat = now
-            expected = now + interval
+            if not self._waiting():
+                self._asked_at = None  # answered: the runner's beats tell how busy it is
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
             reason = reason or self._memory_over_limit() or self._cpu_over_limit()
             disk = self.disk
@@ -138,6 +176,45 @@ class Watchdog:
                 reason = await asyncio.to_thread(disk.over_limit, now)
             if reason:
                 return reason
+
+    async def _sleep(self, tick: float) -> None:
+        """Wait ``tick`` seconds, or less if the host sends a resting runner a request."""
+        self._wake.clear()
+        self._dozing = tick > self._settings.heartbeat_interval
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(tick):  # a periodic tick, not synchronization
+                    await self._wake.wait()
+        finally:
+            self._dozing = False
+
+    def _tick(self, now: float) -> float:
+        """How long to sleep: an interval, or at rest until the runner's silence could matter."""
+        interval = self._settings.heartbeat_interval
+        if self._attentive():
+            return interval
+        due = self._last_beat + self._silence_allowed() - now + interval
+        return max(interval, min(interval * IDLE_BEATS, due))
+
+    def _attentive(self) -> bool:
+        """Whether the runner beats every interval: not ready, busy, asked, or measured."""
+        return (
+            not self._ready()
+            or self._busy
+            or self._asked_at is not None
+            or self._stuck_since is not None
+            or self._blocked is not None
+            or self.memory is not None
+            or self.cpu is not None
+        )
+
+    def _silence_allowed(self) -> float:
+        """Seconds without a beat before the runner counts as hung."""
+        settings = self._settings
+        allowed = settings.heartbeat_interval * settings.heartbeat_misses
+        if self._attentive():
+            return allowed
+        return allowed + settings.heartbeat_interval * IDLE_BEATS
 
     def _loading(self, now: float, spawned: float) -> str:
         silent = now - self._last_beat
@@ -153,8 +230,9 @@ class Watchdog:
         return ""
 
     def _serving(self, now: float) -> str:
-        silent = now - self._last_beat
-        if silent > self._settings.heartbeat_interval * self._settings.heartbeat_misses:
+        asked = self._asked_at
+        silent = now - (self._last_beat if asked is None else max(self._last_beat, asked))
+        if silent > self._silence_allowed():
             return (
                 f"unresponsive: no heartbeat for {silent:.1f} s (a plugin is probably "
                 "blocking the runner's event loop)"

@@ -1,0 +1,270 @@
+"""Benchmark what per-plugin isolation costs at rest: fifty plugins, idle, per runner and shared.
+
+Two hosts load the same N plugins (half copies of the echo test plugin, half
+copies of a MaiBot-style plugin written against ``maibot_sdk``), one with a
+sandboxed runner per plugin (the default), one with ``runner_grouping =
+"single"``. Each round, for each grouping in turn:
+
+- start: ``PluginHost.start()`` until every plugin has answered a call;
+- idle CPU: the CPU time of the whole process tree (the host, the fork
+  server, every runner and its pid-namespace helpers) over an idle window,
+  as a share of one core;
+- wake-ups: voluntary context switches of the tree over the same window, per
+  second and per runner (each is one time a process went to sleep and woke);
+- memory: the total PSS of the tree (``/proc/<pid>/smaps_rollup``), which
+  counts a page shared by k processes as 1/k in each, so the sum is what the
+  tree costs the machine.
+
+Medians of the rounds are written to the section ``idle`` of
+docs/benchmarks.md, with the ratios per-plugin / single.
+
+Usage: .venv/bin/python scripts/bench_idle.py [--plugins N] [--rounds N] [--window S] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import benchlib
+import psutil
+
+from plughost.host import PluginHost
+from plughost.settings import HostSettings
+from plughost_sdk.models import ToolInvocation
+
+ECHO_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "echo"
+MAIBOT_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "maibot" / "legacy_greeter"
+GROUPINGS = ("per_plugin", "single")
+TARGETS = {"idle CPU": 3.0, "total PSS": 3.0, "start until every plugin answers": 2.0}
+SETTLE_S = 2.0  # after start: let start-up work (trims, first beats) finish before measuring
+
+
+@dataclass
+class Results:
+    start_s: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
+    cpu_pct: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
+    wakeups: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
+    pss_mib: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
+    processes: dict[str, int] = field(default_factory=dict)
+    runners: dict[str, int] = field(default_factory=dict)
+
+
+def make_plugins(
+    root: Path, count: int
+) -> tuple[list[Path], list[tuple[str, str, dict[str, str]]]]:
+    """``count`` plugin folders and, per plugin, the tool to call: (plugin id, tool, arguments)."""
+    folders, probes = [], []
+    for index in range(count):
+        maibot = index % 2 == 1
+        source = MAIBOT_PLUGIN if maibot else ECHO_PLUGIN
+        plugin_id = f"bench.idle-{index}"
+        folder = root / "plugins" / f"idle_{index}"
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        manifest = json.loads((folder / "_manifest.json").read_text(encoding="utf-8"))
+        manifest.update(id=plugin_id, name=f"idle-{index}")
+        (folder / "_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        folders.append(folder)
+        if maibot:
+            probes.append((plugin_id, "farewell", {"person": "x"}))
+        else:
+            probes.append((plugin_id, "echo", {"text": "x"}))
+    return folders, probes
+
+
+def tree(host_pid: int) -> list[psutil.Process]:
+    """The host and every process below it."""
+    me = psutil.Process(host_pid)
+    return [me, *me.children(recursive=True)]
+
+
+def pss_bytes(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="ascii")
+    except OSError:
+        return 0  # gone meanwhile
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def voluntary_switches(pid: int) -> int:
+    """Voluntary context switches of every thread of ``pid`` (``status`` counts one thread)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            text = (task / "status").read_text(encoding="ascii")
+        except OSError:
+            continue  # the thread ended meanwhile
+        for line in text.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                total += int(line.split()[1])
+    return total
+
+
+def snapshot(processes: list[psutil.Process]) -> tuple[float, int]:
+    """CPU seconds and voluntary context switches (every thread's) of ``processes``, summed."""
+    cpu, switches = 0.0, 0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        cpu += times.user + times.system
+        switches += voluntary_switches(process.pid)
+    return cpu, switches
+
+
+async def answer_all(host: PluginHost, probes: list[tuple[str, str, dict[str, str]]]) -> None:
+    invocations = []
+    for plugin_id, tool, arguments in probes:
+        [component] = [c for c in host.components.by_plugin(plugin_id) if c.name == tool]
+        name = host.query.model_name(component)
+        invocations.append(ToolInvocation(tool_name=name, arguments=arguments))
+    results = await asyncio.gather(*(host.tools.invoke(i) for i in invocations))
+    failed = [r.error_message for r in results if not r.success]
+    if failed:
+        raise RuntimeError(f"{len(failed)} plugins did not answer: {failed[0]}")
+
+
+async def one_round(
+    root: Path,
+    grouping: str,
+    folders: list[Path],
+    probes: list[tuple[str, str, dict[str, str]]],
+    window: float,
+    out: Results,
+) -> None:
+    settings = HostSettings(
+        data_dir=root / grouping / "data",
+        temp_dir=root / grouping / "temp",
+        runner_grouping=grouping,  # type: ignore[arg-type]
+        group_capability_plugins=True,  # one runner for all: the test plugins ask for some
+    )
+    host = PluginHost(folders, settings=settings)
+    began = time.perf_counter()
+    try:
+        await host.start()
+        if host.problems:
+            plugin_id, problem = next(iter(host.problems.items()))
+            raise RuntimeError(f"{len(host.problems)} plugins failed: {plugin_id}: {problem}")
+        await answer_all(host, probes)
+        out.start_s[grouping].append(time.perf_counter() - began)
+        await asyncio.sleep(SETTLE_S)  # a measuring pause, not synchronisation
+        processes = tree(os.getpid())
+        cpu_before, switches_before = snapshot(processes)
+        await asyncio.sleep(window)  # the idle window being measured
+        cpu_after, switches_after = snapshot(processes)
+        runners = len({s.runner_id for s in host.status()})
+        out.cpu_pct[grouping].append((cpu_after - cpu_before) / window * 100)
+        out.wakeups[grouping].append((switches_after - switches_before) / window / runners)
+        out.pss_mib[grouping].append(sum(pss_bytes(p.pid) for p in tree(os.getpid())) / 2**20)
+        out.processes[grouping] = len(processes)
+        out.runners[grouping] = runners
+        await answer_all(host, probes)  # still answering after the idle window
+    finally:
+        await host.aclose()
+
+
+async def run(args: argparse.Namespace) -> Results:
+    results = Results()
+    with tempfile.TemporaryDirectory(prefix="plughost-bench-idle-") as tmp:
+        root = Path(tmp)
+        folders, probes = make_plugins(root, args.plugins)
+        for index in range(args.rounds):
+            order = GROUPINGS if index % 2 == 0 else GROUPINGS[::-1]
+            for grouping in order:
+                await one_round(root, grouping, folders, probes, args.window, results)
+                print(
+                    f"round {index + 1} {grouping}: start {results.start_s[grouping][-1]:.2f} s, "
+                    f"idle {results.cpu_pct[grouping][-1]:.2f}% CPU, "
+                    f"{results.wakeups[grouping][-1]:.1f} wake-ups/s per runner, "
+                    f"PSS {results.pss_mib[grouping][-1]:.0f} MiB",
+                    file=sys.stderr,
+                )
+    return results
+
+
+def report(results: Results, args: argparse.Namespace, command: str) -> str:
+    m = {
+        name: {g: benchlib.median(series[g]) for g in GROUPINGS}
+        for name, series in (
+            ("idle CPU", results.cpu_pct),
+            ("wake-ups", results.wakeups),
+            ("total PSS", results.pss_mib),
+            ("start until every plugin answers", results.start_s),
+        )
+    }
+    units = {
+        "idle CPU": lambda v: f"{v:.2f}% of a core",
+        "wake-ups": lambda v: f"{v:.1f} /s",
+        "total PSS": lambda v: f"{v:.0f} MiB",
+        "start until every plugin answers": lambda v: f"{v:.2f} s",
+    }
+    rows = []
+    for name, values in m.items():
+        per, single = values["per_plugin"], values["single"]
+        ratio = per / single if single else float("inf")
+        target = TARGETS.get(name)
+        verdict = "" if target is None else (" (met)" if ratio <= target else " (missed)")
+        limit = f"≤ {target:g}" if target is not None else "measured"
+        label = "voluntary wake-ups, per runner" if name == "wake-ups" else name
+        rows.append(
+            f"| {label} | {units[name](per)} | {units[name](single)} | {ratio:.2f}{verdict} "
+            f"| {limit} |"
+        )
+    lines = [
+        "## Fifty plugins at rest: a sandboxed runner each, or one for all",
+        "",
+        f"Command: `{command}`",
+        "",
+        benchlib.machine_line(),
+        "",
+        f"{args.plugins} plugins (half copies of `tests/plugins/echo`, half of the MaiBot-style "
+        "`tests/plugins/maibot/legacy_greeter`); per-plugin: the defaults (a runner per plugin, "
+        f"sandbox and pid namespace on: {results.processes.get('per_plugin', 0)} processes in "
+        f'the tree); single: `runner_grouping = "single"` '
+        f"({results.processes.get('single', 0)} processes). Medians of {args.rounds} rounds, "
+        "the two groupings alternating.",
+        "",
+        "| at rest | per-plugin | single | ratio | target |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        "Start is `PluginHost.start()` until every plugin has answered a call. Idle CPU is the "
+        f"CPU time of the whole process tree over {args.window:g} s, {SETTLE_S:g} s after "
+        "start, as a share of one core; wake-ups are the tree's voluntary context switches "
+        "over that window, per second and per runner; total PSS is the sum of "
+        "`/proc/<pid>/smaps_rollup` over the tree, the host included. " + benchlib.load_line(),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.ERROR)  # fifty copies' tool-name conflicts: expected
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--plugins", type=int, default=50, help="plugins per host")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per grouping")
+    parser.add_argument("--window", type=float, default=10.0, help="idle window, seconds")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    results = asyncio.run(run(args))
+    command = " ".join([".venv/bin/python scripts/bench_idle.py", *sys.argv[1:]])
+    markdown = report(results, args, command)
+    print(markdown)
+    if not args.no_write:
+        benchlib.write_section("idle", markdown)
+
+
+if __name__ == "__main__":
+    main()
