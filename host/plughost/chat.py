@@ -60,6 +60,8 @@ def build_tool_search(
         strategy=strategy,
         threshold=settings.threshold,
         always_loaded=settings.always_loaded,
+        semantic=settings.semantic,
+        embedding_cache=settings.embedding_cache,
     )
     registry.register_provider(BuiltinToolProvider([search.tool()], provider_name="tool_search"))
     return search

@@ -265,6 +265,16 @@ class ToolSearchSettings(BaseModel):
     )
     threshold: int = Field(25, ge=0, description="below this many active tools, send them all")
     always_loaded: list[str] = Field(default_factory=list, description="tools always sent")
+    semantic: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="rank by BM25 fused with sentence embeddings: auto when the "
+        "plughost[semantic] extra is installed, on to require it, off for BM25 alone",
+    )
+    embedding_cache: Path | None = Field(
+        None,
+        description="directory of the tool embeddings cache, so a restart embeds nothing "
+        "it embedded before; unset keeps them in memory",
+    )
 
 
 class HostSettings(BaseModel):

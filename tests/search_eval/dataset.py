@@ -21,6 +21,7 @@ name contains it and 10 if the description does.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -59,6 +60,15 @@ def load_queries() -> list[EvalQuery]:
         EvalQuery(item["query"], item["lang"], item["style"], frozenset(item["expected"]))
         for item in items
     ]
+
+
+def is_development(query: EvalQuery) -> bool:
+    """Whether ``query`` is in the development half (tuning) rather than the test half.
+
+    The halves are fixed by a digest of the query's text, so adding queries
+    never moves an old one from one half to the other.
+    """
+    return hashlib.blake2b(query.query.encode("utf-8"), digest_size=1).digest()[0] % 2 == 0
 
 
 def substring_rank(specs: Sequence[ToolSpec], query: str, limit: int) -> list[str]:

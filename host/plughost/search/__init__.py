@@ -1,6 +1,8 @@
-"""Deferred tool discovery: ``tool_search`` over a BM25 index of jieba tokens.
+"""Deferred tool discovery: ``tool_search`` over BM25 of jieba tokens, fused with embeddings.
 
 Lives here: tokenization (``text``), the incremental BM25 index (``index``), the
+optional embedding model (``embedding``) and the vectors kept and cached beside
+the BM25 index (``dense``), the
 immutable core/deferred catalog (``catalog``), per-conversation discovery state
 (``discovery``), the provider-specific strategies (``strategies``), the
 ``tool_hint`` reminder (``hints``) and the ``ToolSearchService`` that ties them to

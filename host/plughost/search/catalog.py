@@ -27,8 +27,14 @@ deferred tool that looks the same in two chats is indexed once and counted
 twice. Term statistics are therefore those of every cached chat's tools,
 which only makes them steadier.
 
-What does not live here: ranking (:mod:`plughost.search.index`), tokenizing
-(:mod:`plughost.search.text`), what is sent to the model
+With a :class:`~plughost.search.dense.DenseIndex` (the ``semantic`` extra),
+every new deferred tool is also handed to it for an embedding, off the event
+loop, and a search of a catalog whose tools all have their vectors fuses BM25
+with cosine similarity (:func:`~plughost.search.dense.fuse`); until then, or
+without the extra, the ranking is BM25 alone.
+
+What does not live here: ranking (:mod:`plughost.search.index`,
+:mod:`plughost.search.dense`), tokenizing (:mod:`plughost.search.text`), what is sent to the model
 (:mod:`plughost.search.strategies`).
 """
 
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 import itertools
 import json
 import logging
@@ -45,6 +52,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from plughost.search.dense import DenseIndex, fuse
+from plughost.search.embedding import embedding_text
 from plughost.search.index import SearchIndex
 from plughost.search.text import tokenize, tool_tokens
 from plughost.tools.provider import ChangeListener, ToolProvider
@@ -163,6 +172,7 @@ class ToolCatalogs:
         reserved: Names left out of every catalog (the search tool).
         max_contexts: How many contexts keep a catalog; the least recently
             used beyond that is dropped and rebuilt if it comes back.
+        dense: Embeddings to fuse with BM25; None ranks by BM25 alone.
     """
 
     def __init__(
@@ -172,6 +182,7 @@ class ToolCatalogs:
         always_loaded: Iterable[str] = (),
         reserved: Iterable[str] = (),
         max_contexts: int = 256,
+        dense: DenseIndex | None = None,
     ) -> None:
         if max_contexts < 1:
             raise ValueError("max_contexts must be at least 1")
@@ -182,6 +193,7 @@ class ToolCatalogs:
         self._states: OrderedDict[ToolAvailabilityContext | None, _ContextState] = OrderedDict()
         self._index = SearchIndex()
         self._refs: dict[str, int] = {}
+        self._dense = dense
         registry.add_listener(self._on_changed)
 
     def close(self) -> None:
@@ -190,6 +202,9 @@ class ToolCatalogs:
         self._states.clear()
         self._refs.clear()
         self._index = SearchIndex()
+        if self._dense is not None:
+            self._dense.close()
+            self._dense = None
 
     async def get(self, context: ToolAvailabilityContext | None = None) -> ToolCatalog:
         """Return the current catalog of ``context``, refreshing only stale providers."""
@@ -216,14 +231,27 @@ class ToolCatalogs:
     def search(
         self, catalog: ToolCatalog, query: str, limit: int
     ) -> tuple[list[tuple[ToolSpec, float]], int]:
-        """Rank the deferred tools of ``catalog`` for ``query`` by BM25.
+        """Rank the deferred tools of ``catalog`` for ``query``: hybrid when it can, else BM25.
 
         Returns:
             Up to ``limit`` (spec, score) pairs, best first, ties by name; and
-            how many deferred tools matched in all.
+            how many deferred tools matched in all (the candidates fused, when
+            hybrid).
         """
-        result = self._index.search(tokenize(query), limit, within=catalog._by_key)
-        return [(catalog._by_key[hit.key], hit.score) for hit in result.hits], result.total
+        within = catalog._by_key
+        dense = self._dense.scores(query, within) if self._dense is not None else None
+        if dense is None:
+            result = self._index.search(tokenize(query), limit, within=within)
+            return [(within[hit.key], hit.score) for hit in result.hits], result.total
+        lexical = self._index.search(tokenize(query), len(within), within=within)
+        fused = fuse({hit.key: hit.score for hit in lexical.hits}, dense)
+        best = heapq.nsmallest(limit, fused.items(), key=lambda item: (-item[1], item[0]))
+        return [(within[key], score) for key, score in best], len(fused)
+
+    async def wait_embedded(self) -> None:
+        """Wait until every tool handed to the dense index so far has its vector."""
+        if self._dense is not None:
+            await self._dense.wait()
 
     # --- bookkeeping -----------------------------------------------------------------
 
@@ -319,7 +347,11 @@ class ToolCatalogs:
                 continue
             if key not in self._index:  # checked again: other chats run while we await
                 self._index.add(key, computed.get(key) or tool_tokens(entry.spec))
+                if self._dense is not None:
+                    self._dense.add(key, embedding_text(entry.spec))
             self._refs[key] = self._refs.get(key, 0) + 1
+        if self._dense is not None:
+            self._dense.flush()
 
     def _release_all(self, entries: Iterable[_Entry]) -> None:
         for entry in entries:
@@ -330,6 +362,8 @@ class ToolCatalogs:
             if self._refs[key] <= 0:
                 del self._refs[key]
                 self._index.remove(key)
+                if self._dense is not None:
+                    self._dense.remove(key)
 
 
 def _snapshot(

