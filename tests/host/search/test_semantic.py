@@ -131,9 +131,11 @@ async def test_off_never_loads_a_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("plughost.search.embedding.UseEmbedder", refuse)
     registry, _ = _registry(load_tools()[:20])
     service = ToolSearchService(registry, threshold=0, semantic="off")
-    assert not service.semantic
+    by_hand = ToolSearchService(registry, threshold=0)  # a service's default is off
+    assert not service.semantic and not by_hand.semantic
     assert (await service.search("weather", 3)).names
     service.close()
+    by_hand.close()
 
 
 async def test_a_reload_embeds_only_the_changed_tool_and_a_restart_nothing(
