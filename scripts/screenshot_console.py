@@ -1,12 +1,16 @@
-"""Take the README's screenshot of the operator's console from a real run.
+"""Take the console's screenshots in docs/ from a real run, in Debian's Chromium.
 
-Starts ``plughost serve --web`` on a copy of the example plugins, calls their
-tools for a while through the console's own API (so the charts have something
-to show), kills one runner so a crash and its restart appear, fills the
-"try a tool" form for the image tool in Debian's Chromium (driven by
-Playwright, as in the browser tests) and saves the page to docs/console.png.
+Starts ``plughost serve --web`` on a copy of the example plugins and drives the
+page with Playwright (as the browser tests do) through four moments:
 
-    .venv/bin/python scripts/screenshot_console.py [--seconds 30] [--out docs/console.png]
+``console-at-rest.png``     every plugin loaded, nothing called yet
+``console.png``             under load: calls at a varying pace with an idle pause
+                            (the chart's gap), one runner killed and restarted
+``console-failed-try.png``  "try" on a tool far down the list, called with a city
+                            it does not know: what the operator sees at once
+``console-gave-up.png``     a runner killed until the restart policy gives up on it
+
+    .venv/bin/python scripts/screenshot_console.py [--out-dir docs] [--seconds 20]
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -47,13 +52,15 @@ CALLS: list[tuple[str, dict[str, Any] | str]] = [
     ("render_swatch", {"color": "#1e90ff", "width": 64, "height": 32}),
     ("greet", {"target": "operators"}),
 ]
+VIEWPORT = {"width": 1400, "height": 900}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=30.0, help="how long to make calls")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "console.png")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs")
+    parser.add_argument("--seconds", type=float, default=20.0, help="each burst of calls")
     args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         plugins = Path(tmp) / "plugins"
         shutil.copytree(
@@ -63,14 +70,53 @@ def main() -> int:
         command += ["--web", "127.0.0.1:0", "--log-format", "json"]
         serve = subprocess.Popen(command, cwd=tmp, stderr=subprocess.PIPE, text=True)
         try:
-            login_url = _login_url(serve)
-            _exercise(login_url, args.seconds)
-            _screenshot(login_url, args.out)
+            _take(_login_url(serve), args.out_dir, args.seconds)
         finally:
             serve.send_signal(signal.SIGINT)
             serve.wait(20)
-    print(f"wrote {args.out}")
     return 0
+
+
+def _take(login_url: str, out: Path, seconds: float) -> None:
+    _wait_for(login_url, lambda plugins: all(p["state"] == "loaded" for p in plugins))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(login_url)
+        page.locator('tr[data-plugin] .state:text("loaded")').first.wait_for()
+        page.wait_for_timeout(1500)  # one overview tick more, so every figure is fresh
+        _shot(page, out / "console-at-rest.png", full=True)
+
+        _calls(login_url, seconds, crash="plughost.example-units")
+        time.sleep(seconds)  # idle: the chart shows a gap here
+        stop = threading.Event()
+        load = threading.Thread(target=_keep_calling, args=(login_url, stop), daemon=True)
+        load.start()
+        time.sleep(seconds)
+        _shot(page, out / "console.png", full=True)
+
+        page.click('tr[data-tool="get_weather"] button.try')
+        page.fill("#try-fields input[name=city]", "Atlantis")
+        page.click("#try-form button[type=submit]")
+        page.locator("#try-result .outcome").wait_for()
+        page.wait_for_timeout(700)  # the highlight fades
+        _shot(page, out / "console-failed-try.png", full=False)
+        stop.set()
+        load.join()
+
+        _give_up(login_url, "plughost.example-notifier")
+        page.evaluate("window.scrollTo(0, 0)")
+        page.locator('tr[data-plugin="plughost.example-notifier"] .state:text("gave up")').wait_for(
+            timeout=60_000
+        )
+        page.wait_for_timeout(1200)
+        _shot(page, out / "console-gave-up.png", full=False)
+        browser.close()
+
+
+def _shot(page: Page, path: Path, *, full: bool) -> None:
+    page.screenshot(path=str(path), full_page=full)
+    print(f"wrote {path}")
 
 
 def _login_url(serve: subprocess.Popen[str]) -> str:
@@ -92,52 +138,65 @@ def _api(login_url: str, path: str, body: dict[str, Any] | None = None) -> Any:
         return json.load(response)
 
 
-def _exercise(login_url: str, seconds: float) -> None:
-    """Call the example tools at a varying pace, and crash one runner halfway."""
-    _wait_loaded(login_url)
+def _call_one(login_url: str) -> None:
+    tool, arguments = random.choice(CALLS)
+    _api(login_url, "/api/call", {"tool": tool, "arguments": arguments})
+    time.sleep(random.uniform(0.05, 0.5))
+
+
+def _calls(login_url: str, seconds: float, crash: str) -> None:
+    """Call the example tools at a varying pace, and crash ``crash``'s runner halfway."""
     deadline = time.monotonic() + seconds
     crashed = False
     while time.monotonic() < deadline:
-        tool, arguments = random.choice(CALLS)
-        _api(login_url, "/api/call", {"tool": tool, "arguments": arguments})
+        _call_one(login_url)
         if not crashed and time.monotonic() > deadline - seconds / 2:
             crashed = True
-            _kill_runner(login_url, "plughost.example-units")
-        time.sleep(random.uniform(0.05, 0.6))
-    _wait_loaded(login_url)
+            os.kill(_pid(login_url, crash), signal.SIGKILL)
+    _wait_for(login_url, lambda plugins: all(p["state"] == "loaded" for p in plugins))
 
 
-def _wait_loaded(login_url: str) -> None:
-    for _ in range(200):
-        plugins = _api(login_url, "/api/overview")["plugins"]
-        if plugins and all(p["state"] == "loaded" for p in plugins):
+def _keep_calling(login_url: str, stop: threading.Event) -> None:
+    while not stop.is_set():
+        _call_one(login_url)
+
+
+def _give_up(login_url: str, plugin_id: str) -> None:
+    """Kill ``plugin_id``'s runner each time it is back, until the host gives up on it."""
+    for _ in range(20):
+        pid = _pid(login_url, plugin_id)
+        os.kill(pid, signal.SIGKILL)
+        _wait_for(login_url, lambda plugins, pid=pid: _back_or_gone(_row(plugins, plugin_id), pid))
+        if _row(_api(login_url, "/api/overview")["plugins"], plugin_id)["state"] == "gave up":
             return
+    raise SystemExit(f"the host did not give up on {plugin_id}")
+
+
+def _row(plugins: list[dict[str, Any]], plugin_id: str) -> dict[str, Any]:
+    return next(p for p in plugins if p["plugin_id"] == plugin_id)
+
+
+def _back_or_gone(row: dict[str, Any], killed: int) -> bool:
+    return row["state"] == "gave up" or row["pid"] not in (killed, None)
+
+
+def _pid(login_url: str, plugin_id: str) -> int:
+    for _ in range(300):
+        plugins = _api(login_url, "/api/overview")["plugins"]
+        pid = next((p["pid"] for p in plugins if p["plugin_id"] == plugin_id), None)
+        if pid:
+            return int(pid)
         time.sleep(0.1)
-    raise SystemExit("the example plugins did not all load")
+    raise SystemExit(f"{plugin_id} has no runner")
 
 
-def _kill_runner(login_url: str, plugin_id: str) -> None:
-    for plugin in _api(login_url, "/api/overview")["plugins"]:
-        if plugin["plugin_id"] == plugin_id and plugin["pid"]:
-            os.kill(plugin["pid"], signal.SIGKILL)
-
-
-def _screenshot(login_url: str, out: Path) -> None:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(login_url)
-        page.locator('tr[data-plugin] .state:text("loaded")').first.wait_for()
-        page.click('tr[data-tool="render_swatch"] button.try')
-        page.fill("#try-fields input[name=color]", "#1e90ff")
-        page.fill("#try-fields input[name=end_color]", "#9333ea")
-        page.fill("#try-fields input[name=width]", "240")
-        page.click("#try-form button[type=submit]")
-        page.locator("#try-result img").wait_for()
-        page.wait_for_timeout(1500)  # one more overview tick, so every figure is fresh
-        out.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(out), full_page=True)
-        browser.close()
+def _wait_for(login_url: str, ready: Any) -> bool:
+    for _ in range(600):
+        plugins = _api(login_url, "/api/overview")["plugins"]
+        if plugins and ready(plugins):
+            return True
+        time.sleep(0.1)
+    raise SystemExit("the plugins did not reach the state waited for")
 
 
 if __name__ == "__main__":

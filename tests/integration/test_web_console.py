@@ -36,6 +36,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 WAIT_MS = 20_000
+RESTART_WINDOW = 3.0  # short, so a test sees a restart leave the window and stay counted
 
 if not CHROMIUM.exists():
     pytest.skip(
@@ -103,7 +104,9 @@ def plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(plugins: Path) -> Iterator[Served]:
-    server = Served(plugins, plugins.parent)
+    config = plugins.parent / "plughost.toml"
+    config.write_text(f"[host.runner]\nrestart_window = {RESTART_WINDOW}\n")
+    server = Served(plugins, plugins.parent, "--config", str(config))
     yield server
     server.stop()
 
@@ -211,6 +214,101 @@ def test_without_its_token_the_page_shows_nothing_until_the_token_is_given(
     expect(page.locator("#live")).to_have_text("live")
     context.close()
     assert not errors, f"the page raised: {errors}"
+
+
+def test_the_strip_and_each_row_say_at_a_glance_how_things_are(page: Any) -> None:
+    ids = _example_ids()
+    loaded = page.locator('[data-tile="loaded"]')
+    expect(loaded.locator(".value")).to_have_text(f"{len(ids)} / {len(ids)}", timeout=WAIT_MS)
+    expect(loaded).to_have_class(re.compile(r"\bok\b"))
+    expect(page.locator('[data-tile="attention"] .value')).to_have_text("0")
+    expect(page.locator('[data-tile="sandbox"] .value')).to_have_text(re.compile(r"^\d+ / \d+$"))
+
+    row = page.locator('tr[data-plugin="plughost.example-chat-guard"]')
+    expect(row).to_have_class(re.compile(r"\btone-ok\b"))
+    expect(row.locator("td.id")).to_have_attribute(
+        "title", re.compile("^plughost.example-chat-guard\n")
+    )
+    assert row.locator("td.memory").evaluate("td => getComputedStyle(td).whiteSpace") == "nowrap"
+    details = page.locator('tr[data-plugin-details="plughost.example-chat-guard"]')
+    expect(details).not_to_contain_text('["')  # no raw JSON arrays
+    expect(details.locator(".chip", has_text="components")).to_have_text("3 components")
+    host_set = page.locator('[data-tile="sandbox"] .value').inner_text().split(" / ")[0]
+    badge = f"sandbox {host_set}/{host_set}" if host_set != "0" else "no sandbox"
+    expect(details.locator("details.sandbox summary")).to_have_text(badge)
+
+
+def test_a_failed_try_shows_its_error_code_and_message_without_a_click(page: Any) -> None:
+    page.locator('tr[data-tool="get_weather"] button.try').click(timeout=WAIT_MS)
+    page.fill("#try-fields input[name=city]", "Atlantis")
+    page.click("#try-form button[type=submit]")
+
+    result = page.locator("#try-result .result.failed")
+    expect(result.locator(".outcome")).to_have_text("failed", timeout=WAIT_MS)
+    expect(result.locator(".error-code")).to_have_text("tool_error")
+    message = result.locator(".error-message")
+    expect(message).to_be_visible()
+    expect(message).to_contain_text("No weather data for 'Atlantis'. Known cities:")
+    expect(message).to_be_in_viewport()
+
+
+def test_try_on_a_tool_far_down_brings_its_form_into_view_with_the_cursor_in_it(
+    page: Any,
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 420})
+    try:
+        page.evaluate("window.scrollTo(0, 0)")
+        last = page.locator('tr[data-tool="unit_convert"] button.try')
+        last.scroll_into_view_if_needed(timeout=WAIT_MS)
+        page.evaluate("window.scrollBy(0, 200)")  # the button near the top, the form far above
+        last.click()
+
+        first = page.locator("#try-fields [name]").first
+        expect(first).to_have_attribute("name", "value")
+        expect(first).to_be_focused()
+        expect(first).to_be_in_viewport()
+        expect(page.locator("#try-name")).to_be_in_viewport()
+        expect(page.locator("#try-panel")).to_have_class(re.compile(r"\bflash\b"))
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_the_latency_line_breaks_where_no_call_was_made(page: Any) -> None:
+    busy = [{"calls": 2, "errors": 1, "p50_ms": 4.0}, {"calls": 1, "errors": 0, "p50_ms": 6.0}]
+    idle = [{"calls": 0, "errors": 0, "p50_ms": None}] * 3
+    series = busy + idle + busy + idle[:1] + busy[:1]
+
+    drawn = page.evaluate(
+        """series => {
+            const svg = chart({ bucket_seconds: 5, series });
+            return {
+                lines: [...svg.querySelectorAll("polyline.latency")].map(
+                    (l) => l.getAttribute("points").split(" ").length),
+                dots: svg.querySelectorAll("circle.latency-dot").length,
+                failed: svg.querySelectorAll("rect.errors").length,
+            };
+        }""",
+        series,
+    )
+
+    assert drawn == {"lines": [2, 2], "dots": 1, "failed": 3}
+
+
+def test_a_restart_stays_counted_after_it_leaves_the_restart_window(page: Any) -> None:
+    row = page.locator('tr[data-plugin="plughost.example-notifier"]')
+    expect(row.locator(".state")).to_have_text("loaded", timeout=WAIT_MS)
+    old_pid = int(row.locator(".pid").inner_text())
+
+    os.kill(old_pid, signal.SIGKILL)
+
+    restarts = row.locator(".restarts")
+    expect(restarts).to_have_text("1", timeout=WAIT_MS)
+    expect(row.locator(".pid")).not_to_have_text(str(old_pid), timeout=WAIT_MS)
+    # Past the window (RESTART_WINDOW s) the restart is no longer recent, and still counted.
+    expect(restarts).to_have_attribute("data-recent", "0", timeout=WAIT_MS)
+    expect(restarts).to_have_text("1")
+    expect(row.locator(".recent")).to_have_count(0)
+    expect(page.locator('[data-tile="restarts"] .value')).to_have_text(re.compile(r"^\d+$"))
 
 
 def _digits() -> re.Pattern[str]:

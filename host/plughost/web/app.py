@@ -107,6 +107,7 @@ class _Api:
             "started": console.started,
             "plugins": snapshot.plugins(self._host, console.stats, console.tracker),
             "mcp": snapshot.mcp_servers(self._host),
+            "sandbox": snapshot.host_sandbox(self._host),
             "feed_size": console.feed.size,
         }
 

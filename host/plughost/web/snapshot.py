@@ -2,9 +2,10 @@
 
 Read from the host at the moment of asking (``host.status()``, the runners, the
 tool registry) plus what only the event stream tells: which plugins are
-reloading right now and how many times each runner restarted in the restart
-window. Every field a newer ``host.status()`` row carries (sandbox protections,
-say) is passed through as it is, so the page shows it without a change here.
+reloading right now and how many times each plugin's runner restarted, since
+the host started and within the restart window. Every field a newer
+``host.status()`` row carries is passed through as it is, so the page shows it
+without a change here.
 
 Each plugin's ``members`` pairs every runner serving it (several for replicas
 and remote pools) with where ``host.status()`` says it runs (``local pid N``,
@@ -16,6 +17,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ __all__ = [
     "EventTracker",
     "ProcessInfo",
     "components",
+    "host_sandbox",
     "mcp_servers",
     "plugins",
     "runner_process",
@@ -70,13 +73,28 @@ def runner_process(pid: int | None) -> ProcessInfo | None:
     return ProcessInfo(rss, started)
 
 
-class EventTracker:
-    """Facts only the event stream tells: reloads under way, restarts per runner."""
+@dataclass(slots=True)
+class _Restarts:
+    total: int = 0
+    last: float | None = None
+    recent: collections.deque[float] = dataclasses.field(default_factory=collections.deque)
 
-    def __init__(self, restart_window: float) -> None:
+
+class EventTracker:
+    """Facts only the event stream tells: reloads under way, restarts per plugin.
+
+    Restarts are kept per plugin, not per runner (a reload starts a runner of
+    another id), and counted twice: since the host started, which never
+    forgets, and within the last ``restart_window`` seconds, which is what the
+    restart policy weighs (this only reads the events; the policy is the
+    supervisor's).
+    """
+
+    def __init__(self, restart_window: float, clock: Callable[[], float] = time.time) -> None:
         self._window = restart_window
+        self._clock = clock
         self.reloading: set[str] = set()
-        self._restarts: dict[str, collections.deque[float]] = {}
+        self._restarts: dict[str, _Restarts] = {}
 
     def observe(self, event: LifecycleEvent) -> None:
         """An event bus callback."""
@@ -84,17 +102,29 @@ class EventTracker:
             self.reloading.add(event.plugin_id)
         elif event.kind in _RELOAD_ENDS and event.plugin_id:
             self.reloading.discard(event.plugin_id)
-        elif event.kind is EventKind.RUNNER_RESTARTED and event.runner_id:
-            self._restarts.setdefault(event.runner_id, collections.deque()).append(event.time)
+        elif event.kind is EventKind.RUNNER_RESTARTED:
+            served = event.details.get("plugins")
+            if not isinstance(served, list) or not served:
+                served = [event.plugin_id] if event.plugin_id else []
+            for plugin_id in served:
+                kept = self._restarts.setdefault(str(plugin_id), _Restarts())
+                kept.total += 1
+                kept.last = event.time
+                kept.recent.append(event.time)
 
-    def restarts(self, runner_id: str) -> int:
-        """Restarts of ``runner_id`` within the restart window."""
-        times = self._restarts.get(runner_id)
-        if not times:
-            return 0
-        while times and times[0] < time.time() - self._window:
-            times.popleft()
-        return len(times)
+    def restarts(self, plugin_id: str) -> dict[str, Any]:
+        """``plugin_id``'s restarts: since start, within the window, and the last one's time."""
+        kept = self._restarts.get(plugin_id)
+        if kept is None:
+            return {"total": 0, "recent": 0, "window_s": self._window, "last": None}
+        while kept.recent and kept.recent[0] < self._clock() - self._window:
+            kept.recent.popleft()
+        return {
+            "total": kept.total,
+            "recent": len(kept.recent),
+            "window_s": self._window,
+            "last": kept.last,
+        }
 
 
 def plugins(host: PluginHost, stats: CallStats, tracker: EventTracker) -> list[dict[str, Any]]:
@@ -111,7 +141,7 @@ def plugins(host: PluginHost, stats: CallStats, tracker: EventTracker) -> list[d
         row["enabled"] = host.components.is_plugin_enabled(key)
         problem = host.problems.get(key)
         row["problems"] = [] if problem is None else [_problem(problem)]
-        row["runner"] = _runner(runner, tracker) if runner is not None else None
+        row["runner"] = _runner(runner, tracker, key) if runner is not None else None
         row["members"] = _members(host, status.runners, status.where, key)
         row["calls"] = stats.summary(key)
         rows.append(row)
@@ -151,8 +181,9 @@ def _problem(problem: Any) -> dict[str, Any]:
     }
 
 
-def _runner(runner: RunnerSupervisor, tracker: EventTracker) -> dict[str, Any]:
+def _runner(runner: RunnerSupervisor, tracker: EventTracker, plugin_id: str) -> dict[str, Any]:
     ready = runner.state is RunnerState.READY
+    restarts = tracker.restarts(plugin_id)
     info = runner_process(runner.pid) if ready else None
     return {
         "runner_id": runner.runner_id,
@@ -160,7 +191,10 @@ def _runner(runner: RunnerSupervisor, tracker: EventTracker) -> dict[str, Any]:
         "pid": runner.pid if ready else None,
         "uptime_s": round(time.time() - info.started, 1) if info else None,
         "memory_bytes": info.rss if info else None,
-        "restarts": tracker.restarts(runner.runner_id),
+        "restarts": restarts["total"],  # since the host started
+        "restarts_recent": restarts["recent"],  # within the restart window
+        "restart_window_s": restarts["window_s"],
+        "last_restart": restarts["last"],
         "plugins": runner.plugin_ids,
         "last_error": runner.last_error,
     }
@@ -233,6 +267,22 @@ def components(host: PluginHost) -> list[dict[str, Any]]:
         }
         for component in host.components.components()
     ]
+
+
+def host_sandbox(host: PluginHost) -> dict[str, Any] | None:
+    """The protections every runner of this host gets, and why the others are missing.
+
+    The page compares each plugin's ``sandbox`` with ``active`` to say what a
+    runner lacks; None until the host has started.
+    """
+    report = host.sandbox
+    if report is None:
+        return None
+    return {
+        "enabled": report.enabled,
+        "active": list(report.active),
+        "missing": dict(sorted(report.missing.items())),
+    }
 
 
 def mcp_servers(host: PluginHost) -> list[dict[str, Any]]:

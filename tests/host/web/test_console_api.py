@@ -147,6 +147,22 @@ async def test_a_tool_disabled_in_one_session_stays_enabled_elsewhere(
     assert {t["name"]: t["enabled_in_session"] for t in in_s2}["echo"] is True
 
 
+async def test_overview_names_the_hosts_sandbox_set_each_plugins_protections_come_from(
+    served: Served,
+) -> None:
+    data = (await served.client.get("/api/overview", headers=_auth())).json()
+
+    report = served.host.sandbox
+    assert report is not None
+    assert data["sandbox"] == {
+        "enabled": report.enabled,
+        "active": list(report.active),
+        "missing": dict(sorted(report.missing.items())),
+    }
+    (plugin,) = data["plugins"]
+    assert set(plugin["sandbox"]) <= set(data["sandbox"]["active"])
+
+
 async def test_overview_shows_runner_figures_and_calls_per_minute(served: Served) -> None:
     host, client = served.host, served.client
     (before,) = (await client.get("/api/overview", headers=_auth())).json()["plugins"]
@@ -158,7 +174,8 @@ async def test_overview_shows_runner_figures_and_calls_per_minute(served: Served
     assert plugin["pid"] == runner["pid"] == host.runner_for("tests.echo").pid  # type: ignore[union-attr]
     assert runner["memory_bytes"] > 1_000_000
     assert runner["uptime_s"] >= 0
-    assert runner["restarts"] == 0
+    assert runner["restarts"] == runner["restarts_recent"] == 0
+    assert runner["last_restart"] is None
     assert plugin["calls"]["calls_per_minute"] == before["calls"]["calls_per_minute"] + 1
     assert plugin["calls"]["p50_ms"] > 0
 

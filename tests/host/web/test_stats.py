@@ -81,3 +81,16 @@ def test_a_source_never_called_has_an_empty_summary() -> None:
 def test_bucket_longer_than_the_window_is_refused() -> None:
     with pytest.raises(ValueError, match="bucket"):
         CallStats(window=5, bucket=10)
+
+
+def test_an_idle_bucket_between_calls_has_no_latency_so_the_chart_can_leave_a_gap() -> None:
+    clock = Clock(1_000_000.0)
+    stats = CallStats(window=60, bucket=10, clock=clock)
+    stats.record("a", 0.004, ok=True)
+    clock.now += 30  # two buckets without a call
+    stats.record("a", 0.002, ok=True)
+
+    series = stats.summary("a")["series"]
+
+    assert [p["calls"] for p in series[-4:]] == [1, 0, 0, 1]
+    assert [p["p50_ms"] for p in series[-4:]] == [4.0, None, None, 2.0]

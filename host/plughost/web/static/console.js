@@ -68,18 +68,23 @@ const fmt = {
 
 // --- plugins and runners ---------------------------------------------------------------------
 const KNOWN_FIELDS = new Set(["plugin_id", "version", "path", "state", "runner_id", "pid", "tools",
-  "error", "enabled", "problems", "runner", "calls", "runners", "where", "members"]);
+  "error", "enabled", "problems", "runner", "calls", "runners", "where", "members", "sandbox",
+  "components", "network", "denied"]);
 
 // Where each runner of a plugin is: "local pid N", or a remote runner's address and credential.
-// One line per pool member (replicas, remote runners), so a pool shows every member.
+// One line per pool member (replicas, remote runners), so a pool shows every member. The pid is
+// shown here only, and marked so it can be read alone.
 function whereCell(members) {
   if (!members.length) return el("td", { class: "where" }, "–");
-  return el("td", { class: "where" }, members.map((m) => el("div", {
-    class: `member ${m.remote ? "remote" : "local"}${m.healthy ? "" : " unhealthy"}`,
-    "data-runner": m.runner_id,
-    "data-state": m.state || "",
-    title: `runner ${m.runner_id}: ${m.state || "unknown"}, ${m.inflight} calls in flight`,
-  }, m.where)));
+  return el("td", { class: "where" }, members.map((m) => {
+    const local = /^local pid (\d+)$/.exec(m.where);
+    return el("div", {
+      class: `member ${m.remote ? "remote" : "local"}${m.healthy ? "" : " unhealthy"}`,
+      "data-runner": m.runner_id,
+      "data-state": m.state || "",
+      title: `runner ${m.runner_id}: ${m.state || "unknown"}, ${m.inflight} calls in flight\n${m.where}`,
+    }, local ? ["local pid ", el("span", { class: "pid" }, local[1])] : m.where);
+  }));
 }
 
 function poolDetails(members) {
@@ -87,38 +92,58 @@ function poolDetails(members) {
   return el("div", { class: "details pool" }, `pool of ${members.length} runners: ${parts.join("; ")}`);
 }
 
+// The latency line is broken wherever a bucket had no call: a line drawn across idle time
+// would show a latency nobody measured.
+function latencySegments(series, x, y) {
+  const segments = [];
+  let current = [];
+  series.forEach((p, i) => {
+    if (p.p50_ms === null || p.p50_ms === undefined || !p.calls) {
+      if (current.length) segments.push(current);
+      current = [];
+    } else current.push(`${x(i).toFixed(1)},${y(p.p50_ms).toFixed(1)}`);
+  });
+  if (current.length) segments.push(current);
+  return segments;
+}
+
 function chart(calls) {
   const series = (calls && calls.series) || [];
-  const width = 150, height = 30, n = Math.max(series.length, 1), step = width / n;
+  const width = 180, height = 32, n = Math.max(series.length, 1), step = width / n;
   const top = Math.max(1, ...series.map((p) => p.calls));
   const slowest = Math.max(1, ...series.map((p) => p.p50_ms || 0));
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
+  const shape = (tag, attrs) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+    svg.append(node);
+    return node;
+  };
   svg.setAttribute("class", "chart");
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
   const title = document.createElementNS(ns, "title");
-  title.textContent = `calls per ${calls ? calls.bucket_seconds : 10} s (bars, red: errors), p50 latency (line); peak ${top} calls, ${slowest} ms`;
+  title.textContent = `calls per ${calls ? calls.bucket_seconds : 5} s (bars, red: failed), p50 latency (line, broken where idle); peak ${top} calls, ${slowest} ms`;
   svg.append(title);
-  const points = [];
+  shape("line", { class: "axis", x1: 0, x2: width, y1: height - 0.5, y2: height - 0.5 });
   series.forEach((p, i) => {
     const h = (p.calls / top) * (height - 2);
-    if (h > 0) {
-      const bar = document.createElementNS(ns, "rect");
-      bar.setAttribute("class", p.errors ? "errors" : "calls");
-      bar.setAttribute("x", (i * step).toFixed(1));
-      bar.setAttribute("y", (height - h).toFixed(1));
-      bar.setAttribute("width", Math.max(step - 0.5, 0.5).toFixed(1));
-      bar.setAttribute("height", h.toFixed(1));
-      svg.append(bar);
+    if (h <= 0) return;
+    const x = (i * step).toFixed(1), w = Math.max(step - 0.5, 0.5).toFixed(1);
+    shape("rect", { class: "calls", x, y: (height - h).toFixed(1), width: w, height: h.toFixed(1) });
+    if (p.errors) {
+      const e = Math.max((p.errors / top) * (height - 2), 1);
+      shape("rect", { class: "errors", x, y: (height - e).toFixed(1), width: w, height: e.toFixed(1) });
     }
-    if (p.p50_ms !== null) points.push(`${(i * step + step / 2).toFixed(1)},${(height - 1 - (p.p50_ms / slowest) * (height - 4)).toFixed(1)}`);
   });
-  if (points.length > 1) {
-    const line = document.createElementNS(ns, "polyline");
-    line.setAttribute("class", "latency");
-    line.setAttribute("points", points.join(" "));
-    svg.append(line);
+  const x = (i) => i * step + step / 2;
+  const y = (ms) => height - 1 - (ms / slowest) * (height - 4);
+  for (const points of latencySegments(series, x, y)) {
+    if (points.length === 1) {
+      const [cx, cy] = points[0].split(",");
+      shape("circle", { class: "latency-dot", cx, cy, r: 1.2 });
+    } else shape("polyline", { class: "latency", points: points.join(" ") });
   }
   return svg;
 }
@@ -129,6 +154,73 @@ function pluginAction(id, action, body) {
     .catch((error) => note(`${action} ${id} refused: ${error.message}`, true));
 }
 
+const STATE_TONE = { loaded: "ok", starting: "busy", reloading: "busy", draining: "busy", failed: "bad", "gave up": "bad", lost: "bad" };
+
+function statePill(p) {
+  const tone = p.enabled === false ? "off" : STATE_TONE[p.state] || "busy";
+  const name = p.enabled === false ? p.state + " (disabled)" : p.state;
+  const why = (p.runner && p.runner.last_error) || p.error || "";
+  return el("td", {}, el("span", { class: `state pill ${tone} state-${p.state.replace(/\s+/g, "-")}`, title: why || null }, name));
+}
+
+function restartsCell(runner) {
+  const total = runner.restarts, recent = runner.restarts_recent || 0;
+  if (total === undefined || total === null) return el("td", { class: "num" }, el("span", { class: "restarts" }, "–"));
+  const span = runner.restart_window_s || 0;
+  const last = runner.last_restart ? `; last at ${fmt.time(runner.last_restart)}` : "";
+  return el("td", { class: "num", title: `${total} since the host started, ${recent} in the last ${span} s${last}` },
+    el("span", { class: "restarts", "data-recent": recent }, String(total)),
+    recent ? el("span", { class: "recent" }, `${recent} in ${span} s`) : null);
+}
+
+// The protections a plugin's runner is confined by, against the host's full set: a count, with
+// what is missing named, and the whole list on hover or click.
+function sandboxBadge(protections, host) {
+  const full = host && host.enabled ? host.active : [];
+  const lacking = full.filter((name) => !protections.includes(name));
+  const tone = !protections.length ? "bad" : lacking.length ? "warn" : "ok";
+  const label = !protections.length ? "no sandbox"
+    : full.length ? `sandbox ${full.length - lacking.length}/${full.length}` : `sandbox ${protections.length}`;
+  const list = protections.join(", ") || "none";
+  return el("details", { class: "sandbox inline" },
+    el("summary", { class: `chip ${tone}`, title: `protections: ${list}` + (lacking.length ? `\nmissing versus the host: ${lacking.join(", ")}` : "") },
+      label, lacking.length ? ` · missing ${lacking.join(", ")}` : ""),
+    el("span", { class: "list" }, list));
+}
+
+function countChip(label, items) {
+  return el("span", { class: "chip", title: items.join("\n") }, `${items.length} ${label}`);
+}
+
+function detailsRow(p, members) {
+  const runner = p.runner || {};
+  const extra = [];
+  for (const problem of p.problems || []) {
+    const where = problem.line ? `${problem.file}:${problem.line}` : problem.file;
+    extra.push(el("div", { class: "problem" }, `${problem.stage}: ${where} — ${problem.reason}`));
+  }
+  const line = [];
+  if (runner.runner_id) {
+    const shared = (runner.plugins || []).length > 1 ? `, shared by ${runner.plugins.join(", ")}` : "";
+    line.push(el("span", { class: "runner-id" }, `${runner.runner_id} (${runner.state}${shared})`));
+  }
+  line.push(el("span", { class: "tools-list" }, `tools: ${(p.tools || []).join(", ") || "none"}`));
+  if (p.state === "loaded" || (p.sandbox || []).length) line.push(sandboxBadge(p.sandbox || [], state.hostSandbox));
+  if ((p.components || []).length) line.push(countChip("components", p.components));
+  if ((p.network || []).length || p.denied) {
+    line.push(el("span", { class: `network${p.denied ? " refused" : ""}` },
+      `network: ${(p.network || []).join(", ") || "none"}` + (p.denied ? `; ${p.denied} refused (see network.denied below)` : "")));
+  }
+  extra.push(el("div", { class: "details line" }, line));
+  if (members.length > 1) extra.push(poolDetails(members));
+  for (const [key, value] of Object.entries(p)) {
+    if (KNOWN_FIELDS.has(key) || value === null || value === "" || (Array.isArray(value) && !value.length)) continue;
+    const text = Array.isArray(value) ? value.join(", ") : typeof value === "object" ? JSON.stringify(value) : value;
+    extra.push(el("div", { class: "details extra", "data-field": key }, `${key.replace(/_/g, " ")}: ${text}`));
+  }
+  return el("tr", { class: "extra-row", "data-plugin-details": p.plugin_id }, el("td", { colspan: 13 }, extra));
+}
+
 function renderPlugins(plugins) {
   const body = $("#plugins tbody");
   body.replaceChildren();
@@ -136,49 +228,67 @@ function renderPlugins(plugins) {
     const runner = p.runner || {};
     const calls = p.calls || {};
     const members = p.members || [];
-    const stateName = p.enabled === false ? p.state + " (disabled)" : p.state;
-    const row = el("tr", { "data-plugin": p.plugin_id },
-      el("td", { title: p.path }, el("strong", {}, p.plugin_id)),
-      el("td", {}, p.version || "–"),
-      el("td", { class: "state state-" + p.state.replace(/\s+/g, "-") }, stateName),
+    const tone = p.enabled === false ? "off" : STATE_TONE[p.state] || "busy";
+    body.append(el("tr", { class: `plugin-row tone-${tone}`, "data-plugin": p.plugin_id },
+      el("td", { class: "id", title: `${p.plugin_id}\n${p.path}` }, el("strong", {}, p.plugin_id)),
+      el("td", { class: "nowrap" }, p.version || "–"),
+      statePill(p),
       whereCell(members),
-      el("td", { class: "pid num" }, fmt.num(p.pid)),
       el("td", { class: "uptime num" }, fmt.uptime(runner.uptime_s)),
-      el("td", { class: "restarts num" }, fmt.num(runner.restarts)),
+      restartsCell(runner),
       el("td", { class: "memory num" }, fmt.mb(runner.memory_bytes)),
       el("td", { class: "calls num" }, fmt.num(calls.calls_per_minute)),
-      el("td", { class: "errors num" }, fmt.num(calls.errors_per_minute)),
+      el("td", { class: `errors num${calls.errors_per_minute ? " bad" : ""}` }, fmt.num(calls.errors_per_minute)),
       el("td", { class: "p50 num" }, fmt.ms(calls.p50_ms)),
       el("td", { class: "p99 num" }, fmt.ms(calls.p99_ms)),
       el("td", {}, chart(calls)),
-      el("td", {},
-        el("button", { class: "reload", onclick: () => pluginAction(p.plugin_id, "reload") }, "reload"), " ",
+      el("td", { class: "actions" },
+        el("button", { class: "reload", onclick: () => pluginAction(p.plugin_id, "reload") }, "reload"),
         p.enabled === false
           ? el("button", { class: "enable", onclick: () => pluginAction(p.plugin_id, "enable") }, "enable")
-          : el("button", { class: "disable", onclick: () => pluginAction(p.plugin_id, "disable") }, "disable")));
-    body.append(row);
-    const extra = [];
-    for (const problem of p.problems || []) {
-      const where = problem.line ? `${problem.file}:${problem.line}` : problem.file;
-      extra.push(el("div", { class: "problem" }, `${problem.stage}: ${where} — ${problem.reason}`));
-    }
-    if (runner.runner_id) {
-      const shared = (runner.plugins || []).length > 1 ? `, shared by ${runner.plugins.join(", ")}` : "";
-      extra.push(el("div", { class: "details" },
-        `runner ${runner.runner_id} (${runner.state}${shared}); tools: ${(p.tools || []).join(", ") || "none"}`));
-    }
-    if (members.length > 1) extra.push(poolDetails(members));
-    if ((p.network || []).length || p.denied) {
-      extra.push(el("div", { class: "details network" },
-        `network: ${(p.network || []).join(", ") || "none"}` + (p.denied ? `; ${p.denied} connection(s) refused (see network.denied in the feed)` : "")));
-    }
-    for (const [key, value] of Object.entries(p)) {
-      if (key === "network" || key === "denied") continue;
-      if (KNOWN_FIELDS.has(key) || value === null || value === "" || (Array.isArray(value) && !value.length)) continue;
-      extra.push(el("div", { class: "details extra", "data-field": key }, `${key.replace(/_/g, " ")}: ${typeof value === "object" ? JSON.stringify(value) : value}`));
-    }
-    if (extra.length) body.append(el("tr", { class: "extra-row", "data-plugin-details": p.plugin_id }, el("td", { colspan: 14 }, extra)));
+          : el("button", { class: "disable", onclick: () => pluginAction(p.plugin_id, "disable") }, "disable"))));
+    body.append(detailsRow(p, members));
   }
+}
+
+// The strip at the top: what an operator wants at a glance, each figure coloured by how it is.
+function tile(name, value, tone, title, key) {
+  return el("div", { class: `tile ${tone || ""}`, title, "data-tile": key }, el("div", { class: "value" }, value), el("div", { class: "name" }, name));
+}
+
+function renderStrip(data) {
+  const plugins = data.plugins;
+  const loaded = plugins.filter((p) => p.state === "loaded" && p.enabled !== false).length;
+  const troubled = plugins.filter((p) => ["failed", "gave up", "lost"].includes(p.state));
+  const sum = (pick) => plugins.reduce((total, p) => total + (pick(p) || 0), 0);
+  const calls = sum((p) => p.calls && p.calls.calls_per_minute);
+  const errors = sum((p) => p.calls && p.calls.errors_per_minute);
+  const restarts = sum((p) => p.runner && p.runner.restarts);
+  const recent = sum((p) => p.runner && p.runner.restarts_recent);
+  const slowest = Math.max(0, ...plugins.map((p) => (p.calls && p.calls.p99_ms) || 0));
+  const tiles = [
+    tile("plugins loaded", `${loaded} / ${plugins.length}`, loaded === plugins.length ? "ok" : "warn", null, "loaded"),
+    tile("need attention", String(troubled.length), troubled.length ? "bad" : "ok",
+      troubled.map((p) => `${p.plugin_id}: ${p.state}`).join("\n") || "nothing failed", "attention"),
+    tile("calls / min", String(calls), "", "every plugin, the last 60 s", "calls"),
+    tile("errors / min", String(errors), errors ? "bad" : "ok", "failed calls, the last 60 s", "errors"),
+    tile("slowest p99", slowest ? fmt.ms(slowest) : "–", "", "the highest p99 latency of any plugin, the last 60 s", "p99"),
+    tile("restarts since start", recent ? `${restarts} · ${recent} recent` : String(restarts), recent ? "bad" : restarts ? "warn" : "ok",
+      "runner restarts since the host started (recent: within the restart window)", "restarts"),
+  ];
+  const sandbox = data.sandbox;
+  if (sandbox) {
+    const missing = Object.entries(sandbox.missing || {});
+    tiles.push(tile("sandbox protections", sandbox.enabled ? `${sandbox.active.length} / ${sandbox.active.length + missing.length}` : "off",
+      !sandbox.enabled ? "bad" : missing.length ? "warn" : "ok",
+      `active: ${sandbox.active.join(", ") || "none"}` + missing.map(([name, why]) => `\nnot active: ${name} (${why})`).join(""), "sandbox"));
+  }
+  const mcp = data.mcp || [];
+  if (mcp.length) {
+    const up = mcp.filter((s) => s.state === "connected").length;
+    tiles.push(tile("MCP servers up", `${up} / ${mcp.length}`, up === mcp.length ? "ok" : "bad", null, "mcp"));
+  }
+  $("#strip").replaceChildren(...tiles);
 }
 
 function renderMcp(servers) {
@@ -201,8 +311,10 @@ function renderMcp(servers) {
 
 function renderOverview(data) {
   state.plugins = data.plugins;
+  state.hostSandbox = data.sandbox;
   const loaded = data.plugins.filter((p) => p.state === "loaded").length;
-  $("#summary").textContent = `plughost ${data.version} — ${loaded} of ${data.plugins.length} plugins loaded — up ${fmt.uptime(data.time - data.started)}`;
+  $("#summary").textContent = `version ${data.version} · ${loaded} of ${data.plugins.length} plugins loaded · up ${fmt.uptime(data.time - data.started)}`;
+  renderStrip(data);
   renderPlugins(data.plugins);
   renderMcp(data.mcp || []);
   const select = $("#feed-plugin");
@@ -254,8 +366,8 @@ function renderTools() {
         el("summary", {}, t.name),
         el("div", { class: "details" }, t.description),
         el("pre", {}, JSON.stringify(t.parameters || {}, null, 2)))),
-      el("td", {}, t.component_type || "tool"),
-      el("td", {}, t.plugin_id || `${t.provider} (${t.provider_type})`),
+      el("td", { class: "nowrap" }, t.component_type || "tool"),
+      el("td", { class: "clip", title: t.plugin_id || `${t.provider} (${t.provider_type})` }, t.plugin_id || `${t.provider} (${t.provider_type})`),
       el("td", {}, t.visibility),
       el("td", {}, global),
       el("td", {}, inSession),
@@ -269,8 +381,8 @@ function renderTools() {
       api("/api/components/enabled", { key: c.key, enabled: box.checked }).then(scheduleTools).catch((e) => { note(e.message, true); scheduleTools(); }));
     body.append(el("tr", { "data-component": c.key, title: c.description },
       el("td", { class: "mono" }, c.name),
-      el("td", {}, c.kind.toLowerCase().replace(/_/g, " ")),
-      el("td", {}, c.plugin_id),
+      el("td", { class: "nowrap" }, c.kind.toLowerCase().replace(/_/g, " ")),
+      el("td", { class: "clip", title: c.plugin_id }, c.plugin_id),
       el("td", {}, "–"),
       el("td", {}, box),
       el("td", {}, "–"),
@@ -315,7 +427,19 @@ function selectTool(tool) {
   $("#try-raw").value = "";
   $("#try-result").replaceChildren();
   $("#try-form").hidden = false;
-  $("#try-panel").scrollIntoView({ block: "nearest" });
+  showForm();
+}
+
+// The form may be far from the button that opened it: bring it into view, put the cursor in its
+// first field and mark it for a moment, so the eye finds it.
+function showForm() {
+  const panel = $("#try-panel");
+  panel.scrollIntoView({ block: "start" });
+  const first = $("#try-fields").querySelector("[name]") || $("#try-form button[type=submit]");
+  first.focus({ preventScroll: true });
+  panel.classList.remove("flash");
+  void panel.offsetWidth;  // restart the animation when the same panel is flashed again
+  panel.classList.add("flash");
 }
 
 function formArguments() {
@@ -339,10 +463,19 @@ function shortenData(value) {
   return JSON.stringify(value, (key, v) => (typeof v === "string" && v.length > 200 && /^(data:|[A-Za-z0-9+/=]{200,}$)/.test(v) ? v.slice(0, 60) + `… (${v.length} chars)` : v), 2);
 }
 
+// A failure says why at once: its code and its message (what the model would read), first.
+function outcome(r) {
+  if (r.success) return el("div", { class: "outcome-line" }, el("strong", { class: "outcome" }, "success"));
+  return el("div", { class: "outcome-line" },
+    el("strong", { class: "outcome" }, "failed"), " ",
+    el("code", { class: "error-code" }, r.error_code || "error"),
+    el("pre", { class: "error-message" }, r.error_message || "(the tool gave no message)"));
+}
+
 function renderResult(answer) {
   const r = answer.result;
   const box = el("div", { class: "result " + (r.success ? "ok" : "failed"), "data-call": answer.call_id },
-    el("div", {}, el("strong", { class: "outcome" }, r.success ? "success" : `failed: ${r.error_code || "error"}`)),
+    outcome(r),
     r.content ? el("pre", { class: "content" }, r.content) : null,
     r.structured_content !== null && r.structured_content !== undefined
       ? el("details", { open: "" }, el("summary", {}, "structured content"), el("pre", { class: "structured" }, JSON.stringify(r.structured_content, null, 2)))
@@ -368,7 +501,8 @@ $("#try-form").addEventListener("submit", (event) => {
   const session = $("#session").value.trim();
   if (session) body.session_id = session;
   $("#try-result").replaceChildren(el("div", { class: "muted" }, "calling…"));
-  api("/api/call", body).then(renderResult).catch((e) => $("#try-result").replaceChildren(el("div", { class: "problem" }, e.message)));
+  api("/api/call", body).then(renderResult).catch((e) => $("#try-result").replaceChildren(
+    el("div", { class: "result failed" }, el("strong", { class: "outcome" }, "refused"), el("pre", { class: "error-message" }, e.message))));
 });
 
 // --- events and logs --------------------------------------------------------------------------------
