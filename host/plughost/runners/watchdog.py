@@ -23,7 +23,8 @@ within ``heartbeat_interval * heartbeat_misses`` again, counted from then, and
 the watchdog ticks every interval. So a runner that hangs while serving is
 caught as fast as ever, and one that hangs at rest (a plugin's own task
 blocking the loop) within ``IDLE_BEATS`` intervals more, or as soon as it is
-sent a call. A runner measured for memory or CPU limits keeps the fast tick.
+sent a call. A runner measured for memory or CPU limits keeps the fast tick;
+the disk its plugins use is added up every ``REST_DISK_SECONDS`` at rest.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 
 from plughost.runners.blocking import BlockedLoop
 from plughost.runners.cpu import CpuCgroup, CpuMeter, open_cpu_meter
-from plughost.runners.disk import DiskMeter
+from plughost.runners.disk import CHECK_SECONDS, DiskMeter
 from plughost.runners.memory import CgroupMeter, MemoryMeter, open_meter
 from plughost.settings import ResourceLimits, RunnerSettings
 
@@ -44,8 +45,11 @@ __all__ = ["IDLE_BEATS", "Watchdog"]
 
 log = logging.getLogger(__name__)
 
-IDLE_BEATS = 10
+IDLE_BEATS = 60
 """A resting runner's heartbeat comes every this many ``heartbeat_interval``."""
+
+REST_DISK_SECONDS = 30.0
+"""How often the disk a resting runner's plugins use is added up (while serving: 3 s)."""
 
 
 class Watchdog:
@@ -172,7 +176,8 @@ class Watchdog:
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
             reason = reason or self._memory_over_limit() or self._cpu_over_limit()
             disk = self.disk
-            if not reason and disk is not None and disk.due(now):  # a scan: not on the loop
+            period = CHECK_SECONDS if self._attentive() else REST_DISK_SECONDS
+            if not reason and disk is not None and disk.due(now, period):  # a thread scans
                 reason = await asyncio.to_thread(disk.over_limit, now)
             if reason:
                 return reason
@@ -194,7 +199,13 @@ class Watchdog:
         if self._attentive():
             return interval
         due = self._last_beat + self._silence_allowed() - now + interval
-        return max(interval, min(interval * IDLE_BEATS, due))
+        rest = interval * IDLE_BEATS
+        if due < rest:
+            return max(interval, due)
+        # Resting runners beat on a common grid (multiples of ``rest`` on the monotonic
+        # clock); every watchdog ticks just after its points, so the host wakes once for all.
+        tick = rest - (now - interval / 2) % rest
+        return tick + rest if tick < interval else tick
 
     def _attentive(self) -> bool:
         """Whether the runner beats every interval: not ready, busy, asked, or measured."""
