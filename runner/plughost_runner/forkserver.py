@@ -39,6 +39,7 @@ import msgpack
 
 # Imported here, before any fork, so that every runner finds them loaded.
 import plughost_runner.capture
+import plughost_runner.maibot_loader  # the MaiBot layer and tomlkit: ~5 MiB a runner, shared
 import plughost_runner.sandbox
 import plughost_runner.service
 from plughost_runner import __main__ as runner_main
