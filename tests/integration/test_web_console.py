@@ -226,6 +226,8 @@ def test_the_strip_and_each_row_say_at_a_glance_how_things_are(page: Any) -> Non
 
     row = page.locator('tr[data-plugin="plughost.example-chat-guard"]')
     expect(row).to_have_class(re.compile(r"\btone-ok\b"))
+    glyph = row.locator(".state").evaluate("e => getComputedStyle(e, '::before').content")
+    assert glyph not in ("none", "normal", '""')
     expect(row.locator("td.id")).to_have_attribute(
         "title", re.compile("^plughost.example-chat-guard\n")
     )

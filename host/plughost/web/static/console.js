@@ -267,9 +267,9 @@ function renderStrip(data) {
   const recent = sum((p) => p.runner && p.runner.restarts_recent);
   const slowest = Math.max(0, ...plugins.map((p) => (p.calls && p.calls.p99_ms) || 0));
   const tiles = [
-    tile("plugins loaded", `${loaded} / ${plugins.length}`, loaded === plugins.length ? "ok" : "warn", null, "loaded"),
     tile("need attention", String(troubled.length), troubled.length ? "bad" : "ok",
       troubled.map((p) => `${p.plugin_id}: ${p.state}`).join("\n") || "nothing failed", "attention"),
+    tile("plugins loaded", `${loaded} / ${plugins.length}`, loaded === plugins.length ? "ok" : "warn", null, "loaded"),
     tile("calls / min", String(calls), "", "every plugin, the last 60 s", "calls"),
     tile("errors / min", String(errors), errors ? "bad" : "ok", "failed calls, the last 60 s", "errors"),
     tile("slowest p99", slowest ? fmt.ms(slowest) : "–", "", "the highest p99 latency of any plugin, the last 60 s", "p99"),
