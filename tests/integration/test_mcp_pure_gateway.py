@@ -9,12 +9,16 @@ says what to pass.
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import mcp_types as types
+import psutil
 import pytest
 
 from tests.mcp_servers.harness import PUBLISHED, plughost_client, plughost_serve_http
@@ -59,6 +63,56 @@ async def test_serve_with_only_mcp_servers_serves_their_tools(
     assert not result.is_error
     text = "".join(b.text for b in result.content if isinstance(b, types.TextContent))
     assert json.loads(text)["target"]["datetime"].endswith("T21:00:00+09:00")
+
+
+async def test_a_pure_gateway_starts_no_fork_server_for_runners_it_never_needs(
+    config: Path,
+) -> None:
+    async with plughost_client(config, None) as client:
+        await client.list_tools()  # started, and connected to its upstream
+        serve = [
+            p
+            for p in psutil.Process().children(recursive=True)
+            if str(config) in p.cmdline() and "--mcp-stdio" in p.cmdline()
+        ]
+        assert len(serve) == 1, serve
+        below = [" ".join(p.cmdline()) for p in serve[0].children(recursive=True)]
+
+    assert any("mcp-server-time" in line for line in below), below
+    assert not any("plughost_runner.forkserver" in line for line in below), below
+
+
+def test_a_pure_gateway_says_so_at_start_and_watches_no_folder(config: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "plughost", "serve", "--config", str(config)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stderr is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stderr])
+    reader.start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        # Up to the start-up summary, after which a watcher would start at once; then
+        # everything it prints until SIGTERM has stopped it.
+        while not any("plugin" in line.lower() and "Ctrl-C" in line for line in seen):
+            seen.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
+    finally:
+        process.terminate()
+        process.wait(30)
+        reader.join(10)
+        process.stderr.close()
+    while not lines.empty():
+        seen.append(lines.get_nowait())
+    printed = "".join(seen)
+
+    assert "No plugin folders: serving the upstream MCP servers only" in printed
+    assert "plugin(s) loaded" not in printed
+    assert "nothing to watch" not in printed
 
 
 def test_serve_with_neither_plugins_nor_mcp_servers_says_what_to_pass(tmp_path: Path) -> None:

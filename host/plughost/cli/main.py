@@ -143,6 +143,8 @@ def serve(
     if learn:
         sandbox = host.runner.sandbox.model_copy(update={"learn": True})
         host.runner = host.runner.model_copy(update={"sandbox": sandbox})
+    if not host.plugin_dirs:  # a pure gateway starts no runner: no fork server to keep ready
+        host.runner = host.runner.model_copy(update={"fork_server": False})
     serve_settings = config.serve.model_copy(
         update={
             k: v

@@ -126,12 +126,16 @@ async def _serve_started(
 ) -> int:
     """Start the plugins, report them, and run the workers until ``stop``."""
     async with _progress(host, config):
-        await host.start()
-    _print_summary(host, config.serve.log_format, watching=config.watch.enabled)
+        await _start_with_upstream(host, config)
+    _print_summary(
+        host,
+        config.serve.log_format,
+        watching=_watching(config),
+        gateway_only=not config.host.plugin_dirs,
+    )
     printer.quiet = False
     if strict and host.problems:
         return EXIT_STARTUP_FAILED
-    register_host_tools(host, config)
     stopping, written = asyncio.Event(), asyncio.Event()
     stdio = None
     if config.serve.mcp == "stdio":
@@ -174,14 +178,48 @@ async def _serve_started(
     return EXIT_OK
 
 
+def _register_upstream(host: PluginHost, config: ServeConfig) -> MCPToolProvider | None:
+    """Add the upstream MCP servers' provider to ``host.tools``, if any are configured.
+
+    After the plugins' provider (the host's own, registered when it was made), so
+    plugin tools keep their names; ``host.aclose()`` closes it with the registry.
+    """
+    if not config.mcp.servers:
+        return None
+    provider = MCPToolProvider(config.mcp)
+    host.tools.register_provider(provider)
+    return provider
+
+
+async def _start_with_upstream(host: PluginHost, config: ServeConfig) -> None:
+    """Start the plugins, and serve's own tools, while the upstream MCP servers connect.
+
+    Neither waits on the other (the servers are other processes starting), so the
+    first ``tools/list`` is answered sooner; a server that cannot connect is in
+    the provider's status, never raised here.
+    """
+    upstream = _register_upstream(host, config)
+    connecting = None if upstream is None else asyncio.ensure_future(upstream.list_tools())
+    try:
+        await host.start()
+        register_host_tools(host, config)
+    except BaseException:
+        if connecting is not None:
+            connecting.cancel()
+            await asyncio.wait([connecting])
+        raise
+    if connecting is not None:
+        await connecting
+
+
 def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
-    """Add serve's own tools to ``host.tools``: the MCP servers', then ``tool_search``.
+    """Add serve's own tools to ``host.tools``: the MCP servers' (if not yet), then search.
 
     Registered after the plugins, as they load first; the registry still keeps
     these names from any plugin tool that is, or looks like, one of them.
     """
-    if config.mcp.servers:
-        host.tools.register_provider(MCPToolProvider(config.mcp))
+    if not any(isinstance(p, MCPToolProvider) for p in host.tools.providers):
+        _register_upstream(host, config)
     if config.search.enabled and host.search is None:
         wanted = ToolSearchSettings(
             enabled=True,
@@ -231,7 +269,7 @@ def _start_workers(
 ) -> tuple[list[asyncio.Task[None]], list[asyncio.Task[None]]]:
     """Start hot reload and the MCP HTTP server; return (every worker, the MCP servers)."""
     workers = []
-    if config.watch.enabled:
+    if _watching(config):
         workers.append(
             group.create_task(
                 host.watch(force_polling=config.watch.poll, step_ms=config.watch.step_ms)
@@ -258,8 +296,13 @@ def _start_workers(
         )
         url = f"http://{config.serve.mcp_http}/mcp"
         _notice(config, f"MCP over streamable HTTP on {url}", event="serve.mcp_http", url=url)
-    servers = workers[1:] if config.watch.enabled else workers
+    servers = workers[1:] if _watching(config) else workers
     return workers, servers
+
+
+def _watching(config: ServeConfig) -> bool:
+    """Hot reload is on and there are plugin folders to watch (a pure gateway has none)."""
+    return config.watch.enabled and bool(config.host.plugin_dirs)
 
 
 def _bearer_token(config: ServeConfig) -> str:
@@ -386,7 +429,9 @@ def _print_learned(
     print("\n".join(lines), file=sys.stderr)
 
 
-def _print_summary(host: PluginHost, log_format: str, *, watching: bool = True) -> None:
+def _print_summary(
+    host: PluginHost, log_format: str, *, watching: bool = True, gateway_only: bool = False
+) -> None:
     rows = host.status()
     sandbox = host.sandbox
     if log_format == "json":
@@ -396,6 +441,9 @@ def _print_summary(host: PluginHost, log_format: str, *, watching: bool = True) 
             "sandbox": dataclasses.asdict(sandbox) if sandbox else None,
         }
         sys.stderr.write(json.dumps(summary, default=str) + "\n")
+        return
+    if gateway_only:
+        stderr.print("No plugin folders: serving the upstream MCP servers only; Ctrl-C stops.")
         return
     stderr.print(plugins_table(rows))
     if sandbox is not None:
