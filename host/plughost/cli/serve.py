@@ -225,6 +225,8 @@ def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
             enabled=True,
             threshold=config.search.threshold,
             always_loaded=config.search.always_loaded,
+            semantic=config.search.semantic,
+            embedding_cache=config.search.embedding_cache,
         )
         host.search = build_tool_search(host.tools, wanted)
 

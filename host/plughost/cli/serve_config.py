@@ -58,6 +58,14 @@ class SearchSettings(BaseModel):
     enabled: bool = True
     threshold: int = Field(25, ge=0, description="below this many active tools, show them all")
     always_loaded: list[str] = Field(default_factory=list, description="tools always visible")
+    semantic: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="rank by BM25 fused with sentence embeddings: auto when the "
+        "plughost[semantic] extra is installed, on to require it, off for BM25 alone",
+    )
+    embedding_cache: Path | None = Field(
+        None, description="where tool embeddings are kept between starts; none: in memory"
+    )
 
 
 class ServeSettings(BaseModel):
@@ -138,6 +146,9 @@ class ServeConfig(BaseModel):
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     """Make relative paths in the file relative to the file, not to the working directory."""
+    search = data.get("search")
+    if isinstance(search, dict) and isinstance(search.get("embedding_cache"), str):
+        search["embedding_cache"] = str(base / search["embedding_cache"])
     host = data.get("host")
     if not isinstance(host, dict):
         return
