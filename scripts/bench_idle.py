@@ -56,6 +56,8 @@ class Results:
     wakeups: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     pss_mib: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     processes: dict[str, int] = field(default_factory=dict)
+    # per-plugin grouping: PSS MiB by kind of process (host, fork server, runner, helpers)
+    kinds: dict[str, list[float]] = field(default_factory=dict)
     runners: dict[str, int] = field(default_factory=dict)
 
 
@@ -85,6 +87,23 @@ def tree(host_pid: int) -> list[psutil.Process]:
     """The host and every process below it."""
     me = psutil.Process(host_pid)
     return [me, *me.children(recursive=True)]
+
+
+def kind_of(process: psutil.Process) -> str:
+    """What a process of the tree is: the host, the fork server, a runner or a helper."""
+    try:
+        if process.pid == os.getpid():
+            return "host"
+        name = process.name()
+        if name == "plughost-runner" and any(
+            c.name() == "plughost-init" for c in process.children()
+        ):
+            return "pid-namespace waiter"
+        return {"plughost-forks": "fork server", "plughost-init": "pid-namespace init"}.get(
+            name, "runner"
+        )
+    except psutil.Error:
+        return "gone"
 
 
 def pss_bytes(pid: int) -> int:
@@ -179,7 +198,15 @@ async def one_round(
         runners = len({s.runner_id for s in host.status()})
         out.cpu_pct[grouping].append((cpu_after - cpu_before) / window * 100)
         out.wakeups[grouping].append((switches_after - switches_before) / window / runners)
-        out.pss_mib[grouping].append(sum(pss_bytes(p.pid) for p in tree(os.getpid())) / 2**20)
+        members = tree(os.getpid())
+        out.pss_mib[grouping].append(sum(pss_bytes(p.pid) for p in members) / 2**20)
+        if grouping == "per_plugin":
+            by_kind: dict[str, float] = {}
+            for member in members:
+                kind = kind_of(member)
+                by_kind[kind] = by_kind.get(kind, 0.0) + pss_bytes(member.pid) / 2**20
+            for kind, mib in by_kind.items():
+                out.kinds.setdefault(kind, []).append(mib)
         out.processes[grouping] = len(processes)
         out.runners[grouping] = runners
         await answer_all(host, probes)  # still answering after the idle window
@@ -244,13 +271,21 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
         f"{args.plugins} plugins (half copies of `tests/plugins/echo`, half of the MaiBot-style "
         "`tests/plugins/maibot/legacy_greeter`); per-plugin: the defaults (a runner per plugin, "
         f"sandbox and pid namespace on: {results.processes.get('per_plugin', 0)} processes in "
-        f'the tree); single: `runner_grouping = "single"` '
-        f"({results.processes.get('single', 0)} processes). Medians of {args.rounds} rounds, "
-        "the two groupings alternating.",
+        f'the tree); single: `runner_grouping = "single"` with `group_capability_plugins` '
+        f"(one runner for all: {results.processes.get('single', 0)} processes). "
+        f"Medians of {args.rounds} rounds, the two groupings alternating.",
         "",
         "| at rest | per-plugin | single | ratio | target |",
         "|---|---|---|---|---|",
         *rows,
+        "",
+        "Where the per-plugin PSS goes (medians): "
+        + ", ".join(
+            f"{kind} {benchlib.median(values):.0f} MiB"
+            for kind, values in sorted(results.kinds.items(), key=lambda kv: -max(kv[1]))
+            if kind != "gone"
+        )
+        + ".",
         "",
         "Start is `PluginHost.start()` until every plugin has answered a call. Idle CPU is the "
         "time on a CPU (`/proc/<pid>/task/*/schedstat`) of the whole process tree over "

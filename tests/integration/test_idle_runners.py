@@ -124,6 +124,27 @@ async def test_a_resting_runner_answers_its_next_call(make_host: HostFactory) ->
         assert runner.pid == pid
 
 
+async def test_a_resting_runner_measured_for_memory_is_not_taken_for_hung(
+    make_host: HostFactory,
+) -> None:
+    # Its limits keep the watchdog ticking every interval; its silence is still judged
+    # by the allowance of a resting runner.
+    async with make_host([ECHO], limits={"memory_mb": 512, "cpu_seconds": 600}) as host:
+        runner = _runner(host, "tests.echo")
+        pid = runner.pid
+        settings = host.settings.runner
+        await _until_resting(runner)
+        loop = asyncio.get_running_loop()
+        rested = loop.time()
+        busy_bound = settings.heartbeat_interval * settings.heartbeat_misses
+        await wait_until(  # the observation window: longer than a busy runner may be silent
+            lambda: loop.time() - rested > 2 * busy_bound, timeout=10, what="the window"
+        )
+        assert not [e for e in host.events.history() if e.kind.value == "runner.crashed"]
+        assert runner.pid == pid and runner.state.value == "ready"
+        assert (await host.invoke("echo", {"text": "x"})).success
+
+
 @pytest.mark.parametrize(
     "runner_settings",
     [

@@ -132,7 +132,7 @@ class Watchdog:
         for two intervals since (so at its idle cadence)."""
         now = asyncio.get_running_loop().time()
         silent = now - self._last_beat
-        return not self._attentive() and silent > 2 * self._settings.heartbeat_interval
+        return self._idle() and silent > 2 * self._settings.heartbeat_interval
 
     def asked(self) -> None:
         """The host sent the runner a request: a resting runner owes a beat from now on."""
@@ -176,7 +176,7 @@ class Watchdog:
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
             reason = reason or self._memory_over_limit() or self._cpu_over_limit()
             disk = self.disk
-            period = CHECK_SECONDS if self._attentive() else REST_DISK_SECONDS
+            period = REST_DISK_SECONDS if self._idle() else CHECK_SECONDS
             if not reason and disk is not None and disk.due(now, period):  # a thread scans
                 reason = await asyncio.to_thread(disk.over_limit, now)
             if reason:
@@ -196,8 +196,8 @@ class Watchdog:
     def _tick(self, now: float) -> float:
         """How long to sleep: an interval, or at rest until the runner's silence could matter."""
         interval = self._settings.heartbeat_interval
-        if self._attentive():
-            return interval
+        if not self._idle() or self.memory is not None or self.cpu is not None:
+            return interval  # a busy runner, or limits measured every interval
         due = self._last_beat + self._silence_allowed() - now + interval
         rest = interval * IDLE_BEATS
         if due < rest:
@@ -207,23 +207,22 @@ class Watchdog:
         tick = rest - (now - interval / 2) % rest
         return tick + rest if tick < interval else tick
 
-    def _attentive(self) -> bool:
-        """Whether the runner beats every interval: not ready, busy, asked, or measured."""
+    def _idle(self) -> bool:
+        """Whether the runner may rest: ready, and at its last beat nothing in flight,
+        stuck or blocked, and the host has asked it nothing since."""
         return (
-            not self._ready()
-            or self._busy
-            or self._asked_at is not None
-            or self._stuck_since is not None
-            or self._blocked is not None
-            or self.memory is not None
-            or self.cpu is not None
+            self._ready()
+            and not self._busy
+            and self._asked_at is None
+            and self._stuck_since is None
+            and self._blocked is None
         )
 
     def _silence_allowed(self) -> float:
         """Seconds without a beat before the runner counts as hung."""
         settings = self._settings
         allowed = settings.heartbeat_interval * settings.heartbeat_misses
-        if self._attentive():
+        if not self._idle():
             return allowed
         return allowed + settings.heartbeat_interval * IDLE_BEATS
 
