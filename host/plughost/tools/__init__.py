@@ -1,6 +1,7 @@
 """The tool layer: one registry that routes every call, whatever its source.
 
-Lives here: the ``ToolProvider`` protocol, ``ToolRegistry``, argument casting and
+Lives here: the ``ToolProvider`` protocol, ``ToolRegistry`` (and what a call that
+could not run returns, ``call_failures``), argument casting and
 JSON Schema validation, declared defaults, provider-specific definitions (OpenAI,
 Anthropic), batching by concurrency class, built-in tools, tool naming and the
 names the host keeps from plugins (``reserved``), model responses' tool calls to

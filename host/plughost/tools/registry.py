@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
 import time
 from collections import OrderedDict
@@ -73,6 +72,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from plughost.tools.arguments import ArgumentErrors, prepare_arguments
+from plughost.tools.call_failures import (
+    describe_span,
+    not_found,
+    provider_failed,
+    provider_returned,
+)
 from plughost.tools.defaults import fill_defaults
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
@@ -94,8 +99,6 @@ CallObserver = Callable[[ToolSpec | None, ToolExecutionResult, float], None]
 """Hears every call: the spec that ran (None for an unknown name), the result, seconds."""
 
 _VIEW_CACHE_SIZE = 64
-_SUGGESTIONS = 3
-_LISTED_IN_ERRORS = 20
 _MAX_WARNED = 4096
 
 CallGate = Callable[[ToolSpec, ToolExecutionContext | None], Awaitable[ToolExecutionResult | None]]
@@ -440,7 +443,7 @@ class ToolRegistry:
                 with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
                     result = await self._route(invocation, context, routed, trusted, listed_all)
                     if span is not None:
-                        _describe_span(span, routed[0] if routed else None, result)
+                        describe_span(span, routed[0] if routed else None, result)
             else:
                 result = await self._route(invocation, context, routed, trusted, listed_all)
             if result.tool_name != name:
@@ -511,7 +514,7 @@ class ToolRegistry:
             view = self._cached_view(availability) or await self._view(availability)
             route = view.routes.get(name)
             if route is None:
-                return ToolExecutionResult.failure(name, _not_found(name, view), "tool_not_found")
+                return not_found(name, [spec.name for spec in view.listed()])
             spec = route.spec
             routed.append(spec)
             if (
@@ -538,9 +541,9 @@ class ToolRegistry:
         try:
             result: object = await provider.invoke(call, context)
         except Exception as exc:
-            return _provider_failed(call.tool_name, provider.provider_name, exc)
+            return provider_failed(call.tool_name, provider.provider_name, exc)
         if not isinstance(result, ToolExecutionResult):
-            return _provider_returned(call.tool_name, provider.provider_name, result)
+            return provider_returned(call.tool_name, provider.provider_name, result)
         return result
 
     async def _refusal(
@@ -569,36 +572,6 @@ async def _list_safely(
         return None
 
 
-def _provider_failed(tool: str, provider: str, exc: Exception) -> ToolExecutionResult:
-    log.exception("tool provider raised tool=%s provider=%s", tool, provider, exc_info=exc)
-    message = f"Tool {tool} failed in provider {provider}: {type(exc).__name__}: {exc}"
-    return ToolExecutionResult.failure(tool, message, "provider_error")
-
-
-def _provider_returned(tool: str, provider: str, result: object) -> ToolExecutionResult:
-    log.error("tool provider returned %s tool=%s", type(result).__name__, tool)
-    message = (
-        f"Tool {tool} failed in provider {provider}: it returned a "
-        f"{type(result).__name__} instead of a ToolExecutionResult"
-    )
-    return ToolExecutionResult.failure(tool, message, "provider_error")
-
-
-def _describe_span(span: Any, spec: ToolSpec | None, result: ToolExecutionResult) -> None:
-    """Name the provider and the outcome on a call's span (OpenTelemetry is imported here)."""
-    from opentelemetry.trace import Status, StatusCode
-
-    if spec is not None:
-        span.set_attribute("plughost.provider", spec.provider_name)
-        span.set_attribute("plughost.provider_type", spec.provider_type)
-        plugin_id = spec.metadata.get("plugin_id")
-        if isinstance(plugin_id, str):
-            span.set_attribute("plughost.plugin_id", plugin_id)
-    if not result.success:
-        span.set_attribute("plughost.error_code", result.error_code or "")
-        span.set_status(Status(StatusCode.ERROR, result.error_code or "failed"))
-
-
 def _stamped(spec: ToolSpec, provider: ToolProvider) -> ToolSpec:
     """Fill in the provider fields a provider left empty, so warnings can name them."""
     update: dict[str, Any] = {}
@@ -609,16 +582,3 @@ def _stamped(spec: ToolSpec, provider: ToolProvider) -> ToolSpec:
     if not spec.tool_id:
         update["tool_id"] = f"{provider.provider_type}:{provider.provider_name}:{spec.name}"
     return spec.model_copy(update=update) if update else spec
-
-
-def _not_found(name: str, view: _View) -> str:
-    names = [spec.name for spec in view.listed()]
-    by_lower = {n.lower(): n for n in reversed(names)}
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=_SUGGESTIONS, cutoff=0.6)
-    message = f"Tool not found: {name}."
-    if close:
-        message += f" Did you mean: {', '.join(by_lower[c] for c in close)}?"
-    shown = ", ".join(names[:_LISTED_IN_ERRORS]) or "none"
-    extra = len(names) - _LISTED_IN_ERRORS
-    message += f"\nAvailable tools: {shown}" + (f" (and {extra} more)." if extra > 0 else ".")
-    return message
