@@ -15,7 +15,7 @@ def import_plugin(folder: Path, name: str) -> ModuleType:
     top-level name (``config``); those modules and the path entry are dropped
     afterwards, so the next import of a same-named module comes from its own
     folder. Whether ``maibot_sdk`` is the real one or plughost's depends on
-    whether ``folder`` is registered with :mod:`plughost_runner.maibot_imports`.
+    whether ``folder`` is registered with :mod:`plughost_runner.maibot.imports`.
     """
     spec = importlib.util.spec_from_file_location(
         name, folder / "plugin.py", submodule_search_locations=[str(folder)]

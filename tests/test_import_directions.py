@@ -101,15 +101,15 @@ def test_checker_reports_a_forbidden_import_with_file_and_line(tmp_path: Path) -
     (folder / "bad.py").write_text(
         "import os\n"
         "from plughost_sdk import Tool\n"
-        "from plughost_runner.loader import load_plugin\n"
+        "from plughost_runner.plugins.loader import load_plugin\n"
         "import importlib\n"
-        "importlib.import_module('plughost_runner.invoker')\n"
+        "importlib.import_module('plughost_runner.plugins.invoker')\n"
         "from . import sibling\n",
         encoding="utf-8",
     )
     package = Package("plughost", folder, frozenset({"plughost", "plughost_sdk"}))
 
     assert _violations(package, root=tmp_path) == [
-        "plughost/bad.py:3: imports plughost_runner.loader",
-        "plughost/bad.py:5: imports plughost_runner.invoker",
+        "plughost/bad.py:3: imports plughost_runner.plugins.loader",
+        "plughost/bad.py:5: imports plughost_runner.plugins.invoker",
     ]

@@ -2,7 +2,7 @@
 
 The host starts it; nobody else should. The process makes itself non-dumpable
 first, then reads its per-spawn token (and over ``tcp://`` its CURVE keys) from
-the pipe named by ``--credentials-fd`` (:mod:`plughost_runner.credentials`); no
+the pipe named by ``--credentials-fd`` (:mod:`plughost_runner.process.credentials`); no
 credential is ever in its environment.
 """
 
@@ -15,8 +15,8 @@ import logging
 import os
 import sys
 
-from plughost_runner.credentials import make_undumpable, read_credentials
-from plughost_runner.lifeline import bind_to_parent
+from plughost_runner.process.credentials import make_undumpable, read_credentials
+from plughost_runner.process.lifeline import bind_to_parent
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             policy = SandboxPolicy.from_json(args.sandbox)
             if apply(policy, socket):
                 args.parent_pid = os.getppid()  # 1: its pid namespace's init
-            from plughost_runner.limits import note_sandbox
+            from plughost_runner.process.limits import note_sandbox
 
             note_sandbox(policy.write, policy.file_size)
         except (SandboxError, ValueError, TypeError) as exc:
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             return 4
     # Imported only now, so that a runner started at a lower priority pays for its
     # heavy imports (pyzmq, pydantic) at that priority too.
-    from plughost_runner.capture import LogCollector, StreamProxy
-    from plughost_runner.heap import keep_freed_memory
+    from plughost_runner.process.capture import LogCollector, StreamProxy
+    from plughost_runner.process.heap import keep_freed_memory
     from plughost_runner.service import RunnerService
 
     keep_freed_memory()

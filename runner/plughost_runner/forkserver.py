@@ -37,13 +37,14 @@ from typing import Any
 
 import msgpack
 
+import plughost_runner.maibot.loader  # the MaiBot layer and tomlkit: ~5 MiB a runner, shared
+
 # Imported here, before any fork, so that every runner finds them loaded.
-import plughost_runner.capture
-import plughost_runner.maibot_loader  # the MaiBot layer and tomlkit: ~5 MiB a runner, shared
+import plughost_runner.process.capture
 import plughost_runner.sandbox
 import plughost_runner.service
 from plughost_runner import __main__ as runner_main
-from plughost_runner.credentials import make_undumpable
+from plughost_runner.process.credentials import make_undumpable
 
 __all__ = ["main"]
 

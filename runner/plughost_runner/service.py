@@ -10,11 +10,11 @@ handler is a failed result, and a failure of the protocol is a wire error.
 in one sitting and the call path reads on its own. Here: requests to the host,
 frames from it, serving a request (``_on_frame`` -> ``_start`` -> ``_serve`` ->
 ``_on_invoke`` or ``_on_component``), and loading plugins, each with a
-:class:`~plughost_runner.bridge.Bridge` to this service. Start-up, heartbeats,
-log forwarding, health and shutdown live in :mod:`plughost_runner.lifecycle`;
+:class:`~plughost_runner.link.bridge.Bridge` to this service. Start-up, heartbeats,
+log forwarding, health and shutdown live in :mod:`plughost_runner.link.lifecycle`;
 resources, prompts and configuration updates in
-:mod:`plughost_runner.plugin_requests`; the wire error a handler answers with
-in :mod:`plughost_runner.replies`.
+:mod:`plughost_runner.link.plugin_requests`; the wire error a handler answers with
+in :mod:`plughost_runner.link.replies`.
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from typing import Any
 
 import zmq
 
-from plughost_runner.bridge import Bridge, HostError
-from plughost_runner.capture import CancelFlag, LogCollector, current_call, current_cancel
-from plughost_runner.components import INVOKABLE_TYPES, call_component, dynamic_handler
-from plughost_runner.credentials import Credentials
-from plughost_runner.eager import step_now
-from plughost_runner.invoker import Invoker
-from plughost_runner.lifecycle import ServiceLifecycle
-from plughost_runner.loader import LoadedPlugin, LoadFailure, PluginSpec, load_plugin
-from plughost_runner.plugin_requests import PluginRequests
-from plughost_runner.pulse import Pulse
-from plughost_runner.replies import Reply
-from plughost_runner.transport import Transport
+from plughost_runner.link.bridge import Bridge, HostError
+from plughost_runner.link.lifecycle import ServiceLifecycle
+from plughost_runner.link.plugin_requests import PluginRequests
+from plughost_runner.link.pulse import Pulse
+from plughost_runner.link.replies import Reply
+from plughost_runner.link.transport import Transport
+from plughost_runner.plugins.components import INVOKABLE_TYPES, call_component, dynamic_handler
+from plughost_runner.plugins.invoker import Invoker
+from plughost_runner.plugins.loader import LoadedPlugin, LoadFailure, PluginSpec, load_plugin
+from plughost_runner.process.capture import CancelFlag, LogCollector, current_call, current_cancel
+from plughost_runner.process.credentials import Credentials
+from plughost_runner.process.eager import step_now
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError
 

@@ -257,7 +257,7 @@ def test_the_readmes_timings_are_the_examples_and_the_defaults() -> None:
 
 
 def test_a_runner_pod_drains_within_its_grace_period_as_the_readme_says() -> None:
-    from plughost_runner.remote import DEFAULT_DRAIN_TIMEOUT
+    from plughost_runner.remote.leaving import DEFAULT_DRAIN_TIMEOUT
 
     args = container("plughost-runner", "runner")["args"]
     drain = float(_flag(args, "--drain-timeout"))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from plughost_runner.components import call_component, component_handlers
-from plughost_runner.invoker import Invoker
+from plughost_runner.plugins.components import call_component, component_handlers
+from plughost_runner.plugins.invoker import Invoker
 from plughost_sdk import API, Command, EventHandler, HookHandler, Plugin
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from plughost_runner.eager import step_now
+from plughost_runner.process.eager import step_now
 
 
 async def test_a_task_that_finishes_in_one_step_is_done_at_once_and_ran_as_itself() -> None:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(
 # memory before and after release_freed_memory().
 _SCRIPT = """
 import resource, sys
-from plughost_runner import heap
+from plughost_runner.process import heap
 if sys.argv[1] == "keep":
     assert heap.keep_freed_memory()
 def rss():

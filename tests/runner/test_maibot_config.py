@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plughost_runner.maibot_config import plan_config
+from plughost_runner.maibot.config import plan_config
 from plughost_sdk.maibot import Field, MaiBotPlugin, PluginConfigBase
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from plughost_runner import loader, maibot_imports
+from plughost_runner.maibot import imports as maibot_imports
+from plughost_runner.plugins import loader
 from tests.conftest import TEST_PLUGINS
 
 PACKAGE = "plughost_plugin_maibot_probe_1"

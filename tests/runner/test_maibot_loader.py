@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from plughost_runner.maibot_loader import MaiBotSetupError, set_up, tool_declaration
+from plughost_runner.maibot.loader import MaiBotSetupError, set_up, tool_declaration
 from plughost_sdk.errors import PluginDeclarationError
 from plughost_sdk.maibot import MaiBotPlugin, Tool
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from plughost_runner.maibot_loader import tool_result
+from plughost_runner.maibot.loader import tool_result
 from plughost_sdk.results import normalize_result
 
 CASES: list[tuple[Any, tuple[bool, str, str]]] = [

@@ -6,7 +6,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from plughost_runner.polling import Poller
+from plughost_runner.remote.polling import Poller
 
 
 async def test_an_edit_right_after_start_is_reported(tmp_path: Path) -> None:

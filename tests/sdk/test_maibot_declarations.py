@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from maibot_sdk.types import ToolComponentInfo as RealToolInfo
 
-from plughost_runner import maibot_imports
-from plughost_runner.maibot_loader import tool_declaration
+from plughost_runner.maibot import imports as maibot_imports
+from plughost_runner.maibot.loader import tool_declaration
 from tests.conftest import TEST_PLUGINS
 from tests.maibot_real import import_plugin
 

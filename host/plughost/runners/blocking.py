@@ -2,7 +2,7 @@
 
 While one step of an async handler blocks a runner's event loop, the runner's
 pulse thread keeps sending heartbeats that carry ``"blocked": {"plugin",
-"handler", "seconds", "deadline_in"}`` (see ``plughost_runner.pulse``). The
+"handler", "seconds", "deadline_in"}`` (see ``plughost_runner.link.pulse``). The
 supervisor keeps the latest as a :class:`BlockedLoop`, in its own loop's clock,
 and leaves the call alone until its deadline has passed by the grace period
 (``stuck_grace``): the call runs to its own deadline (the host answers

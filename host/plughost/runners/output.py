@@ -19,7 +19,7 @@ host, whatever the runner claims:
   no plugin it serves) with those of every plugin the runner serves
   (:mod:`plughost.redaction`).
 
-What does not live here: the runner's own bounded queue (``plughost_runner.capture``).
+What does not live here: the runner's own bounded queue (``plughost_runner.process.capture``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Paths the sandbox refused a runner's plugins, as the runner reports them.
 
 The runner tags the log record of a refused file access with the directory an
-operator would grant (``plughost_runner.limits``); the host turns it into a
+operator would grant (``plughost_runner.process.limits``); the host turns it into a
 ``sandbox.denied`` event with that grant, the console's grant button and
 learn mode's ``[host.write_grants]``. The report comes from a runner, so from
 plugin code: it is believed only as far as it goes, a suggestion the operator

@@ -5,7 +5,7 @@ whose every field has a default; ``self.config`` is then a validated instance
 of it, filled with defaults whether or not ``config.toml`` exists. The helpers
 here are the pure dict operations behind that: defaults from the model, filling
 what a file lacks, rebuilding an older file on the newer layout. Reading and
-writing the file is the runner's job (``plughost_runner.maibot_config``).
+writing the file is the runner's job (``plughost_runner.maibot.config``).
 
 MaiBot keeps a version in ``[plugin] config_version``: when the model's default
 is newer than the file's, the file is rebuilt on the model's layout, keeping the

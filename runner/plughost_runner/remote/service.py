@@ -55,19 +55,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plughost_runner.bridge import Bridge, HostError
-from plughost_runner.capture import LogCollector
-from plughost_runner.credentials import Credentials
-from plughost_runner.leaving import LeavingService
-from plughost_runner.loader import (
+from plughost_runner.link.bridge import Bridge, HostError
+from plughost_runner.plugins.loader import (
     LoadedPlugin,
     LoadFailure,
     PluginSpec,
     load_plugin,
     unload_plugin,
 )
-from plughost_runner.polling import Poller
-from plughost_runner.remote import read_spec
+from plughost_runner.process.capture import LogCollector
+from plughost_runner.process.credentials import Credentials
+from plughost_runner.remote.leaving import LeavingService
+from plughost_runner.remote.offers import read_spec
+from plughost_runner.remote.polling import Poller
 from plughost_sdk import wire
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import MANIFEST_FILE
@@ -95,7 +95,7 @@ class Watch:
 class RemoteService(LeavingService):
     """Serves a host over the network; reloads, adds and removes plugins; rejoins a new host.
 
-    On SIGTERM or SIGINT it drains its calls and leaves (:mod:`plughost_runner.leaving`).
+    On SIGTERM or SIGINT it drains its calls and leaves (:mod:`plughost_runner.remote.leaving`).
     """
 
     def __init__(

@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import zmq
 
-from plughost_runner.bridge import HostError
-from plughost_runner.capture import LogCollector
-from plughost_runner.credentials import Credentials
-from plughost_runner.heap import release_freed_memory
-from plughost_runner.invoker import Invoker
-from plughost_runner.limits import apply_limits
-from plughost_runner.loader import LoadedPlugin, PluginSpec, unload_plugin
-from plughost_runner.pulse import Pulse
-from plughost_runner.transport import Transport
+from plughost_runner.link.bridge import HostError
+from plughost_runner.link.pulse import Pulse
+from plughost_runner.link.transport import Transport
+from plughost_runner.plugins.invoker import Invoker
+from plughost_runner.plugins.loader import LoadedPlugin, PluginSpec, unload_plugin
+from plughost_runner.process.capture import LogCollector
+from plughost_runner.process.credentials import Credentials
+from plughost_runner.process.heap import release_freed_memory
+from plughost_runner.process.limits import apply_limits
 from plughost_sdk import __version__ as sdk_version
 from plughost_sdk import wire
 

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from plughost_runner.invoker import Invoker
-from plughost_runner.transport import Transport
+from plughost_runner.link.transport import Transport
+from plughost_runner.plugins.invoker import Invoker
 from plughost_sdk import wire
 
 __all__ = ["Pulse"]
@@ -87,7 +87,9 @@ class Pulse:
         invoker = self._invoker
         while self._awake.wait() and not self._stopping.wait(self.interval):
             with self._transport.lock:
-                invoker.pulsing = True  # before reading the step: see plughost_runner.invoker
+                invoker.pulsing = (
+                    True  # before reading the step: see plughost_runner.plugins.invoker
+                )
                 try:
                     frame = self._frame()
                     if frame is not None:

@@ -20,9 +20,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from plughost_runner import maibot_imports
-from plughost_runner.components import ComponentHandler, call_shape, component_handlers
-from plughost_runner.limits import describe_limit_error
+from plughost_runner.maibot import imports as maibot_imports
+from plughost_runner.plugins.components import ComponentHandler, call_shape, component_handlers
+from plughost_runner.plugins.invoker import Handler
+from plughost_runner.process.limits import describe_limit_error
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
 from plughost_sdk.plugin import Plugin
@@ -31,7 +32,7 @@ from plughost_sdk.resources import PromptDeclaration, ResourceDeclaration
 if TYPE_CHECKING:  # the MaiBot layer is imported only when a MaiBot plugin loads
     from plughost_sdk.maibot.plugin import MaiBotPlugin
 
-__all__ = ["Handler", "LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_plugin"]
+__all__ = ["LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_plugin"]
 
 _counter = 0
 
@@ -82,19 +83,6 @@ class PluginSpec:
             on_load_timeout=float(body.get("on_load_timeout", 30.0)),
             flavor=str(body.get("flavor") or "plughost"),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Handler:
-    """A tool's (or a resource's, or a prompt's) bound method and how to call it."""
-
-    declaration: ToolDeclaration | ResourceDeclaration | PromptDeclaration
-    function: Callable[..., Any]
-    is_async: bool
-    accepts_any: bool
-    accepted: frozenset[str]
-    adapt_result: Callable[[Any], Any] | None = None
-    """Applied to the return value before normalization (MaiBot's reading of it)."""
 
 
 @dataclass(slots=True)
@@ -227,7 +215,9 @@ def _set_up_maibot(
     spec: PluginSpec, bridge: CapabilityBridge, instance: MaiBotPlugin
 ) -> tuple[dict[str, Handler], str | None]:
     """Context, configuration and tools of a MaiBot plugin (see maibot_loader)."""
-    from plughost_runner import maibot_loader  # tomlkit and the MaiBot layer: only when needed
+    from plughost_runner.maibot import (
+        loader as maibot_loader,  # tomlkit and the MaiBot layer: only when needed
+    )
 
     try:
         setup = maibot_loader.set_up(

@@ -8,7 +8,7 @@ the key (ZAP) and the offers against that credential's allow-list, and answers
 which plugins it accepts. Only those are loaded. From then on it is served like
 a runner the host spawned: calls, heartbeats, deadlines. On SIGTERM or SIGINT
 it tells the host it is leaving, finishes its calls in flight (within
-``--drain-timeout``) and exits 0 (:mod:`plughost_runner.leaving`).
+``--drain-timeout``) and exits 0 (:mod:`plughost_runner.remote.leaving`).
 
 The runner keeps one ZeroMQ identity for its whole life, so a broken link that
 comes back resumes the same session. When the host refuses it (unknown or
@@ -21,29 +21,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import logging
 import os
 import socket
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from plughost_runner.credentials import Credentials
-from plughost_runner.loader import PluginSpec
-from plughost_sdk.errors import ManifestError
-from plughost_sdk.manifest import MANIFEST_FILE, load_manifest
-from plughost_sdk.plugin_digest import DigestError, plugin_sha256
+from plughost_runner.process.credentials import Credentials
+from plughost_runner.remote.leaving import DEFAULT_DRAIN_TIMEOUT
+from plughost_runner.remote.offers import find_plugins
 
-__all__ = ["DEFAULT_DRAIN_TIMEOUT", "find_plugins", "main", "read_credential_file", "read_spec"]
+__all__ = ["main", "read_credential_file"]
 
 log = logging.getLogger("plughost_runner")
-
-DEFAULT_DRAIN_TIMEOUT = 25.0
-"""Seconds calls in flight may finish after a SIGTERM: Kubernetes' 30 s grace, less 5 s
-to unload the plugins and exit before its SIGKILL."""
 
 
 def read_credential_file(path: Path) -> dict[str, str]:
@@ -57,52 +49,6 @@ def read_credential_file(path: Path) -> dict[str, str]:
     if not isinstance(data, dict) or any(not isinstance(data.get(k), str) for k in needed):
         raise ValueError(f"{path} is not a plughost runner credential (needs {', '.join(needed)})")
     return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
-
-
-def find_plugins(root: Path, data_root: Path) -> list[PluginSpec]:
-    """Every plugin folder under ``root`` (or ``root`` itself) with a valid manifest."""
-    folders = [root] if (root / MANIFEST_FILE).exists() else sorted(p for p in root.iterdir())
-    specs = []
-    for folder in folders:
-        if not (folder / MANIFEST_FILE).is_file():
-            continue
-        try:
-            specs.append(read_spec(folder, data_root))
-        except (ManifestError, OSError, ValueError) as exc:
-            print(f"plughost runner: skipping {folder}: {exc}", file=sys.stderr)
-    return specs
-
-
-def read_spec(folder: Path, data_root: Path) -> PluginSpec:
-    """What this runner offers and loads for one plugin folder, as it is on disk now.
-
-    Its configuration is the folder's own ``config.toml``: a remote plugin is
-    configured on the runner's machine, not by the host.
-
-    Raises:
-        ManifestError: the manifest is invalid.
-        OSError, ValueError: a file cannot be read, or ``config.toml`` is not TOML.
-    """
-    manifest = load_manifest(folder)
-    config_file = folder / "config.toml"
-    raw = config_file.read_bytes() if config_file.is_file() else b""
-    try:
-        digest, problem = plugin_sha256(folder), ""
-    except DigestError as exc:  # refused by the host only where a pin needs the digest
-        digest, problem = "", str(exc)
-    return PluginSpec(
-        plugin_id=manifest.id,
-        path=folder.resolve(),
-        config=tomllib.loads(raw.decode("utf-8")) if raw else {},
-        config_version=hashlib.sha256(raw).hexdigest()[:12] if raw else "",
-        data_dir=(data_root / "data" / manifest.id).resolve(),
-        temp_dir=(data_root / "temp" / manifest.id).resolve(),
-        flavor="maibot" if manifest.targets_maibot else "plughost",
-        version=manifest.version,
-        plugin_sha256=digest,
-        digest_problem=problem,
-        capabilities=tuple(manifest.capabilities),
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if not offers:
         print(f"plughost-runner: no plugin folder in {args.plugins}", file=sys.stderr)
         return 2
-    from plughost_runner.capture import LogCollector
-    from plughost_runner.remote_service import RemoteService, Watch
+    from plughost_runner.process.capture import LogCollector
+    from plughost_runner.remote.service import RemoteService, Watch
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     keys = (credential["server_public"], credential["public"], credential["secret"])

@@ -32,15 +32,18 @@ import signal
 import sys
 from typing import Any
 
-from plughost_runner.bridge import HostError
-from plughost_runner.loader import unload_plugin
-from plughost_runner.remote import DEFAULT_DRAIN_TIMEOUT
+from plughost_runner.link.bridge import HostError
+from plughost_runner.plugins.loader import unload_plugin
 from plughost_runner.service import RunnerService
 from plughost_sdk import wire
 
-__all__ = ["LeavingService"]
+__all__ = ["DEFAULT_DRAIN_TIMEOUT", "LeavingService"]
 
 log = logging.getLogger("plughost_runner")
+
+DEFAULT_DRAIN_TIMEOUT = 25.0
+"""Seconds calls in flight may finish after a SIGTERM: Kubernetes' 30 s grace, less 5 s
+to unload the plugins and exit before its SIGKILL."""
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _ASK_TIMEOUT = 5.0

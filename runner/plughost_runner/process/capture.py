@@ -97,7 +97,7 @@ class LogCollector(logging.Handler):
         if record.exc_info and record.exc_info[0] is not None:
             message += "\n" + logging.Formatter().formatException(record.exc_info)
         refused = getattr(record, "plughost_refused", None)
-        if isinstance(refused, str):  # a path the sandbox refused (plughost_runner.limits)
+        if isinstance(refused, str):  # a path the sandbox refused (plughost_runner.process.limits)
             plugin = getattr(record, "plughost_plugin", None)
             self.add(record.levelno, record.name, message, plugin, refused=refused)
             return

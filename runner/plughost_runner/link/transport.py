@@ -9,7 +9,7 @@ One other thread may send: the pulse thread, while a plugin blocks the event
 loop (:meth:`Transport.send_locked`). A ZeroMQ socket may be used by several
 threads only one at a time and behind a memory barrier. The pulse thread sends
 only while a plugin step runs on the loop (see
-:mod:`plughost_runner.invoker`), so a send made from the loop holds
+:mod:`plughost_runner.plugins.invoker`), so a send made from the loop holds
 :attr:`Transport.lock` only when :attr:`Transport.guarded` says a step is
 running (plugin code sending, a capability call); the pump's own callbacks
 (the reader, the end-of-iteration flush) run only between steps and need no

@@ -18,10 +18,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from plughost_runner import maibot_imports
-from plughost_runner.invoker import Invoker
-from plughost_runner.loader import Handler, LoadedPlugin, validate_config
-from plughost_runner.replies import Reply
+from plughost_runner.link.replies import Reply
+from plughost_runner.maibot import imports as maibot_imports
+from plughost_runner.plugins.invoker import Handler, Invoker
+from plughost_runner.plugins.loader import LoadedPlugin, validate_config
 from plughost_sdk import wire
 from plughost_sdk.resources import match_template, prompt_messages, resource_contents
 
@@ -123,7 +123,7 @@ class PluginRequests:
         self, plugin: LoadedPlugin, instance: MaiBotPlugin, body: dict[str, Any]
     ) -> Any:
         """MaiBot's rules: the plugin's own scope renormalizes; bot scopes go to subscribers."""
-        from plughost_runner.maibot_config import plan_config  # loaded with the plugin already
+        from plughost_runner.maibot.config import plan_config  # loaded with the plugin already
 
         config, version = dict(body.get("config") or {}), str(body.get("version", ""))
         scope = str(body.get("scope", "self"))

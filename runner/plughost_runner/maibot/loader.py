@@ -1,12 +1,12 @@
 """Bring a MaiBot SDK 2.x plugin (a ``MaiBotPlugin``) to life the way MaiBot's runner does.
 
 After the loader has imported the module (with ``maibot_sdk`` mapped, see
-:mod:`plughost_runner.maibot_imports`) and created the instance, this module:
+:mod:`plughost_runner.maibot.imports`) and created the instance, this module:
 
 1. gives it MaiBot's context (``_set_context``), whose capability calls go
    through the runner's bridge;
 2. normalizes its configuration from ``config_model`` and plans config.toml
-   (:mod:`plughost_runner.maibot_config`);
+   (:mod:`plughost_runner.maibot.config`);
 3. turns the ``TOOL`` entries of the *instance's* ``get_components()`` (so an
    override is honoured) into plughost tool declarations: MaiBot's schema, the
    description MaiBot's host gives the model (the component's ``description``,
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost_runner.maibot_config import plan_config
+from plughost_runner.maibot.config import plan_config
 from plughost_sdk.context import CapabilityBridge
 from plughost_sdk.declarations import (
     CHAT_SCOPES,

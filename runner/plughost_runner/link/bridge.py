@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from plughost_runner.capture import current_call, current_cancel
-from plughost_runner.invoker import call_deadline
+from plughost_runner.plugins.invoker import call_deadline
+from plughost_runner.process.capture import current_call, current_cancel
 from plughost_sdk import wire
 from plughost_sdk.errors import CapabilityError
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from plughost_runner.limits import describe_limit_error
+from plughost_runner.process.limits import describe_limit_error
 from plughost_sdk.components import (
     REFUSED_COMPONENT_TYPES,
     SERVED_COMPONENT_TYPES,
@@ -40,8 +40,8 @@ from plughost_sdk.components import (
 )
 from plughost_sdk.types import ComponentType
 
-if TYPE_CHECKING:  # the invoker imports the loader, which imports this module
-    from plughost_runner.invoker import Invoker
+if TYPE_CHECKING:
+    from plughost_runner.plugins.invoker import Invoker
 
 __all__ = [
     "INVOKABLE_TYPES",

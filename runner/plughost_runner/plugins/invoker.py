@@ -10,7 +10,7 @@ An async handler that blocks anyway (``time.sleep``, ``requests.get``, a long
 computation) holds the whole loop for one *step* of its coroutine. Every step
 is timed: while one runs, :attr:`Invoker.step` says which handler it is, since
 when and until which deadline, so the runner's pulse thread can keep the host
-informed (see :mod:`plughost_runner.pulse`); a step longer than
+informed (see :mod:`plughost_runner.link.pulse`); a step longer than
 :attr:`Invoker.slow_step` is logged when it ends, naming the handler, how long
 it blocked and what to write instead.
 
@@ -35,10 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from plughost_runner.capture import current_plugin
-from plughost_runner.limits import describe_limit_error
-from plughost_runner.loader import Handler
+from plughost_runner.process.capture import current_plugin
+from plughost_runner.process.limits import describe_limit_error
+from plughost_sdk.declarations import ToolDeclaration
 from plughost_sdk.models import ToolExecutionResult
+from plughost_sdk.resources import PromptDeclaration, ResourceDeclaration
 from plughost_sdk.results import (
     ResultFields,
     normalize_exception,
@@ -46,9 +47,23 @@ from plughost_sdk.results import (
     result_fields,
 )
 
-__all__ = ["Callee", "Invoker", "Step", "call_deadline"]
+__all__ = ["Callee", "Handler", "Invoker", "Step", "call_deadline"]
 
 log = logging.getLogger("plughost_runner")
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A tool's (or a resource's, or a prompt's) bound method and how to call it."""
+
+    declaration: ToolDeclaration | ResourceDeclaration | PromptDeclaration
+    function: Callable[..., Any]
+    is_async: bool
+    accepts_any: bool
+    accepted: frozenset[str]
+    adapt_result: Callable[[Any], Any] | None = None
+    """Applied to the return value before normalization (MaiBot's reading of it)."""
+
 
 call_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "plughost_call_deadline", default=None
