@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -346,3 +348,34 @@ def kill_all(pids: Iterable[int]) -> None:
     for pid in pids:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+async def kill_host_and_wait_for_its_children(script: Path, cwd: Path, *, ready: float) -> None:
+    """Run ``script`` (a host that prints the pids to watch, then waits), SIGKILL it, and
+    wait until none of those processes is left: a host's children never outlive it."""
+    process = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=cwd
+    )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), ready)
+        pids = [int(p) for p in line.split()]
+        assert pids and all(psutil.pid_exists(p) for p in pids)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+        await wait_until(
+            lambda: not any(_alive(p) for p in pids), timeout=10, what="every child ending"
+        )
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

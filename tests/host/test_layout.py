@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_cycles import import_cycles
+
 PACKAGE = Path(__file__).resolve().parents[2] / "host" / "plughost"
 
 LEAVES = frozenset(
@@ -137,16 +139,13 @@ def test_no_module_imports_itself_back() -> None:
     for path in _modules():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         graph[_module_name(path)] = {module for _, module in _plughost_imports(tree)}
-    cycles = []
-    for start in graph:
-        stack, seen = [(start, (start,))], set()
-        while stack:
-            node, trail = stack.pop()
-            for nxt in graph.get(node, ()):
-                if nxt == start and len(trail) > 1:
-                    cycles.append(" -> ".join((*trail, nxt)))
-                elif nxt not in seen and nxt in graph and nxt != node:
-                    seen.add(nxt)
-                    stack.append((nxt, (*trail, nxt)))
+    cycles = import_cycles(graph)
 
-    assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles)))
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_check_sees_a_cycle_and_nothing_else() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+    assert import_cycles(graph) == ["a -> b -> c -> a", "b -> c -> a -> b", "c -> a -> b -> c"]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []

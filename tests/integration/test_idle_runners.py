@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import psutil
 import pytest
 
 from plughost.host import PluginHost
 from plughost.runners.supervisor import RunnerSupervisor
 from plughost.runners.watchdog import IDLE_BEATS
 from tests.conftest import TEST_PLUGINS, HostFactory
+from tests.fault_injection import kill_host_and_wait_for_its_children
 from tests.waiting import wait_until
 
 QUIET = TEST_PLUGINS / "quiet_logger"
@@ -180,29 +176,4 @@ async def test_no_runner_process_outlives_a_sigkilled_host(
             """
         )
     )
-    process = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
-    )
-    try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
-        pids = [int(p) for p in line.split()]
-        assert pids and all(psutil.pid_exists(p) for p in pids)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
-        await wait_until(
-            lambda: not any(_alive(p) for p in pids), timeout=10, what="every runner process ending"
-        )
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    await kill_host_and_wait_for_its_children(script, tmp_path, ready=60)

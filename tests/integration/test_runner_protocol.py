@@ -5,17 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import socket
 import stat
-import subprocess
-import sys
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgpack
-import psutil
 import pytest
 import zmq
 import zmq.asyncio
@@ -25,7 +21,7 @@ from plughost.runners.capabilities import CapabilityCall
 from plughost_sdk import wire
 from plughost_sdk.models import ToolExecutionContext
 from tests.conftest import TEST_PLUGINS, HostFactory
-from tests.fault_injection import runner_token
+from tests.fault_injection import kill_host_and_wait_for_its_children, runner_token
 from tests.waiting import wait_until
 
 ECHO = TEST_PLUGINS / "echo"
@@ -225,29 +221,4 @@ async def test_runners_exit_when_their_host_is_sigkilled(tmp_path: Path) -> None
             """
         )
     )
-    process = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
-    )
-    try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 30)
-        pids = [int(p) for p in line.split()]
-        assert pids and all(psutil.pid_exists(p) for p in pids)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
-        await wait_until(
-            lambda: not any(_alive(p) for p in pids), timeout=10, what="runners exiting"
-        )
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    await kill_host_and_wait_for_its_children(script, tmp_path, ready=30)
