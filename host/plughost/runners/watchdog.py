@@ -24,7 +24,9 @@ the watchdog ticks every interval. So a runner that hangs while serving is
 caught as fast as ever, and one that hangs at rest (a plugin's own task
 blocking the loop) within ``IDLE_BEATS`` intervals more, or as soon as it is
 sent a call. A runner measured for memory or CPU limits keeps the fast tick;
-the disk its plugins use is added up every ``REST_DISK_SECONDS`` at rest.
+the disk its plugins use is added up every ``CHECK_SECONDS``, at rest too (a
+plugin's own task may write while no call runs), on a grid all watchdogs share,
+so the host wakes once for all of them.
 """
 
 from __future__ import annotations
@@ -47,9 +49,6 @@ log = logging.getLogger(__name__)
 
 IDLE_BEATS = 60
 """A resting runner's heartbeat comes every this many ``heartbeat_interval``."""
-
-REST_DISK_SECONDS = 30.0
-"""How often the disk a resting runner's plugins use is added up (while serving: 3 s)."""
 
 
 class Watchdog:
@@ -176,8 +175,7 @@ class Watchdog:
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
             reason = reason or self._memory_over_limit() or self._cpu_over_limit()
             disk = self.disk
-            period = REST_DISK_SECONDS if self._idle() else CHECK_SECONDS
-            if not reason and disk is not None and disk.due(now, period):  # a thread scans
+            if not reason and disk is not None and disk.due(now):  # a thread scans
                 reason = await asyncio.to_thread(disk.over_limit, now)
             if reason:
                 return reason
@@ -205,7 +203,12 @@ class Watchdog:
         # Resting runners beat on a common grid (multiples of ``rest`` on the monotonic
         # clock); every watchdog ticks just after its points, so the host wakes once for all.
         tick = rest - (now - interval / 2) % rest
-        return tick + rest if tick < interval else tick
+        tick = tick + rest if tick < interval else tick
+        if self.disk is None:
+            return tick
+        # The disk is counted on a finer grid, shared too (a resting plugin may still write).
+        look = CHECK_SECONDS - (now - interval / 2) % CHECK_SECONDS
+        return min(tick, look + CHECK_SECONDS if look < interval else look)
 
     def _idle(self) -> bool:
         """Whether the runner may rest: ready, and at its last beat nothing in flight,
