@@ -33,10 +33,9 @@ class DiskMeter:
     _checked: float = field(default=float("-inf"))
     used: int = 0
 
-    def due(self, now: float, period: float = CHECK_SECONDS) -> bool:
-        """Whether a scan is due, ``period`` seconds after the last (checked on the event
-        loop: no thread for a tick)."""
-        return now - self._checked >= period
+    def due(self, now: float) -> bool:
+        """Whether a scan is due (checked on the event loop: no thread for a tick)."""
+        return now - self._checked >= CHECK_SECONDS
 
     def over_limit(self, now: float) -> str:
         """Why the plugins are over their quota, or ``""``; rescans when a check is due."""
