@@ -462,7 +462,7 @@ class _Counting(logging.Handler):
         self.failures: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name in {"plughost.host", "plughost.local_runners", "asyncio"}:
+        if record.name in {"plughost.host", "plughost.runners.fleet", "asyncio"}:
             self.failures.append(record.getMessage()[:200])
 
 

@@ -11,13 +11,13 @@ there and what it may import::
     search/    tool_search: BM25 index, catalog, discovery, strategies
     mcp/       MCP servers as a tool source; the registry served over MCP
     plugins/   plugin folders, manifests, components, the plugin tool provider
-    runners/   runner processes, their channel, supervision, capabilities
+    runners/   the host's runner processes, their channel, supervision, capabilities
+    remote/    runners on other machines: their sessions, credentials, pools
     dispatch/  commands, events, hook chains and plugin APIs, run in their runners
     web/       the operator's console: a live web page, /metrics (``serve --web``)
     cli/       the ``plughost`` command
     host.py    PluginHost, the one façade an embedder needs; beside it, its parts:
-               startup.py (fork server and sandbox plan), local_runners.py (runners,
-               replicas, reload candidates, their reports), host_capabilities.py
+               startup.py (fork server and sandbox plan), host_capabilities.py
                (what every host answers plugins), status.py (PluginStatus rows)
 
 The names below are the public API. Each is imported on first use, so

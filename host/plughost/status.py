@@ -14,7 +14,7 @@ from typing import Protocol
 from plughost.plugins.components import ComponentRegistry
 from plughost.plugins.query import ComponentQueryService
 from plughost.plugins.source import PluginProblem, PluginSource
-from plughost.remote_runners import RemoteRunners
+from plughost.remote.registration import RemoteRunners
 from plughost.runners.supervisor import RunnerSupervisor
 
 __all__ = ["PluginStatus", "StatusSource", "learned_network", "learned_writes", "plugin_statuses"]

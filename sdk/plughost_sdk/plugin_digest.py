@@ -19,7 +19,7 @@ compute it here, so they agree on what counts:
   side reads without end.
 
 What does not live here: what the host does with a digest (its allow-list,
-``plughost.runners.remote_keys``).
+``plughost.remote.keys``).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from plughost.host import PluginHost, PluginStatus
+from plughost.remote.keys import AllowEntry, RemoteKeyStore
+from plughost.remote.member import RemoteRunner
 from plughost.runners.pool import RunnerPool
-from plughost.runners.remote import RemoteRunner
-from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
 from plughost.settings import HostSettings, RemoteSettings
 from plughost_sdk.models import ToolExecutionResult
 from tests.conftest import fast_settings

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from plughost.host import PluginHost
-from plughost.runners.remote import RemoteRunner, RemoteState
+from plughost.remote.member import RemoteRunner, RemoteState
 from plughost_sdk.models import ToolExecutionResult
 from tests.integration.remote_helpers import (
     PLUGIN_ID,

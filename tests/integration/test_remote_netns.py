@@ -174,7 +174,7 @@ async def test_runners_in_another_namespace_balance_survive_a_kill_a_cut_link_an
         # A revoked credential is refused; so is a plugin off a credential's allow-list.
         revoked = issue(keys, "revoked", [PLUGIN_ID], tmp_path / "revoked.json")
         assert host.remote is not None
-        from plughost.runners.remote_keys import RemoteKeyStore
+        from plughost.remote.keys import RemoteKeyStore
 
         assert RemoteKeyStore(keys).revoke("revoked")
         runners.append(start_runner(listen, revoked, plugins, tmp_path, in_b))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from plughost.host import PluginHost
-from plughost.runners.remote import RemoteRunner
+from plughost.remote.member import RemoteRunner
 from plughost_sdk import wire
 from tests.integration.remote_helpers import (
     PLUGIN_ID,

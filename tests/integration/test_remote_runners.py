@@ -15,7 +15,7 @@ import zmq
 import zmq.asyncio
 
 from plughost.host import PluginHost
-from plughost.runners.remote_keys import RemoteKeyStore
+from plughost.remote.keys import RemoteKeyStore
 from plughost.settings import RemoteSettings
 from plughost_sdk import wire
 from tests.conftest import fast_settings

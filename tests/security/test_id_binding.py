@@ -23,7 +23,7 @@ from plughost.host import PluginHost
 from plughost.plugins.bindings import BINDINGS_FILE
 from plughost.plugins.source import PluginSource, read_plugin
 from plughost.plugins.watcher import ChangeKind, PluginChange
-from plughost.runners.remote_keys import RemoteKeyStore
+from plughost.remote.keys import RemoteKeyStore
 from plughost.settings import HostSettings
 from tests.conftest import fast_settings
 from tests.integration.remote_helpers import (

@@ -1,7 +1,7 @@
 """``plughost runner-credentials new|revoke|list``: credentials for remote runners.
 
 They act on ``[host.remote] keys_dir`` of the configuration file that ``serve
---config`` reads (see :mod:`plughost.runners.remote_keys`); a running host
+--config`` reads (see :mod:`plughost.remote.keys`); a running host
 reads that folder at every connection and every second, so a revocation takes
 effect at once. Only click is imported at the top (``plughost --help`` stays fast).
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from plughost.runners.remote_keys import AllowEntry
+    from plughost.remote.keys import AllowEntry
 
 __all__ = ["runner_credentials"]
 
@@ -118,7 +118,7 @@ def new_credential(
           --out ocr-box.json --config plughost.toml --endpoint tcp://host.example:7700
     """
     from plughost.cli.pinning import pin_folder
-    from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
+    from plughost.remote.keys import AllowEntry, RemoteKeyStore
 
     keys_dir, listen = _remote_settings(config_file)
     try:
@@ -153,7 +153,7 @@ def revoke_credential(name: str, config_file: Path | None) -> None:
     Example:
       plughost runner-credentials revoke gpu-box --config plughost.toml
     """
-    from plughost.runners.remote_keys import RemoteKeyStore
+    from plughost.remote.keys import RemoteKeyStore
 
     keys_dir, _ = _remote_settings(config_file)
     if not RemoteKeyStore(keys_dir).revoke(name):
@@ -173,7 +173,7 @@ def list_credentials(config_file: Path | None, as_json: bool) -> None:
       plughost runner-credentials list --config plughost.toml
       plughost runner-credentials list --config plughost.toml --json
     """
-    from plughost.runners.remote_keys import RemoteKeyStore
+    from plughost.remote.keys import RemoteKeyStore
 
     keys_dir, _ = _remote_settings(config_file)
     credentials = RemoteKeyStore(keys_dir).credentials()

@@ -16,7 +16,7 @@ A plugin that cannot be loaded here (a dependency only the runner's machine
 has) cannot be pinned this way; the error gives the digest-only entry
 (``--plugin ID==VERSION@sha256:HEX``) for an operator who accepts that.
 
-What does not live here: the allow-list itself (``plughost.runners.remote_keys``).
+What does not live here: the allow-list itself (``plughost.remote.keys``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from plughost.cli.one_shot import throwaway_settings
 from plughost.host import PluginHost
-from plughost.runners.remote_keys import AllowEntry
+from plughost.remote.keys import AllowEntry
 from plughost.runners.reports import declared_names
 from plughost_sdk.errors import ManifestError
 from plughost_sdk.manifest import load_manifest

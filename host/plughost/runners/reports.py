@@ -17,7 +17,7 @@ reasons come from the runner, and the declarations are bounded here
 prompts break a bound is reported as failed at stage ``declare``, as if its
 runner had said so. Remote runners' reports (``runner.ready``,
 ``plugin.reloaded``) go through the same function
-(:mod:`plughost.runners.remote_requests`), so no runner declares more than
+(:mod:`plughost.remote.requests`), so no runner declares more than
 a local one may.
 
 What does not live here: the supervisor's reaction (:mod:`plughost.runners.supervisor`).

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from plughost.cli.credentials import runner_credentials
-from plughost.runners.remote_keys import AllowEntry, RemoteKeyStore
+from plughost.remote.keys import AllowEntry, RemoteKeyStore
 from plughost_sdk.plugin_digest import plugin_sha256
 
 PLUGIN = Path(__file__).parents[2] / "plugins" / "caller"

@@ -1,4 +1,4 @@
-"""The host's own runner processes: which plugins share one, replicas, start and retire.
+"""The runner processes the host starts itself: which plugins share one, replicas, start, retire.
 
 :class:`LocalRunners` keeps the books of every runner the host started: it groups
 plugins into runners (one each, or one for all but those that declare
@@ -9,7 +9,7 @@ replace the plugin's in the registry (owned by the runner, or by its pool), and 
 plugin that failed is recorded as a problem. Making a supervisor from the host's
 process resources (ZeroMQ context, sockets, keys, fork server, sandbox) is the
 host's: :class:`LocalRunners` is handed a factory. Runners on other machines are
-:mod:`plughost.remote_runners`.
+:mod:`plughost.remote.registration`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a remote runner asks of the host: ready, capability calls, new versions of its plugins.
 
-:class:`~plughost.runners.remote.RemoteListener` hands every request of a
+:class:`~plughost.remote.listener.RemoteListener` hands every request of a
 session here. Each is answered once, and believed only within what the host
 accepted from that runner:
 
@@ -10,7 +10,7 @@ accepted from that runner:
 - ``capability.call``: through the host's capability router, the same code a
   local plugin's call goes through, with the plugin's manifest capabilities cut
   down to what the runner's credential grants
-  (:class:`~plughost.runners.remote_member.RemotePlugin`). ``ctx.call_tool``
+  (:class:`~plughost.remote.member.RemotePlugin`). ``ctx.call_tool``
   then meets ``[host.tool_grants]`` like any plugin's.
 - ``plugin.offer``: a new version of a plugin the runner serves (its folder
   was edited there), or a plugin it does not serve yet (a folder added there),
@@ -26,7 +26,7 @@ accepted from that runner:
 - ``runner.draining``: the runner got a SIGTERM and is leaving. It gets no new
   call from now on (its pools pick other members), and answers those in flight;
   its ``runner.drained`` event then ends the session
-  (:class:`~plughost.runners.remote.RemoteListener`).
+  (:class:`~plughost.remote.listener.RemoteListener`).
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from plughost.remote.member import Offer, RemoteRunner, RemoteState
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError
-from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
 from plughost.runners.reports import bound_declarations, declared_names
 from plughost_sdk import wire
 
 __all__ = ["ReloadCallback", "RemoveCallback", "RunnerRequests"]
 
-log = logging.getLogger("plughost.runners.remote")
+log = logging.getLogger("plughost.remote.listener")
 
 RELOAD_FAILED = "; the old version keeps serving"
 Post = Callable[[bytes, wire.Envelope], None]

@@ -1,6 +1,6 @@
 """One connected remote runner as a pool member: its state, its calls, what it may serve.
 
-:class:`~plughost.runners.remote.RemoteListener` owns the socket and the
+:class:`~plughost.remote.listener.RemoteListener` owns the socket and the
 sessions; a :class:`RemoteRunner` is one session seen from a pool: it sends
 calls through the listener and keeps the calls it is waiting on, so that a
 runner that falls silent fails exactly its own. It also remembers what the
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
+from plughost.remote.keys import ClientCredential
 from plughost.runners.call_errors import call_failure, component_failure, component_reply
 from plughost.runners.channel import RemoteError
 from plughost.runners.output import RunnerOutput
-from plughost.runners.remote_keys import ClientCredential
 from plughost.tools.client_link import ClientLink
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError

@@ -1,7 +1,7 @@
 """Runners on other machines: one CurveZMQ ROUTER socket the host listens on.
 
 A remote runner (``plughost-runner --connect``) authenticates with the key of a
-credential the operator issued (:mod:`plughost.runners.remote_keys`): ZAP
+credential the operator issued (:mod:`plughost.remote.keys`): ZAP
 admits only keys of live credentials, and every message is checked again
 against the key its session started with. Its ``runner.hello`` offers plugins
 (id, version); the host accepts only those on the credential's allow-list (and
@@ -33,7 +33,7 @@ plugin, or a plugin of a folder added there (``plugin.offer``), which is
 checked against the allow-list like an offer of the hello, and then reports it
 loaded, or why not (``plugin.reloaded``, shaped like ``runner.ready``); a
 folder removed there is reported with ``plugin.removed``; see
-:mod:`plughost.runners.remote_requests`.
+:mod:`plughost.remote.requests`.
 
 A host that restarts knows none of the runners of its previous life: it
 answers a stranger (a key it admits, an identity with no session) with
@@ -53,19 +53,19 @@ import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
 from plughost.redaction import SecretRedactor, unchanged
+from plughost.remote.keys import ClientCredential, RemoteKeyStore
+from plughost.remote.member import Offer, RemoteRunner, RemoteState
+from plughost.remote.requests import ReloadCallback, RemoveCallback, RunnerRequests
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.channel import RemoteError
 from plughost.runners.output import RunnerOutput
-from plughost.runners.remote_keys import ClientCredential, RemoteKeyStore
-from plughost.runners.remote_member import Offer, RemoteRunner, RemoteState
-from plughost.runners.remote_requests import ReloadCallback, RemoveCallback, RunnerRequests
 from plughost.settings import HostSettings
 from plughost.tools.client_link import current_client
 from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
 from plughost_sdk.socket_pump import SocketPump
 
-__all__ = ["RemoteListener", "RemoteRunner", "RemoteState"]  # the last two: remote_member
+__all__ = ["RemoteListener"]
 
 log = logging.getLogger(__name__)
 

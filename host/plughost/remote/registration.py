@@ -1,6 +1,6 @@
-"""The host's side of remote runners: their pools, tools and status rows.
+"""What remote runners change in the host once they join: their pools, tools and status rows.
 
-:class:`~plughost.runners.remote.RemoteListener` keeps the sessions; this
+:class:`~plughost.remote.listener.RemoteListener` keeps the sessions; this
 module turns them into what the rest of the host sees. Remote runners that
 serve the same plugin id and version form one pool, the plugin's owner in the
 component registry, so their calls are balanced like local replicas. A
@@ -29,10 +29,11 @@ from plughost.plugins.bindings import IdBindings, id_key
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.redaction import SecretRedactor
+from plughost.remote.keys import RemoteKeyStore
+from plughost.remote.listener import RemoteListener
+from plughost.remote.member import RemoteRunner
 from plughost.runners.capabilities import CapabilityRouter
 from plughost.runners.pool import RunnerPool
-from plughost.runners.remote import RemoteListener, RemoteRunner
-from plughost.runners.remote_keys import RemoteKeyStore
 from plughost.settings import HostSettings
 
 __all__ = ["RemoteRunners", "credentials_allowing"]
