@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -27,12 +28,15 @@ from plughost.cli.console import (
     plugins_table,
     stderr,
 )
+from plughost.cli.serve_catalogue import catalogue_for, fingerprints
 from plughost.cli.serve_config import ServeConfig
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.mcp.bearer import load_or_create_token
 from plughost.mcp.provider import MCPToolProvider
+from plughost.mcp.registry_server import ToolSource
 from plughost.mcp.server import serve_http, serve_stdio
+from plughost.mcp.warm_start import WarmStart
 from plughost.settings import ToolSearchSettings
 
 __all__ = [
@@ -124,9 +128,24 @@ async def _serve_started(
     strict: bool,
     token: str | None,
 ) -> int:
-    """Start the plugins, report them, and run the workers until ``stop``."""
-    async with _progress(host, config):
-        await _start_with_upstream(host, config)
+    """Start the plugins, report them, and run the workers until ``stop``.
+
+    Over stdio the MCP server answers from the start: ``tools/list`` from the
+    catalogue of the last live list while the plugins and upstream servers
+    start (:mod:`plughost.mcp.warm_start`), calls once the host is live.
+    """
+    stopping, written = asyncio.Event(), asyncio.Event()
+    warm = _warm_start(host, config) if config.serve.mcp == "stdio" and not strict else None
+    stdio = None if warm is None else _serve_stdio(warm, config, stopping, written)
+    try:
+        async with _progress(host, config):
+            await _start_with_upstream(host, config)
+        if warm is not None:
+            await warm.go_live()
+    except BaseException:
+        if stdio is not None:
+            stdio.cancel()
+        raise
     _print_summary(
         host,
         config.serve.log_format,
@@ -136,29 +155,18 @@ async def _serve_started(
     printer.quiet = False
     if strict and host.problems:
         return EXIT_STARTUP_FAILED
-    stopping, written = asyncio.Event(), asyncio.Event()
-    stdio = None
-    if config.serve.mcp == "stdio":
-        # Not in the task group: once it has written its last answer it is left to the
-        # process's exit (see serve()), since its stdin reader cannot be cancelled.
-        stdio = asyncio.ensure_future(
-            serve_stdio(
-                host.tools,
-                page_size=config.serve.mcp_page_size,
-                input_timeout=config.serve.mcp_input_timeout,
-                max_parked=config.serve.mcp_max_parked_calls,
-                stopping=stopping,
-                written=written,
-            )
-        )
+    if config.serve.mcp == "stdio" and stdio is None:
+        stdio = _serve_stdio(host.tools, config, stopping, written)
     async with asyncio.TaskGroup() as group:
         workers, servers = _start_workers(group, host, config, token, stopping)
+        if warm is not None:
+            workers.append(group.create_task(warm.keep_saved()))
         # One listing now, beside the servers: a plugin tool refused or renamed for its
         # name is reported at start, not at the first client's tools/list.
         names = group.create_task(_list_once(host))
         stop_wait = asyncio.ensure_future(stop.wait())
         # The end of stdin (the client left) ends serving too.
-        firsts = [stop_wait, *([stdio] if stdio is not None else [])]
+        firsts: list[asyncio.Future[Any]] = [stop_wait, *([stdio] if stdio is not None else [])]
         await asyncio.wait(firsts, return_when=asyncio.FIRST_COMPLETED)
         stop_wait.cancel()
         # Drain while the MCP servers still answer: calls in flight finish (or get
@@ -176,6 +184,36 @@ async def _serve_started(
     if stdio is not None and stdio.done() and not stdio.cancelled():
         stdio.result()  # the client closed stdin: raise what the server raised, if anything
     return EXIT_OK
+
+
+def _serve_stdio(
+    source: ToolSource, config: ServeConfig, stopping: asyncio.Event, written: asyncio.Event
+) -> asyncio.Future[None]:
+    """Serve MCP on stdin/stdout until stdin closes or ``stopping`` is set.
+
+    Not in the task group: once it has written its last answer it is left to the
+    process's exit (see serve()), since its stdin reader cannot be cancelled.
+    """
+    return asyncio.ensure_future(
+        serve_stdio(
+            source,
+            page_size=config.serve.mcp_page_size,
+            input_timeout=config.serve.mcp_input_timeout,
+            max_parked=config.serve.mcp_max_parked_calls,
+            stopping=stopping,
+            written=written,
+        )
+    )
+
+
+def _warm_start(host: PluginHost, config: ServeConfig) -> WarmStart:
+    """The registry as served before it is live, from the catalogue in the data directory."""
+    return WarmStart(
+        host.tools,
+        catalogue_for(config),
+        functools.partial(fingerprints, config),
+        call_timeout=config.host.call_timeout,
+    )
 
 
 def _register_upstream(host: PluginHost, config: ServeConfig) -> MCPToolProvider | None:

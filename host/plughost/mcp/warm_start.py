@@ -1,0 +1,176 @@
+"""WarmStart: a registry served over MCP before it is live, from the catalogue of its last list.
+
+``plughost serve`` hands its MCP server a :class:`WarmStart` in place of the
+registry, and starts serving before the runners and upstream connections are
+up. Until :meth:`WarmStart.go_live`:
+
+- ``tools/list`` answers the catalogue's tools (:mod:`plughost.mcp.catalogue`:
+  only those whose plugin or server is unchanged); with no catalogue (a cold
+  start) it waits for the live list;
+- ``tools/call`` waits for the host to be live, at most ``call_timeout``
+  seconds, then runs as usual; past the deadline it fails with ``timeout``
+  saying the host is still starting.
+
+:meth:`WarmStart.go_live` lists the live registry, saves it as the next
+catalogue and, when it differs from what was served, tells every client the
+tools changed. After that every request goes straight to the registry, and
+:meth:`WarmStart.keep_saved` saves the catalogue again after each change of
+the registry (a plugin reloaded, an upstream's ``list_changed``).
+
+What does not live here: the file (:mod:`plughost.mcp.catalogue`), and what
+goes into a source's fingerprint (:mod:`plughost.cli.serve_catalogue`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+
+from plughost.mcp.catalogue import ToolCatalogue
+from plughost.mcp.registry_server import ToolSource
+from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost_sdk.models import (
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolInvocation,
+    ToolSpec,
+)
+
+__all__ = ["WarmStart"]
+
+log = logging.getLogger(__name__)
+
+_CHANGED = "plughost"
+"""The provider name listeners hear when the live list replaces the catalogue's."""
+
+
+class WarmStart:
+    """A :class:`ToolSource` that serves the catalogue until the registry is live.
+
+    Args:
+        registry: The registry being started.
+        catalogue: Where the last list is kept.
+        fingerprints: Computes the current fingerprint of each tool source, by key
+            (it reads plugin folders: called here once, then in a thread before
+            each save).
+        call_timeout: Seconds a call made during start-up waits for the host.
+    """
+
+    def __init__(
+        self,
+        registry: ToolSource,
+        catalogue: ToolCatalogue,
+        fingerprints: Callable[[], Mapping[str, str]],
+        *,
+        call_timeout: float,
+    ) -> None:
+        self.registry = registry
+        self.catalogue = catalogue
+        self.fingerprints = fingerprints
+        self.call_timeout = call_timeout
+        self.cached = catalogue.load(fingerprints())
+        self.live = asyncio.Event()
+        self._served_cached = False
+        self._listeners: list[ChangeListener] = []
+        self._changed = asyncio.Event()
+
+    # --- ToolSource ------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[ToolSpec]:
+        """The catalogue's tools while starting (if there are any), else the registry's."""
+        if not self.live.is_set() and self.cached is not None:
+            self._served_cached = True
+            return list(self.cached)
+        await self.live.wait()
+        return await self.registry.list_tools()
+
+    async def invoke(
+        self,
+        invocation: ToolInvocation,
+        context: ToolExecutionContext | None = None,
+        *,
+        listed_all: bool = False,
+    ) -> ToolExecutionResult:
+        """Run the call on the registry, once the host is live."""
+        if not self.live.is_set():
+            try:
+                await asyncio.wait_for(self.live.wait(), self.call_timeout)
+            except TimeoutError:
+                message = (
+                    f"plughost is still starting after {self.call_timeout:g} s, so "
+                    f"{invocation.tool_name} could not run yet; try again shortly"
+                )
+                return ToolExecutionResult.failure(invocation.tool_name, message, "timeout")
+        return await self.registry.invoke(invocation, context, listed_all=listed_all)
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        self._listeners.append(listener)
+        self.registry.add_listener(listener)
+
+    def remove_listener(self, listener: ChangeListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        self.registry.remove_listener(listener)
+
+    @property
+    def providers(self) -> tuple[ToolProvider, ...]:
+        return self.registry.providers
+
+    def add_resource_listener(self, listener: Callable[[str], None]) -> None:
+        self.registry.add_resource_listener(listener)
+
+    def remove_resource_listener(self, listener: Callable[[str], None]) -> None:
+        self.registry.remove_resource_listener(listener)
+
+    # --- start-up --------------------------------------------------------------------------
+
+    async def go_live(self) -> None:
+        """Switch to the live registry: save its list, and announce it if it differs."""
+        specs = await self.registry.list_tools()
+        self.registry.add_listener(self._note_change)
+        self.live.set()
+        await self._save(specs)
+        if self._served_cached and _differs(self.cached or [], specs):
+            log.info("live tool list differs from the catalogue; telling clients")
+            for listener in list(self._listeners):
+                try:
+                    listener(_CHANGED)
+                except Exception:
+                    log.exception("tool change listener failed")
+        self.cached = None
+
+    async def keep_saved(self) -> None:
+        """Save the catalogue after each change since :meth:`go_live`, until cancelled."""
+        try:
+            while True:
+                await self._changed.wait()
+                self._changed.clear()
+                try:
+                    await self._save(await self.registry.list_tools())
+                except Exception:  # the next change tries again; serving goes on
+                    log.exception("tool catalogue not saved after a change")
+        finally:
+            self.registry.remove_listener(self._note_change)
+
+    async def _save(self, specs: list[ToolSpec]) -> None:
+        # Taken after the listing, so a tool is never saved under the digest of files
+        # older than the ones it was listed from.
+        fingerprints = await asyncio.to_thread(self.fingerprints)
+        await asyncio.to_thread(self.catalogue.save, specs, fingerprints)
+
+    def _note_change(self, provider_name: str) -> None:
+        self._changed.set()
+
+
+def _differs(served: list[ToolSpec], live: list[ToolSpec]) -> bool:
+    """Whether a client that listed ``served`` would see something else in ``live``."""
+    if len(served) != len(live):
+        return True
+    return any(_shown(a) != _shown(b) for a, b in zip(served, live, strict=True))
+
+
+def _shown(spec: ToolSpec) -> object:
+    tool = spec.mcp_tool
+    own = tool.model_dump(mode="json") if hasattr(tool, "model_dump") else None
+    return (spec.model_dump(mode="json"), own)

@@ -1,0 +1,153 @@
+"""WarmStart: the catalogue while the host starts, the registry once it is live."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from plughost.mcp.catalogue import ToolCatalogue
+from plughost.mcp.warm_start import WarmStart
+from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost_sdk.models import ToolExecutionResult, ToolInvocation, ToolSpec
+
+PRINTS = {"host": "h", "plugin:p": "1"}
+
+
+def tool(name: str) -> ToolSpec:
+    return ToolSpec(name=name, provider_type="plugin", metadata={"plugin_id": "p"})
+
+
+class Registry:
+    """The part of a ToolRegistry WarmStart uses, with a tool list the test sets."""
+
+    def __init__(self, *names: str) -> None:
+        self.specs = [tool(name) for name in names]
+        self.listeners: list[ChangeListener] = []
+
+    async def list_tools(self) -> list[ToolSpec]:
+        return list(self.specs)
+
+    async def invoke(
+        self, invocation: ToolInvocation, *args: Any, **kw: Any
+    ) -> ToolExecutionResult:
+        return ToolExecutionResult(tool_name=invocation.tool_name, content="ran")
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        self.listeners.append(listener)
+
+    def remove_listener(self, listener: ChangeListener) -> None:
+        self.listeners.remove(listener)
+
+    def changed(self, *names: str) -> None:
+        self.specs = [tool(name) for name in names]
+        for listener in list(self.listeners):
+            listener("plugins")
+
+    @property
+    def providers(self) -> tuple[ToolProvider, ...]:
+        return ()
+
+    def add_resource_listener(self, listener: Callable[[str], None]) -> None: ...
+
+    def remove_resource_listener(self, listener: Callable[[str], None]) -> None: ...
+
+
+def warm(tmp_path: Path, registry: Registry, *saved: str, timeout: float = 30) -> WarmStart:
+    catalogue = ToolCatalogue(tmp_path / "tool-catalogue.json")
+    if saved:
+        catalogue.save([tool(name) for name in saved], PRINTS)
+    return WarmStart(registry, catalogue, lambda: PRINTS, call_timeout=timeout)
+
+
+async def names(source: WarmStart) -> list[str]:
+    return [spec.name for spec in await source.list_tools()]
+
+
+async def test_tools_list_answers_the_catalogue_until_live_then_the_registry(
+    tmp_path: Path,
+) -> None:
+    source = warm(tmp_path, Registry("new"), "old")
+
+    before = await names(source)
+    await source.go_live()
+
+    assert before == ["old"]
+    assert await names(source) == ["new"]
+
+
+async def test_with_no_catalogue_tools_list_waits_for_the_live_list(tmp_path: Path) -> None:
+    source = warm(tmp_path, Registry("live"))
+    with anyio.fail_after(10):
+        listing = asyncio.ensure_future(names(source))
+        await source.go_live()
+        assert await listing == ["live"]
+
+
+async def test_a_call_during_start_up_waits_for_the_host_and_runs(tmp_path: Path) -> None:
+    source = warm(tmp_path, Registry("a"), "a")
+    with anyio.fail_after(10):
+        call = asyncio.ensure_future(source.invoke(ToolInvocation(tool_name="a")))
+        await asyncio.sleep(0)  # the call is waiting now: nothing else can let it run
+        assert not call.done()
+        await source.go_live()
+        assert (await call).content == "ran"
+
+
+async def test_a_call_that_outlasts_the_call_timeout_says_the_host_is_starting(
+    tmp_path: Path,
+) -> None:
+    source = warm(tmp_path, Registry("a"), "a", timeout=0.01)
+
+    result = await source.invoke(ToolInvocation(tool_name="a"))
+
+    assert result.error_code == "timeout"
+    assert "still starting" in result.error_message
+
+
+@pytest.mark.parametrize(("live", "told"), [(("a",), False), (("a", "b"), True)])
+async def test_clients_hear_of_a_change_only_when_the_live_list_differs(
+    tmp_path: Path, live: tuple[str, ...], told: bool
+) -> None:
+    source = warm(tmp_path, Registry(*live), "a")
+    heard: list[str] = []
+    source.add_listener(heard.append)
+
+    await source.list_tools()
+    await source.go_live()
+
+    assert bool(heard) is told
+
+
+class Watched(ToolCatalogue):
+    """A catalogue that says when it was saved."""
+
+    saved = asyncio.Event()
+
+    def save(self, specs: list[ToolSpec], fingerprints: Mapping[str, str]) -> None:
+        super().save(specs, fingerprints)
+        self.saved.set()
+
+
+async def test_the_catalogue_is_saved_live_and_again_after_each_change(tmp_path: Path) -> None:
+    registry = Registry("a")
+    catalogue = Watched(tmp_path / "tool-catalogue.json")
+    catalogue.saved = asyncio.Event()
+    source = WarmStart(registry, catalogue, lambda: PRINTS, call_timeout=30)
+    await source.go_live()
+    first = [s.name for s in catalogue.load(PRINTS) or []]
+    catalogue.saved.clear()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            registry.changed("a", "b")  # heard since go_live, saved by keep_saved
+            group.start_soon(source.keep_saved)
+            await catalogue.saved.wait()
+            group.cancel_scope.cancel()
+
+    assert first == ["a"]
+    assert [s.name for s in catalogue.load(PRINTS) or []] == ["a", "b"]

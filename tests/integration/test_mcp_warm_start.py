@@ -1,0 +1,145 @@
+"""``plughost serve --mcp-stdio`` answers from its tool catalogue while the plugins start.
+
+A real ``plughost serve`` runs the ``gated_start`` test plugin, whose ``on_load``
+finishes only once the test creates a file in its data directory. What the
+client gets before the test creates that file was answered before the plugin
+was up: the order of events proves it, not timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.mcp_servers.harness import plughost_client
+
+PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "gated_start"
+DEADLINE = 60
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    shutil.copytree(PLUGIN, tmp_path / "plugins" / "gated_start")
+    path = tmp_path / "serve.toml"
+    path.write_text(
+        f"[host]\nplugin_dirs = [{json.dumps(str(tmp_path / 'plugins'))}]\n"
+        f"data_dir = {json.dumps(str(tmp_path / 'data' / 'plugins'))}\n"
+        f"temp_dir = {json.dumps(str(tmp_path / 'temp'))}\n"
+        "[search]\nenabled = false\n"
+    )
+    return path
+
+
+def gate(config: Path) -> Path:
+    """The file the plugin's on_load waits for."""
+    return config.parent / "data" / "plugins" / "tests.gated_start" / "open"
+
+
+def open_gate(config: Path) -> None:
+    gate(config).parent.mkdir(parents=True, exist_ok=True)
+    gate(config).touch()
+
+
+class _Watched:
+    """A client's write stream that sets ``sent`` once a ``tools/call`` has gone to the pipe."""
+
+    def __init__(self, inner: Any, sent: asyncio.Event) -> None:
+        self.inner = inner
+        self.sent = sent
+
+    async def send(self, item: Any) -> None:
+        await self.inner.send(item)
+        message = getattr(item.message, "root", item.message)
+        if getattr(message, "method", None) == "tools/call":
+            self.sent.set()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def watched_stdio(config: Path, sent: asyncio.Event) -> AsyncIterator[tuple[Any, Any]]:
+    """``plughost serve --mcp-stdio`` whose client says when it has sent a call."""
+    args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config), "--mcp-stdio"]
+    async with stdio_client(StdioServerParameters(command=sys.executable, args=args)) as (
+        read,
+        write,
+    ):
+        yield read, _Watched(write, sent)
+
+
+async def names(client: object) -> list[str]:
+    return [tool.name for tool in (await client.list_tools()).tools]  # type: ignore[attr-defined]
+
+
+async def a_live_start(config: Path) -> list[str]:
+    """Start once with the gate open, so the catalogue holds the live list; then close it."""
+    open_gate(config)
+    async with plughost_client(config, None) as client:
+        listed = await names(client)
+    gate(config).unlink()
+    assert (config.parent / "data" / "tool-catalogue.json").exists()
+    return listed
+
+
+async def test_a_warm_start_lists_tools_and_takes_a_call_before_the_plugin_is_up(
+    config: Path,
+) -> None:
+    assert await a_live_start(config) == ["gated_echo"]
+
+    sent = asyncio.Event()
+    with anyio.fail_after(DEADLINE):
+        async with Client(watched_stdio(config, sent), mode="legacy", cache=None) as client:
+            before = await names(client)  # the plugin's on_load is still waiting
+            assert not gate(config).exists()
+            call = asyncio.ensure_future(client.call_tool("gated_echo", {"text": "hi"}))
+            await sent.wait()
+            # Sent after the call on the same pipe, and answered while the plugin is
+            # still held: serve had read the call before the plugin was up.
+            assert await names(client) == ["gated_echo"]
+            open_gate(config)
+            result = await call
+
+    assert before == ["gated_echo"]
+    assert not result.is_error
+    assert [b.text for b in result.content if isinstance(b, types.TextContent)] == ["started: hi"]
+
+
+async def test_a_changed_plugin_file_is_not_served_from_the_catalogue(config: Path) -> None:
+    await a_live_start(config)
+    source = config.parent / "plugins" / "gated_start" / "plugin.py"
+    source.write_text(source.read_text().replace('"gated_echo"', '"gated_echo_v2"'))
+
+    changed = asyncio.Event()
+
+    async def messages(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    with anyio.fail_after(DEADLINE):
+        async with plughost_client(config, None, message_handler=messages) as client:
+            before = await names(client)  # the catalogue without the changed plugin
+            open_gate(config)
+            await changed.wait()
+            after = await names(client)
+
+    assert before == []
+    assert after == ["gated_echo_v2"]
