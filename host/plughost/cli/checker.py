@@ -9,7 +9,9 @@ when known, and what to do:
    a missing ``plughost_sdk`` range are warnings.
 2. **Loading**, in the throwaway runners of a private :class:`PluginHost`
    (its own temporary data directories, no restarts): import, ``create_plugin()``,
-   ``config_model``, ``on_load``.
+   ``config_model``, ``on_load``. The capabilities the embedding application
+   would answer are answered by stand-ins or the operator's answers
+   (:mod:`plughost.cli.stand_ins`), and the report lists them per plugin.
 3. **Declarations** of the plugins that loaded: model-safe tool names, a valid
    JSON Schema (Draft 2020-12) of type object, ``required`` names that exist;
    a name the host keeps for itself (``tool_search``, or a look-alike of it)
@@ -40,8 +42,10 @@ from jsonschema.exceptions import SchemaError
 from plughost.cli.component_checks import component_findings, word
 from plughost.cli.network_checks import network_use
 from plughost.cli.one_shot import throwaway_settings
+from plughost.cli.stand_ins import Answered, StandIns
 from plughost.host import PluginHost
 from plughost.plugins.source import (
+    CONFIG_FILE,
     PluginProblem,
     PluginSource,
     is_plugin_dir,
@@ -72,6 +76,7 @@ _FIXES = {
     "syntax": "correct the syntax at the line shown",
     "factory": "define a module-level create_plugin() that returns an instance of your Plugin",
     "config": "make config.toml match the plugin's config_model; the message names each field",
+    "config_file": "correct config.toml at the line shown; it must be valid TOML",
     "on_load": "make on_load succeed, or catch what may fail in it; the line shown raised",
     "crashed": "find what ends the process while plugin.py loads (os._exit, a crashing C library)",
     "start": "make importing plugin.py and on_load faster (move slow work to the first call)",
@@ -113,11 +118,15 @@ class CheckReport:
         plugins_ok: Ids of the plugins that loaded without an error, sorted.
         components: Each loaded plugin's commands, handlers, APIs and cards, in the
             dict shape of MaiBot's SDK.
+        stood_in: Per plugin, each capability it called while loading that the
+            embedding application would answer, and whether the operator's
+            ``answers`` or a marked ``stand-in`` answered it here.
     """
 
     problems: list[CheckProblem] = field(default_factory=list)
     plugins_ok: list[str] = field(default_factory=list)
     components: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    stood_in: dict[str, dict[str, Answered]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -140,6 +149,7 @@ class CheckReport:
             "ok": self.ok,
             "plugins_ok": list(self.plugins_ok),
             "components": {k: list(v) for k, v in self.components.items()},
+            "stood_in": {k: dict(v) for k, v in self.stood_in.items()},
             "errors": len(self.errors),
             "warnings": len(self.warnings),
             "problems": [p.to_dict() for p in self.problems],
@@ -147,7 +157,11 @@ class CheckReport:
 
 
 async def check_plugins(
-    dirs: list[Path], *, timeout: float = 20.0, settings: HostSettings | None = None
+    dirs: list[Path],
+    *,
+    timeout: float = 20.0,
+    settings: HostSettings | None = None,
+    answers: dict[str, Any] | None = None,
 ) -> CheckReport:
     """Check plugin folders (or folders of plugin folders) and report every problem.
 
@@ -155,6 +169,9 @@ async def check_plugins(
         dirs: Plugin folders, or folders holding plugin folders.
         timeout: Seconds each plugin may take to start and load.
         settings: The host's settings (network grants); the defaults when None.
+        answers: Capability name -> the answer plugins get while loading, for
+            capabilities the embedding application provides
+            (:func:`plughost.cli.stand_ins.load_answers`); the others get stand-ins.
 
     Returns:
         The report; ``report.ok`` is False when any plugin has an error.
@@ -168,7 +185,9 @@ async def check_plugins(
     for source in sources:
         report.problems.extend(_manifest_warnings(source))
         report.problems.extend(_network_warnings(source, settings or HostSettings()))
-    outcomes = await _load(sources, timeout)
+    stand_ins = StandIns(dict(answers or {}))
+    outcomes = await _load(sources, timeout, stand_ins)
+    report.stood_in = {k: dict(sorted(v.items())) for k, v in sorted(stand_ins.used.items())}
     for source in sources:
         outcome = outcomes[source.plugin_id]
         if isinstance(outcome, PluginProblem):
@@ -225,7 +244,9 @@ def _folder_problems(problem: PluginProblem) -> list[CheckProblem]:
 def _file_problem(
     plugin: str, file: str, text: str, severity: Severity = "error", fix: str = ""
 ) -> CheckProblem:
-    message, found_fix = _split_fix(text, "manifest")
+    message, found_fix = _split_fix(
+        text, "config_file" if file.endswith(CONFIG_FILE) else "manifest"
+    )
     fix = fix or found_fix
     line = _line_in_text(text)
     if not line and file.endswith(MANIFEST_FILE):
@@ -270,7 +291,9 @@ _Finding = tuple[str, str, Severity]
 """message, fix, severity"""
 
 
-async def _load(sources: list[PluginSource], timeout: float) -> dict[str, _Loaded | PluginProblem]:
+async def _load(
+    sources: list[PluginSource], timeout: float, stand_ins: StandIns
+) -> dict[str, _Loaded | PluginProblem]:
     """Load every plugin in a private host; return its declarations and model names, or why not."""
     outcomes: dict[str, _Loaded | PluginProblem] = {}
     if not sources:
@@ -278,6 +301,7 @@ async def _load(sources: list[PluginSource], timeout: float) -> dict[str, _Loade
     with tempfile.TemporaryDirectory(prefix="plughost-check-") as scratch:
         settings = throwaway_settings(Path(scratch), timeout)
         host = PluginHost([s.path for s in sources], settings=settings)
+        stand_ins.install(host, sources)
         try:
             await host.start()
             for source in sources:

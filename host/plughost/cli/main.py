@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -229,12 +229,29 @@ def new(name: str, directory: Path, plugin_id: str | None) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="The plughost.toml the plugins will run under (its network grants).",
 )
-def check(dirs: tuple[Path, ...], as_json: bool, timeout: float, config_file: Path | None) -> None:
+@click.option(
+    "--answers",
+    "answers_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A TOML file of answers to capabilities your application provides, such as "
+    '"config.get" = { success = true, value = "麦麦" }.',
+)
+def check(
+    dirs: tuple[Path, ...],
+    as_json: bool,
+    timeout: float,
+    config_file: Path | None,
+    answers_file: Path | None,
+) -> None:
     """Validate plugin folders before deploying: manifests, imports, declarations, schemas.
 
     Each plugin is loaded in a throwaway runner. Every problem is reported with
     its file, line and a fix. Exit 0 when there is no error (warnings allowed),
     1 otherwise.
+
+    A capability your application provides (send.*, config.get, ...) that a
+    plugin calls while loading is answered by a marked stand-in, or by
+    --answers; the report lists which, per plugin.
 
     It also warns about a plugin whose code imports a network client but has
     no network grant (in --config's plughost.toml, or by default).
@@ -244,12 +261,25 @@ def check(dirs: tuple[Path, ...], as_json: bool, timeout: float, config_file: Pa
       plughost check plugins
       plughost check plugins/weather_tools --json
       plughost check plugins --config plughost.toml
+      plughost check plugins --answers answers.toml
     """
+    from plughost.cli.stand_ins import load_answers
+
     settings = load_config(config_file).host
-    sys.exit(run(_check(list(dirs), as_json, timeout, settings)))
+    try:
+        answers = load_answers(answers_file) if answers_file is not None else {}
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    sys.exit(run(_check(list(dirs), as_json, timeout, settings, answers)))
 
 
-async def _check(dirs: list[Path], as_json: bool, timeout: float, settings: HostSettings) -> int:
+async def _check(
+    dirs: list[Path],
+    as_json: bool,
+    timeout: float,
+    settings: HostSettings,
+    answers: dict[str, Any],
+) -> int:
     import logging
 
     from rich.console import Console
@@ -262,9 +292,9 @@ async def _check(dirs: list[Path], as_json: bool, timeout: float, settings: Host
     logging.getLogger("plughost").setLevel(logging.CRITICAL)
     if stderr.is_terminal and not as_json:
         with stderr.status("loading plugins in throwaway runners..."):
-            report = await check_plugins(dirs, timeout=timeout, settings=settings)
+            report = await check_plugins(dirs, timeout=timeout, settings=settings, answers=answers)
     else:
-        report = await check_plugins(dirs, timeout=timeout, settings=settings)
+        report = await check_plugins(dirs, timeout=timeout, settings=settings, answers=answers)
     if as_json:
         print_json(report.to_dict())
         return 0 if report.ok else EXIT_FAILED
@@ -276,6 +306,10 @@ async def _check(dirs: list[Path], as_json: bool, timeout: float, settings: Host
         extra = summarize(report.components.get(plugin_id, []))
         line = f"ok: {plugin_id}" + (f" (also {extra})" if extra else "")
         console.print(line, style="green", highlight=False)
+    for plugin_id, used in report.stood_in.items():
+        answered = ", ".join(f"{name} ({how})" for name, how in used.items())
+        line = f"note: {plugin_id}: answered for the application while loading: {answered}"
+        console.print(line, style="cyan", markup=False, highlight=False)
     summary = f"{len(report.plugins_ok)} ok, {len(report.errors)} error(s), "
     console.print(summary + f"{len(report.warnings)} warning(s)", highlight=False)
     return 0 if report.ok else EXIT_FAILED
