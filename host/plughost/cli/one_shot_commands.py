@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -24,6 +24,9 @@ from plughost.cli.options import (
     json_option,
     plugins_option,
 )
+
+if TYPE_CHECKING:
+    from plughost.search.embedding import SemanticMode
 
 __all__ = ["call", "components", "search", "tools"]
 
@@ -189,6 +192,7 @@ async def _call(
 @click.command()
 @click.argument("query")
 @plugins_option
+@config_option
 @click.option(
     "--limit",
     default=5,
@@ -196,22 +200,40 @@ async def _call(
     type=click.IntRange(1, 100),
     help="How many matches to show.",
 )
+@click.option(
+    "--semantic",
+    type=click.Choice(["auto", "on", "off"]),
+    help="Fuse BM25 with sentence embeddings (auto: when plughost[semantic] is installed); "
+    "default: the --config file's [search] semantic, else auto.",
+)
 @json_option
-def search(query: str, plugin_dirs: tuple[Path, ...], limit: int, as_json: bool) -> None:
-    """Search the tools as tool_search does (BM25 over names, descriptions, parameters).
+def search(
+    query: str,
+    plugin_dirs: tuple[Path, ...],
+    config_file: Path | None,
+    limit: int,
+    semantic: str | None,
+    as_json: bool,
+) -> None:
+    """Search the tools as tool_search does (BM25, fused with embeddings when installed).
 
-    Queries may mix English and Chinese. Exit 1 when nothing matches.
+    Names, descriptions and parameters are searched; queries may mix English and
+    Chinese. With the semantic extra the closest tools in meaning are shown even
+    when no word matches. Exit 1 when nothing matches.
 
     \b
     Examples:
       plughost search "weather forecast" --plugins plugins_example
       plughost search 天气 --plugins plugins_example --json
+      plughost search "will it rain" --config plughost.toml   # its [search] table
     """
-    config = one_shot(plugin_dirs, None)
-    sys.exit(run(_search(config, query, limit, as_json)))
+    config = one_shot(plugin_dirs, config_file)
+    sys.exit(run(_search(config, query, limit, semantic, as_json)))
 
 
-async def _search(config: OneShot, query: str, limit: int, as_json: bool) -> int:
+async def _search(
+    config: OneShot, query: str, limit: int, semantic: str | None, as_json: bool
+) -> int:
     async with quiet_host(config) as host:  # first: it starts children, then imports
         from rich.console import Console
         from rich.table import Table
@@ -219,7 +241,13 @@ async def _search(config: OneShot, query: str, limit: int, as_json: bool) -> int
         from plughost.cli.console import print_json
         from plughost.search.service import search_tools
 
-        matches = await search_tools(host.tools, query, limit)
+        mode, cache = _ranking(config.config_file, semantic)
+        try:
+            matches = await search_tools(
+                host.tools, query, limit, semantic=mode, embedding_cache=cache
+            )
+        except ValueError as exc:  # semantic "on" without the extra
+            raise click.UsageError(str(exc)) from None
     if as_json:
         print_json(
             {"query": query, "matches": [{**m.to_dict(), "tool_id": m.tool_id} for m in matches]}
@@ -232,3 +260,13 @@ async def _search(config: OneShot, query: str, limit: int, as_json: bool) -> int
             table.add_row(match.name, f"{match.score:.2f}", match.description)
         Console().print(table if matches else f"No tool matches {query!r}.")
     return 0 if matches else EXIT_FAILED
+
+
+def _ranking(config_file: Path | None, semantic: str | None) -> tuple[SemanticMode, Path | None]:
+    """``--semantic``, else the ``[search]`` table of ``--config``; and its embeddings cache."""
+    if config_file is None:
+        return cast("SemanticMode", semantic or "auto"), None
+    from plughost.cli.one_shot import load_config
+
+    table = load_config(config_file).search
+    return cast("SemanticMode", semantic or table.semantic), table.embedding_cache

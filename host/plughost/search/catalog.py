@@ -48,7 +48,7 @@ import json
 import logging
 import operator
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -60,7 +60,7 @@ from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.reserved import HostNames, is_third_party
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
 
-__all__ = ["CatalogSource", "ToolCatalog", "ToolCatalogs"]
+__all__ = ["CatalogSource", "ToolCatalog", "ToolCatalogs", "document_key", "rank"]
 
 log = logging.getLogger(__name__)
 
@@ -238,15 +238,7 @@ class ToolCatalogs:
             how many deferred tools matched in all (the candidates fused, when
             hybrid).
         """
-        within = catalog._by_key
-        dense = self._dense.scores(query, within) if self._dense is not None else None
-        if dense is None:
-            result = self._index.search(tokenize(query), limit, within=within)
-            return [(within[hit.key], hit.score) for hit in result.hits], result.total
-        lexical = self._index.search(tokenize(query), len(within), within=within)
-        fused = fuse({hit.key: hit.score for hit in lexical.hits}, dense)
-        best = heapq.nsmallest(limit, fused.items(), key=lambda item: (-item[1], item[0]))
-        return [(within[key], score) for key, score in best], len(fused)
+        return rank(self._index, self._dense, query, catalog._by_key, limit)
 
     async def wait_embedded(self) -> None:
         """Wait until every tool handed to the dense index so far has its vector."""
@@ -334,7 +326,7 @@ class ToolCatalogs:
             return _Entry(spec, "hidden")
         if visibility == "visible" or spec.name in self._always_loaded:
             return _Entry(spec, "core")
-        return _Entry(spec, "deferred", _document_key(spec))
+        return _Entry(spec, "deferred", document_key(spec))
 
     async def _acquire(self, entries: Sequence[_Entry]) -> None:
         """Count a reference to each new deferred tool's document, indexing absent ones."""
@@ -419,7 +411,29 @@ def _equivalent(old: ToolSpec, new: ToolSpec) -> bool:
     )
 
 
-def _document_key(spec: ToolSpec) -> str:
+def rank(
+    index: SearchIndex,
+    dense: DenseIndex | None,
+    query: str,
+    within: Mapping[str, ToolSpec],
+    limit: int,
+) -> tuple[list[tuple[ToolSpec, float]], int]:
+    """Rank the tools of ``within`` (document key to spec) for ``query``.
+
+    BM25 fused with ``dense`` when every one of them has its vector, else BM25
+    alone; see :meth:`ToolCatalogs.search` for what is returned.
+    """
+    scores = dense.scores(query, within) if dense is not None else None
+    if scores is None:
+        result = index.search(tokenize(query), limit, within=within)
+        return [(within[hit.key], hit.score) for hit in result.hits], result.total
+    lexical = index.search(tokenize(query), len(within), within=within)
+    fused = fuse({hit.key: hit.score for hit in lexical.hits}, scores)
+    best = heapq.nsmallest(limit, fused.items(), key=lambda item: (-item[1], item[0]))
+    return [(within[key], score) for key, score in best], len(fused)
+
+
+def document_key(spec: ToolSpec) -> str:
     """The index key of a tool: its name plus a digest of everything that is searched."""
     searched = json.dumps(
         [spec.name, spec.description, spec.parameters_schema],

@@ -35,10 +35,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plughost.search.catalog import CatalogSource, ToolCatalog, ToolCatalogs
+from plughost.search.catalog import (
+    CatalogSource,
+    ToolCatalog,
+    ToolCatalogs,
+    document_key,
+    rank,
+)
 from plughost.search.dense import DenseIndex, EmbeddingStats
 from plughost.search.discovery import DiscoveryState, DiscoveryStore
-from plughost.search.embedding import SemanticMode, load_embedder
+from plughost.search.embedding import SemanticMode, embedding_text, load_embedder
 from plughost.search.hints import ToolHint, build_tool_hint
 from plughost.search.index import SearchIndex
 from plughost.search.strategies import (
@@ -48,7 +54,7 @@ from plughost.search.strategies import (
     StrategyName,
     make_strategy,
 )
-from plughost.search.text import tokenize, tool_tokens
+from plughost.search.text import tool_tokens
 from plughost.tools.builtin import BuiltinTool
 from plughost.tools.registry import ToolRegistry
 from plughost.tools.reserved import TOOL_SEARCH_NAME
@@ -438,29 +444,50 @@ async def search_tools(
     query: str,
     limit: int = DEFAULT_LIMIT,
     context: ToolAvailabilityContext | None = None,
+    *,
+    semantic: SemanticMode = "off",
+    embedding_cache: Path | None = None,
 ) -> list[SearchMatch]:
     """Search every listed tool of ``registry`` once; what ``plughost search`` runs.
 
     Core and deferred tools are both searched (hidden ones never are, nor
     ``tool_search`` itself), with the same tokenizer and ranking as
-    ``tool_search``. The index is built for this one call.
+    ``tool_search``: hybrid when ``semantic`` loads the model, in which case
+    this waits for every tool's embedding. The index is built for this one call.
 
     Args:
         registry: The registry to search.
         query: Keywords, in any mix of Chinese and English.
         limit: How many matches to return at most.
         context: The chat whose tools count; None for every tool.
+        semantic: As :class:`ToolSearchService`'s ``semantic``.
+        embedding_cache: As :class:`ToolSearchService`'s ``embedding_cache``;
+            the same directory serves both, since vectors are kept by tool text.
 
     Returns:
         The best matches, best first (ties by name); empty if nothing matches.
+
+    Raises:
+        ValueError: If ``semantic`` is ``"on"`` and the extra is not installed.
     """
     listed = await registry.list_tools(context)
-    specs = {spec.name: spec for spec in listed if spec.name != TOOL_SEARCH_NAME}
+    specs = {document_key(s): s for s in listed if s.name != TOOL_SEARCH_NAME}
     index = SearchIndex()
-    for spec in specs.values():
-        index.add(spec.name, tool_tokens(spec))
-    result = index.search(tokenize(query), _clamp(limit))
-    return [_match(specs[hit.key], hit.score) for hit in result.hits]
+    for key, spec in specs.items():
+        index.add(key, tool_tokens(spec))
+    embedder = load_embedder(semantic)
+    dense = DenseIndex(embedder, embedding_cache) if embedder is not None else None
+    try:
+        if dense is not None:
+            for key, spec in specs.items():
+                dense.add(key, embedding_text(spec))
+            dense.flush()
+            await dense.wait()
+        ranked, _ = rank(index, dense, query, specs, _clamp(limit))
+    finally:
+        if dense is not None:
+            dense.close()
+    return [_match(spec, score) for spec, score in ranked]
 
 
 def _select(catalog: ToolCatalog, query: str, names_text: str) -> SearchOutcome:

@@ -189,6 +189,32 @@ async def test_a_search_during_embedding_is_answered_by_bm25_without_waiting(
     lexical.close()
 
 
+async def test_the_one_shot_search_ranks_as_tool_search_and_reads_the_same_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    specs = load_tools()[:60]
+    registry, _ = _registry(specs)
+    embedder = _CountingEmbedder()
+    service = _service(monkeypatch, registry, embedder, tmp_path)
+    await _ready(service)
+    embedded = len(embedder.texts)
+    for query in load_queries()[::25]:
+        expected = await service.search(query.query, 5)
+        found = await service_module.search_tools(
+            registry, query.query, 5, semantic="on", embedding_cache=tmp_path
+        )
+        assert [(m.name, m.score) for m in found] == [(m.name, m.score) for m in expected.matches]
+    # Only the queries were embedded since: every tool's vector came from the service's cache.
+    queries = {query.query for query in load_queries()}
+    assert embedded == len(specs) and set(embedder.texts[embedded:]) <= queries
+    # A word no tool has: BM25 finds nothing, the hybrid still ranks the closest tools.
+    hybrid = await service_module.search_tools(registry, "zzzqqq", 5, semantic="on")
+    assert len(hybrid) == 5 and (await service.search("zzzqqq", 5)).names == [
+        m.name for m in hybrid
+    ]
+    service.close()
+
+
 def test_fusion_normalises_each_side_and_adds_dense_only_candidates() -> None:
     fused = fuse({"a": 10.0, "b": 5.0}, {"a": 0.2, "b": 0.4, "c": 0.8}, lexical_weight=0.5)
     assert fused == pytest.approx({"a": 0.5 + 0.125, "b": 0.25 + 0.25, "c": 0.5})
