@@ -8,12 +8,15 @@ or one of serve's own providers) with that source's fingerprint at the time:
   (:func:`plughost_sdk.plugin_digest.plugin_sha256`) and of its ``config.toml``;
 - an upstream server's is the digest of its ``[mcp.servers.NAME]`` table;
 - built-in tools' is the fingerprint of serve's configuration and plughost's
-  version: when it differs, nothing in the file is used;
+  version;
 - any other provider's tools (remote runners) are never served from it.
 
-:meth:`ToolCatalogue.load` returns only the tools whose source's fingerprint
-is unchanged, so a plugin whose files changed is never served from it.
-A file that cannot be read is a cold start, never an error.
+:meth:`ToolCatalogue.load` returns the saved tools only when every source
+there is now has the fingerprint it had then: a plugin whose files changed, a
+new plugin or a reconfigured server makes a cold start (its tools are known
+only once it is up), so a client never lists a partial set. The tools of a
+source that is gone are left out. A file that cannot be read is a cold start,
+never an error.
 
 What does not live here: serving from it while the host starts
 (:mod:`plughost.mcp.warm_start`), and computing fingerprints from a
@@ -79,9 +82,9 @@ class ToolCatalogue:
             fingerprints: Each current source's fingerprint by key, ``host`` among them.
 
         Returns:
-            None when nothing can be used (no file, an unreadable one, or another
-            ``host`` fingerprint); else the tools of every source whose
-            fingerprint is the same now.
+            None when the file cannot be used (missing, unreadable, or a source's
+            fingerprint differs or is new); else the saved tools of the sources
+            there are now.
         """
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -93,8 +96,10 @@ class ToolCatalogue:
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
             return None
         saved = data.get("fingerprints")
-        if not isinstance(saved, dict) or saved.get(HOST_KEY) != fingerprints.get(HOST_KEY):
-            return None
+        if not isinstance(saved, dict) or any(
+            saved.get(key) != value for key, value in fingerprints.items()
+        ):
+            return None  # a source changed or is new: its tools are known only live
         try:
             return [
                 _spec_from_json(entry["tool"])

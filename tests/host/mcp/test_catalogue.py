@@ -44,28 +44,22 @@ def test_unchanged_sources_come_back_in_order_with_upstream_definitions_whole(
     assert loaded[1].mcp_tool == UPSTREAM_TOOL.mcp_tool
 
 
-def test_a_plugin_whose_fingerprint_changed_is_left_out(tmp_path: Path) -> None:
-    loaded = saved(tmp_path).load({**PRINTS, "plugin:example.greeter": "p2"})
-
-    assert loaded is not None
-    assert [spec.name for spec in loaded] == ["mcp_git_git_commit", "tool_search"]
-
-
-def test_a_server_whose_configuration_changed_or_went_is_left_out(tmp_path: Path) -> None:
+def test_a_changed_plugin_or_server_makes_a_cold_start(tmp_path: Path) -> None:
     catalogue = saved(tmp_path)
 
-    changed = catalogue.load({**PRINTS, "mcp:git": "g2"})
-    gone = catalogue.load({"host": "h1", "plugin:example.greeter": "p1"})
+    assert catalogue.load({**PRINTS, "plugin:example.greeter": "p2"}) is None
+    assert catalogue.load({**PRINTS, "mcp:git": "g2"}) is None
 
-    assert changed is not None and gone is not None
-    assert (
-        [spec.name for spec in changed]
-        == [spec.name for spec in gone]
-        == [
-            "greet",
-            "tool_search",
-        ]
-    )
+
+def test_a_new_plugin_makes_a_cold_start(tmp_path: Path) -> None:
+    assert saved(tmp_path).load({**PRINTS, "plugin:example.new": "n1"}) is None
+
+
+def test_a_server_that_went_takes_its_tools_with_it(tmp_path: Path) -> None:
+    loaded = saved(tmp_path).load({"host": "h1", "plugin:example.greeter": "p1"})
+
+    assert loaded is not None
+    assert [spec.name for spec in loaded] == ["greet", "tool_search"]
 
 
 def test_another_host_fingerprint_makes_a_cold_start(tmp_path: Path) -> None:
