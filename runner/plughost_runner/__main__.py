@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--credentials-fd", type=int, default=None, help="a pipe holding this runner's token"
     )
+    parser.add_argument(
+        "--report-fd", type=int, default=None, help="the fork server's pipe: which pid is ours"
+    )
     args = parser.parse_args(argv)
     make_undumpable()
     credentials = read_credentials(args.credentials_fd)
@@ -49,14 +52,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             socket = args.endpoint[len("ipc://") :] if args.endpoint.startswith("ipc://") else ""
             policy = SandboxPolicy.from_json(args.sandbox)
-            if apply(policy, socket):
+            if apply(policy, socket, args.report_fd):
                 args.parent_pid = os.getppid()  # 1: its pid namespace's init
+                args.report_fd = None  # the split told the fork server which pid to know
             from plughost_runner.process.limits import note_sandbox
 
             note_sandbox(policy.write, policy.file_size)
         except (SandboxError, ValueError, TypeError) as exc:
             print(f"plughost runner: {exc}", file=sys.stderr)
             return 4
+    if args.report_fd is not None:  # no pid namespace: this process is the one to know
+        from plughost_runner.sandbox.pidns import announce
+
+        announce(args.report_fd)
     # Imported only now, so that a runner started at a lower priority pays for its
     # heavy imports (pyzmq, pydantic) at that priority too.
     from plughost_runner.process.capture import LogCollector, StreamProxy

@@ -14,9 +14,19 @@ map per packet:
   (SCM_RIGHTS): the write ends of the new runner's stdout and stderr pipes, and the
   read end of its credentials pipe, which the server never reads (so no runner's
   token is ever in the server's memory, to be inherited by the next runner);
-- server -> host: ``{"ready": pid}`` once, then ``{"id", "pid"}`` per fork (or
-  ``{"id", "error"}``) and ``{"exit": pid, "code": n}`` when a runner ends
-  (``n`` negative for a signal, as in :mod:`subprocess`).
+- server -> host: ``{"ready": pid}`` once, then per fork ``{"id", "forked": pid}``
+  as soon as the child leads its own session (or ``{"id", "error"}``), ``{"id",
+  "pid"}`` once the child has said which process is the runner to know, and
+  ``{"exit": pid, "code": n}`` when that runner ends (``n`` negative for a
+  signal, as in :mod:`subprocess`).
+
+Which process is the runner to know: the child says so on a pipe of its own
+(``--report-fd``) before any plugin code runs. A runner in a pid namespace
+names the namespace's init, which this server adopts (it is a child
+subreaper) when the child that forked it exits, and which reports the
+runner's wait status on that pipe before it ends (see
+:mod:`plughost_runner.sandbox.pidns`): no process waits outside the
+namespace. Any other runner names itself.
 
 The server dies with the host (``PR_SET_PDEATHSIG``) and its runners die with it.
 """
@@ -31,8 +41,10 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import sys
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -50,7 +62,9 @@ __all__ = ["main"]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
+_PR_SET_CHILD_SUBREAPER = 36
 _MAX_PACKET = 1 << 20
+_RECORD = struct.Struct("=i")  # on a report pipe: the pid to know, then (init) a wait status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         libc.prctl(_PR_SET_NAME, b"plughost-forks", 0, 0, 0)  # ps -o comm, top
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # pid-namespace inits come to us
     if os.getppid() != args.parent_pid:
         return 70
     make_undumpable()  # and so are its runners until they exec
@@ -73,10 +88,22 @@ def main(argv: list[str] | None = None) -> int:
     return _Server(control).serve()
 
 
+@dataclass(slots=True)
+class _Fork:
+    """A child forked for a request that has not yet named the runner to know."""
+
+    request_id: Any
+    child: int
+    report: int  # the read end of its report pipe
+
+
 class _Server:
     def __init__(self, control: socket.socket) -> None:
         self._control = control
-        self._children: set[int] = set()
+        self._children: set[int] = set()  # the runners the host knows, until they exit
+        self._unsettled: dict[int, _Fork] = {}
+        self._statuses: dict[int, int] = {}  # an adopted init -> its report pipe
+        self._selector = selectors.DefaultSelector()
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_write, False)
         signal.set_wakeup_fd(self._wake_write)
@@ -89,12 +116,13 @@ class _Server:
         # runner would otherwise write to (and so copy) every page it shares with us.
         gc.freeze()
         self._send({"ready": os.getpid()})
-        selector = selectors.DefaultSelector()
-        selector.register(self._control, selectors.EVENT_READ, "control")
-        selector.register(self._wake_read, selectors.EVENT_READ, "child")
+        self._selector.register(self._control, selectors.EVENT_READ, "control")
+        self._selector.register(self._wake_read, selectors.EVENT_READ, "child")
         while True:
-            for key, _ in selector.select():
-                if key.data == "child":
+            for key, _ in self._selector.select():
+                if isinstance(key.data, _Fork):
+                    self._settle(key.data)
+                elif key.data == "child":
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_read, 4096)
                     self._reap()
@@ -126,36 +154,63 @@ class _Server:
             for fd in pipes:
                 os.close(fd)
             return
-        # The reply waits until the child leads its own session: the host may signal
+        # The first reply waits until the child leads its own session: the host may signal
         # the runner's process group the moment it hears the pid.
         in_session, leads = os.pipe()
+        report, reporting = os.pipe()
         try:
             pid = os.fork()
         except OSError as exc:
             self._send({"id": request.get("id"), "error": str(exc)})
-            for fd in (*pipes, in_session, leads):
+            for fd in (*pipes, in_session, leads, report, reporting):
                 os.close(fd)
             return
         if pid == 0:
             os.setsid()
             os.close(leads)
             os.close(in_session)
-            os._exit(self._become_runner(request, pipes))
+            os.close(report)
+            os._exit(self._become_runner(request, [*pipes, reporting]))
         os.close(leads)
         os.read(in_session, 1)  # end-of-file once the child has closed its end, after setsid
-        os.close(in_session)
-        for fd in pipes:
+        for fd in (in_session, reporting, *pipes):
             os.close(fd)
+        os.set_blocking(report, False)
+        fork = _Fork(request.get("id"), pid, report)
+        self._unsettled[pid] = fork
+        self._selector.register(report, selectors.EVENT_READ, fork)
+        self._send({"id": fork.request_id, "forked": pid})
+
+    def _settle(self, fork: _Fork, *, exited: bool = False) -> None:
+        """Read which pid the child named (itself, or its namespace's init); tell the host."""
+        try:
+            data = os.read(fork.report, _RECORD.size)
+        except BlockingIOError:
+            if not exited:
+                return  # woken early: nothing to read yet
+            data = b""
+        except OSError:
+            data = b""
+        self._selector.unregister(fork.report)
+        del self._unsettled[fork.child]
+        # A child that ended without naming one was the runner: its exit is the runner's.
+        pid = _RECORD.unpack(data)[0] if len(data) == _RECORD.size else fork.child
+        if pid == fork.child:
+            os.close(fork.report)
+        else:
+            self._statuses[pid] = fork.report  # init writes the runner's wait status there
         self._children.add(pid)
-        self._send({"id": request.get("id"), "pid": pid})
+        self._send({"id": fork.request_id, "pid": pid})
 
     def _become_runner(self, request: dict[str, Any], pipes: list[int]) -> int:
         """In the child: a new session, the runner's streams and environment, then its main."""
         try:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in (self._wake_read, self._wake_write):
-                os.close(fd)
+            others = [f.report for f in self._unsettled.values()] + [*self._statuses.values()]
+            for fd in (self._wake_read, self._wake_write, *others):
+                os.close(fd)  # no runner may read, or forge, another runner's report
+            self._selector.close()
             self._control.close()
             if sys.platform.startswith("linux"):  # `ps -o comm`, top: not "python"
                 ctypes.CDLL(None).prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)
@@ -174,6 +229,8 @@ class _Server:
                 str(os.getppid()),
                 "--credentials-fd",
                 str(pipes[2]),
+                "--report-fd",
+                str(pipes[3]),
             ]
             return runner_main.main(argv)
         except SystemExit as exc:
@@ -183,15 +240,28 @@ class _Server:
             return 1
 
     def _reap(self) -> None:
-        while self._children:
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
+            fork = self._unsettled.get(pid)
+            if fork is not None:
+                self._settle(fork, exited=True)
+            if pid not in self._children:
+                continue  # the child that handed its init over, or an orphan adopted
             self._children.discard(pid)
-            self._send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+            code = os.waitstatus_to_exitcode(status)
+            report = self._statuses.pop(pid, None)
+            if report is not None:  # an init: the runner's own end, unless it never came
+                with contextlib.suppress(OSError):
+                    data = os.read(report, _RECORD.size)
+                    if len(data) == _RECORD.size:
+                        code = os.waitstatus_to_exitcode(_RECORD.unpack(data)[0])
+                os.close(report)
+            self._send({"exit": pid, "code": code})
 
     def _send(self, message: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):  # the host is gone: the next receive ends us

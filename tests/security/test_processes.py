@@ -138,7 +138,7 @@ async def test_in_a_pid_namespace_sigterm_to_the_pid_the_host_shows_ends_the_run
         assert runner is not None and runner.pid is not None
         crashed = _next_event(host, EventKind.RUNNER_CRASHED)
 
-        os.kill(runner.pid, signal.SIGTERM)  # the waiter alone: it passes it on, via the init
+        os.kill(runner.pid, signal.SIGTERM)  # the namespace's init alone: it passes it on
 
         assert "killed by signal SIGTERM" in (await crashed).message
         after = await host.invoke("intrude_processes", {})
@@ -176,18 +176,57 @@ async def test_in_a_pid_namespace_memory_mb_counts_the_runner_not_its_helpers(
 
         assert counted is not None and everything is not None
         assert abs(counted - alone) < 2**20  # the runner alone, to 1 MiB
-        assert everything > counted  # the waiter and the init hold pages too
+        assert everything > counted  # the namespace's init holds pages too
         assert result.error_code == "plugin_crashed"
         assert "memory limit exceeded" in result.error_message
         assert "limits.memory_mb" in result.error_message
+
+
+async def test_a_forked_runner_in_a_pid_namespace_is_its_init_and_itself_and_nothing_outside(
+    tmp_path: Path,
+) -> None:
+    async with PluginHost([TEST_PLUGINS / "echo"], settings=fast_settings(tmp_path)) as host:
+        require(host, "pid_namespace")
+        runner = host.runner_for("tests.echo")
+        server = host._fork_server
+        assert runner is not None and runner.pid is not None
+        assert server is not None and server.pid is not None
+        inner = _runner_inside(runner.pid)
+
+        assert _nspid(runner.pid)[-1] == 1  # the pid the host shows is the namespace's init
+        assert _fields(runner.pid)["PPid"] == str(server.pid)  # adopted: no waiter between
+        assert _nspid(inner)[-1] == 2 and _fields(inner)["PPid"] == str(runner.pid)
+        assert os.getpgid(inner) == runner.pid  # one process group, for the group kill
+        assert (await host.invoke("echo", {"text": "two processes"})).content == "two processes"
+
+
+async def test_in_a_pid_namespace_a_runner_killed_from_outside_fails_its_call_by_its_exit(
+    tmp_path: Path,
+) -> None:
+    # Heartbeats would take a minute to notice: the exit status is what fails the call.
+    settings = fast_settings(tmp_path, heartbeat_misses=600, max_restarts=0)
+    async with PluginHost([TEST_PLUGINS / "faulty"], settings=settings) as host:
+        require(host, "pid_namespace")
+        runner = host.runner_for("tests.faulty")
+        assert runner is not None and runner.pid is not None
+        inner = _runner_inside(runner.pid)
+        call = asyncio.ensure_future(host.invoke("hang_async", {}))
+        await wait_until(lambda: runner.inflight >= 1, timeout=10, what="the call in flight")
+
+        os.kill(inner, signal.SIGKILL)
+        async with asyncio.timeout(30):  # a guard against a hang, not the bound tested
+            result = await call
+
+        assert result.error_code == "plugin_crashed"
+        assert "killed by signal SIGKILL" in result.error_message
 
 
 def _next_event(host: PluginHost, kind: EventKind) -> asyncio.Future[LifecycleEvent]:
     return asyncio.ensure_future(host.events.wait_for(lambda e: e.kind is kind, timeout=20))
 
 
-def _runner_inside(waiter: int) -> int:
-    """The host's pid of the runner under ``waiter``: the process that is pid 2 inside."""
+def _runner_inside(shown: int) -> int:
+    """The host's pid of the process that is pid 2 inside, in the session of ``shown``."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -198,13 +237,22 @@ def _runner_inside(waiter: int) -> int:
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         if (
             fields.get("NSpid", "").split()[-1:] == ["2"]
-            and int(fields["NSsid"].split()[0]) == waiter
+            and int(fields["NSsid"].split()[0]) == shown
         ):
             return int(entry.name)
-    raise AssertionError(f"no runner under pid {waiter}")
+    raise AssertionError(f"no runner under pid {shown}")
 
 
 def _memory_of(pid: int) -> int:
     lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     keys = ("RssAnon:", "RssShmem:")
     return sum(int(line.split()[1]) * 1024 for line in lines if line.startswith(keys))
+
+
+def _fields(pid: int) -> dict[str, str]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return {k: v.strip() for k, v in (line.split(":", 1) for line in status.splitlines())}
+
+
+def _nspid(pid: int) -> list[int]:
+    return [int(p) for p in _fields(pid)["NSpid"].split()]

@@ -64,7 +64,7 @@ def open_cpu_meter(
     ``cgroup``: the one :meth:`CpuCgroup.create` made for this runner before it
     started; ``joined`` says the runner joined it itself (a sandboxed runner
     does), else its session is moved in now. ``pid_namespace`` says ``pid`` is
-    the waiter of a runner in a pid namespace of its own.
+    a runner in a pid namespace of its own (its init, or the waiter above it).
     """
     if cgroup is not None:
         if not joined:
@@ -120,7 +120,7 @@ class ProcCpuMeter:
 
     def used(self) -> float | None:
         """Seconds of CPU of the tree's live processes, the children they reaped, and orphans."""
-        if self._nested:  # the init (it reaps every orphan) and all below it; not the waiter
+        if self._nested:  # the init (it reaps every orphan) and all below it
             inits = namespace_inits(self._pid)
             order = inits + descendants(inits)
         else:

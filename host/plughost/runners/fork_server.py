@@ -133,7 +133,7 @@ class ForkServer:
         self._process: ChildProcess | None = None
         self._socket: socket.socket | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, asyncio.Queue[dict[str, Any]]] = {}
         self._children: dict[int, ForkedProcess] = {}
         self._early_exits: dict[int, int] = {}
         self._drains: list[asyncio.Task[None]] = []
@@ -181,8 +181,7 @@ class ForkServer:
             theirs.close()
         ours.setblocking(False)
         self._process, self._socket = process, ours
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[dict[str, Any]] = loop.create_future()
+        ready: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._pending[0] = ready
         self._reader = asyncio.create_task(self._read(ours, process))
         self._drains = [
@@ -191,7 +190,9 @@ class ForkServer:
         ]
         try:
             async with asyncio.timeout(self._ready_timeout):
-                hello = await ready
+                hello = await ready.get()
+            if "ready" not in hello:
+                raise ForkServerError(hello.get("error", "no hello"))
         except (TimeoutError, ForkServerError) as exc:
             await self._stop_process()
             raise ForkServerError(f"the fork server did not become ready: {exc!r}") from exc
@@ -215,35 +216,27 @@ class ForkServer:
         sock = self._socket
         if sock is None:
             raise ForkServerError("the fork server is not running")
-        loop = asyncio.get_running_loop()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         request_id = next(self._ids)
-        reply: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._pending[request_id] = reply
+        replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._pending[request_id] = replies
         packet = msgpack.packb({"id": request_id, "argv": list(argv), "env": dict(env)})
         try:
             try:
                 socket.send_fds(sock, [packet], [out_write, err_write, credentials])
             except OSError as exc:  # a full queue (a server that stopped reading) included
                 raise ForkServerError(f"cannot reach the fork server: {exc}") from exc
-            try:
-                async with asyncio.timeout(self._fork_timeout):
-                    answer = await reply
-            except TimeoutError:
-                why = f"it did not answer a fork request within {self._fork_timeout:g} s"
-                self._replace(why)
-                raise ForkServerError(f"the fork server is frozen ({why})") from None
-            if "pid" not in answer:
-                raise ForkServerError(f"the fork server could not fork: {answer.get('error')}")
+            finally:
+                os.close(out_write)
+                os.close(err_write)
+            answer = await self._forked(replies)
         except BaseException:
             for fd in (out_read, err_read):
                 os.close(fd)
             raise
         finally:
             self._pending.pop(request_id, None)
-            os.close(out_write)
-            os.close(err_write)
         (stdout, stderr), transports = await read_pipes(
             [os.fdopen(out_read, "rb", buffering=0), os.fdopen(err_read, "rb", buffering=0)]
         )
@@ -254,6 +247,32 @@ class ForkServer:
         else:
             self._children[child.pid] = child
         return child
+
+    async def _forked(self, replies: asyncio.Queue[dict[str, Any]]) -> dict[str, Any]:
+        """The fork server's answer with the runner's pid.
+
+        Two replies: ``forked`` at once (within ``fork_timeout``, or the server is
+        frozen), then ``pid`` when the child has named the runner to know (its pid
+        namespace's init, or itself), a few milliseconds of its own start later.
+        """
+        try:
+            async with asyncio.timeout(self._fork_timeout):
+                answer = await replies.get()
+        except TimeoutError:
+            why = f"it did not answer a fork request within {self._fork_timeout:g} s"
+            self._replace(why)
+            raise ForkServerError(f"the fork server is frozen ({why})") from None
+        if "forked" in answer:
+            try:
+                async with asyncio.timeout(self._ready_timeout):
+                    answer = await replies.get()
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(answer["forked"]), signal.SIGKILL)
+                raise ForkServerError("the forked runner did not say which process it is") from None
+        if "pid" not in answer:
+            raise ForkServerError(f"the fork server could not fork: {answer.get('error')}")
+        return answer
 
     def _replace(self, why: str) -> None:
         """Kill a fork server that stopped answering; a later spawn starts a new one.
@@ -312,9 +331,9 @@ class ForkServer:
             self._resolve(int(message["id"] or -1), message)
 
     def _resolve(self, request_id: int, message: dict[str, Any]) -> None:
-        future = self._pending.get(request_id)
-        if future is not None and not future.done():
-            future.set_result(message)
+        replies = self._pending.get(request_id)
+        if replies is not None:
+            replies.put_nowait(message)
 
     def _exit(self, pid: int, code: int) -> None:
         child = self._children.pop(pid, None)
@@ -327,9 +346,8 @@ class ForkServer:
         """The fork server is gone: its runners died with it (their parent-death signal)."""
         if process is not self._process:
             return
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(ForkServerError("the fork server exited"))
+        for replies in self._pending.values():
+            replies.put_nowait({"error": "the fork server exited"})
         self._pending.clear()
         children, self._children = self._children, {}
         for child in children.values():

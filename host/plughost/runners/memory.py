@@ -67,7 +67,7 @@ def open_meter(
     it started; ``joined`` says the runner joined it itself, before it forked
     anything (a sandboxed runner does), else its session is moved in now.
     Without one the host reads ``/proc``; ``pid_namespace`` says ``pid`` is
-    the waiter of a runner in a pid namespace of its own.
+    a runner in a pid namespace of its own (its init, or the waiter above it).
     """
     if cgroup is not None:
         if not joined:  # a search of every process on the machine: only when needed
@@ -88,7 +88,7 @@ class ProcMeter:
     def used(self) -> int | None:
         """Anonymous plus mapped shared memory of the runner's processes, in bytes."""
         if self._nested:
-            # Below the waiter and the namespace's init, which run no plugin code. Every
+            # Below the namespace's init (and any waiter), which run no plugin code. Every
             # process of the namespace descends from its init (orphans are reparented to
             # it), so a walk of children files finds them all, without reading every
             # process on the machine as the session search must (milliseconds per beat).

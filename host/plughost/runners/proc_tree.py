@@ -3,11 +3,11 @@
 Two shapes, as :mod:`plughost.runners.memory` and :mod:`plughost.runners.cpu`
 read them:
 
-- a runner in a pid namespace of its own is the waiter the host started, the
-  namespace's init below it (pid 1 inside, which every orphan of the
-  namespace is reparented to), and everything below that init
-  (:func:`namespace_inits`, :func:`descendants`): a walk of a few
-  ``children`` files;
+- a runner in a pid namespace of its own is the namespace's init (pid 1
+  inside, which every orphan of the namespace is reparented to: the pid the
+  host knows for a forked runner, or the child of the waiter the host
+  started) and everything below it (:func:`namespace_inits`,
+  :func:`descendants`): a walk of a few ``children`` files;
 - any other runner is its session (it leads one) and the descendants of its
   members (:func:`session_tree`), which needs a look at every process on the
   machine (a few milliseconds).
@@ -70,9 +70,14 @@ def session_tree(root: int) -> list[int]:
     return found
 
 
-def namespace_inits(waiter: int) -> list[int]:
-    """The children of ``waiter`` that are the first process of a pid namespace (none: gone)."""
-    return [pid for pid in children(waiter) if _is_init(pid)]
+def namespace_inits(pid: int) -> list[int]:
+    """``pid`` if it is the first process of a pid namespace, else its children that are.
+
+    None when it is gone (or not started yet).
+    """
+    if _is_init(pid):
+        return [pid]
+    return [child for child in children(pid) if _is_init(child)]
 
 
 def descendants(roots: Iterable[int]) -> list[int]:

@@ -4,8 +4,8 @@ On Linux the kernel delivers SIGKILL to the runner the moment its parent dies
 (``PR_SET_PDEATHSIG``), which also covers a SIGKILLed host; the parent's pid,
 checked once after ``prctl``, closes the race where the parent died before it
 ran. Every link of the chain does the same: the fork server with the host, a
-runner with the fork server (or with its pid namespace's init, which dies with
-the process outside that the fork server started). So nothing polls: an idle
+runner with the fork server (or with its pid namespace's init, which ends the
+namespace when the fork server, or the waiter outside, is gone). So nothing polls: an idle
 runner has no thread that wakes to look. Elsewhere, or if ``prctl`` fails, a
 watcher thread polls the parent's pid instead.
 """

@@ -117,14 +117,16 @@ class SandboxPolicy:
         return json.dumps(asdict(self), separators=(",", ":"))
 
 
-def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
+def apply(policy: SandboxPolicy, socket_path: str = "", report_fd: int | None = None) -> bool:
     """Apply ``policy`` to this process; the caller must still have a single thread.
 
-    With a pid namespace this forks twice (:mod:`.pidns`): the process that
-    returns is the runner, pid 2 in the new namespace under a minimal init;
-    the original process stays outside as a waiter that never returns (it
-    exits as the runner does). ``socket_path`` is the runner's own ``ipc://``
-    socket, kept reachable when ``/tmp`` is covered.
+    With a pid namespace this forks (:mod:`.pidns`): the process that
+    returns is the runner, pid 2 in the new namespace under a minimal init.
+    Given the fork server's ``report_fd``, the original process hands init
+    over to the fork server and exits, and the runner returns with that
+    descriptor closed; otherwise it stays outside as a waiter that never
+    returns (it exits as the runner does). ``socket_path`` is the runner's own
+    ``ipc://`` socket, kept reachable when ``/tmp`` is covered.
 
     Returns:
         Whether this process now runs in a new pid namespace (its parent is
@@ -147,7 +149,7 @@ def apply(policy: SandboxPolicy, socket_path: str = "") -> bool:
             if policy.processes and os.geteuid() != 0:  # counted per user namespace
                 _limit_processes(policy.processes)
             if policy.pid_namespace:
-                pidns.split()  # returns in the runner, pid 2 under a minimal init
+                pidns.split(report_fd=report_fd)  # returns in the runner, pid 2 under init
                 inside = True
                 namespaces.mount_proc()
             # upper and work must stay on one mount: keep their common parent

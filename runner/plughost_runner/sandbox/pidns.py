@@ -1,4 +1,4 @@
-"""A runner in a pid namespace of its own: a waiter outside, a minimal init, then the runner.
+"""A runner in a pid namespace of its own: a minimal init, then the runner below it.
 
 The kernel treats a pid namespace's first process as its init: a signal sent
 from inside the namespace (a plugin's ``os.kill(os.getpid(), SIGKILL)``) or a
@@ -6,21 +6,30 @@ default-action signal from outside (SIGTERM, ``limits.cpu_seconds``' SIGXCPU)
 is ignored unless it has a handler, and every other process of the namespace
 dies when it exits. So the runner must not be that process. After
 ``unshare(CLONE_NEWPID)`` (:func:`plughost_runner.sandbox.namespaces.enter`),
-:func:`split` makes this chain::
+:func:`split` makes one of two chains. A runner forked by the fork server,
+which adopts the orphans of its children (``PR_SET_CHILD_SUBREAPER``), hands
+it the namespace's init::
 
-    waiter   outside: the pid the host started, leads the runner's session and
-      │      process group; ends exactly as the runner did (same code, same signal)
-      └─ init     pid 1 inside: reaps orphans, forwards SIGTERM/SIGINT/SIGHUP to the
-           │      runner, and exits as soon as the runner does (taking every leftover
-           │      process of the namespace with it)
+    fork server  reads the runner's end from init over a pipe (``report_fd``),
+      │          which the runner never holds, so a plugin cannot forge it
+      └─ init     pid 1 inside, the pid the host knows: leads the runner's session
+           │      and process group, reaps orphans, forwards SIGTERM/SIGINT/SIGHUP,
+           │      and exits as soon as the runner does (taking every leftover
+           │      process of the namespace with it) or the fork server does
            └─ runner   pid 2 inside: an ordinary process, the one :func:`split` returns in
 
-The host keeps using the waiter's pid: it signals the runner's process group
-(all three share it), it measures memory over the waiter's descendants
-(leaving out the two helpers, which run no plugin code: the waiter and the
-process whose pid inside is 1), and cgroups joined before the split hold all
-three. The runner's wait status reaches the
-waiter over a pipe the runner never holds, so a plugin cannot forge its end.
+The process that entered the namespace only forks init, tells the fork server
+init's pid on ``report_fd`` and exits: no third process waits outside. A
+runner the host started itself (or on a kernel without pidfds) keeps that
+process as a waiter outside, the pid the host knows, which ends exactly as
+the runner did (same code, same signal)::
+
+    waiter ── init (pid 1) ── runner (pid 2)
+
+Either way the host signals the runner's process group, which all of them
+share; it measures memory below the namespace's init (leaving out the
+helpers, which run no plugin code); and cgroups joined before the split hold
+them all.
 """
 
 from __future__ import annotations
@@ -28,29 +37,46 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import struct
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["RUNNER_NSPID", "split"]
+__all__ = ["RUNNER_NSPID", "announce", "split"]
 
 RUNNER_NSPID = 2  # init's first child: the runner's pid inside its namespace
 _PR_SET_PDEATHSIG, _PR_SET_NAME = 1, 15
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_STATUS = struct.Struct("=i")
+_STATUS = struct.Struct("=i")  # a pid on report_fd first, then a wait status
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def split(in_init: Callable[[], object] | None = None) -> None:
-    """Fork the waiter/init/runner chain; return only in the runner (pid 2 inside).
+def announce(report_fd: int) -> None:
+    """Tell the fork server that this process is the runner the host should know; close it."""
+    try:
+        os.write(report_fd, _STATUS.pack(os.getpid()))
+    finally:
+        os.close(report_fd)
+
+
+def split(in_init: Callable[[], object] | None = None, report_fd: int | None = None) -> None:
+    """Fork the namespace's init and the runner below it; return only in the runner (pid 2).
 
     Call right after entering the new pid namespace, while single-threaded.
-    The waiter and init never return: they ``_exit`` when the runner has ended.
+    The helpers never return: they ``_exit`` when the runner has ended.
     ``in_init`` runs in init once the runner is forked (a sandboxed MCP
     server's egress proxy lives there, beside the server it serves).
+    ``report_fd`` is the fork server's pipe: given, init is handed to the fork
+    server and no waiter stays outside; the runner returns with it closed.
     """
+    if report_fd is not None:
+        server = _pidfd_of_parent()
+        if server is not None:
+            _split_adopted(report_fd, server)
+            return
+        announce(report_fd)  # this process stays outside as the waiter, the pid to know
     status_read, status_write = os.pipe()
     init = os.fork()
     if init:
@@ -64,6 +90,73 @@ def split(in_init: Callable[[], object] | None = None) -> None:
     if in_init is not None:
         in_init()
     _end_with(_serve_as_init, runner, status_write)
+
+
+def _pidfd_of_parent() -> int | None:
+    try:
+        return os.pidfd_open(os.getppid())
+    except (AttributeError, OSError):  # before Linux 5.3, or the fork server is gone
+        return None
+
+
+def _split_adopted(report_fd: int, server: int) -> None:
+    """Fork init, hand it to the fork server and exit; return in the runner below init."""
+    session_read, session_write = os.pipe()
+    init = os.fork()
+    if init:
+        os.close(session_write)
+        os.read(session_read, 1)  # end-of-file once init leads its session: signal it then
+        code = 0
+        try:
+            os.write(report_fd, _STATUS.pack(init))
+        except OSError:
+            code = 1
+        os._exit(code)
+    os.setsid()
+    os.close(session_read)
+    os.close(session_write)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)  # before the fork: the runner's end cannot be missed
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    runner = os.fork()
+    if runner == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in (wake_read, wake_write, report_fd, server):
+            os.close(fd)  # the runner can neither speak for init nor signal the fork server
+        return
+    _end_with(lambda child, pipe: _serve_adopted(child, pipe, server, wake_read), runner, report_fd)
+
+
+def _serve_adopted(runner: int, report_fd: int, server: int, wake: int) -> int:
+    """Pid 1 under the fork server: reap, forward; report the runner's end and exit.
+
+    No parent-death signal: the parent that forked init exits at once. Init
+    watches the fork server through a pidfd instead, and ends the namespace
+    when it is gone.
+    """
+    _libc.prctl(_PR_SET_NAME, b"plughost-init", 0, 0, 0)
+    _forward_to(runner)
+    while True:
+        ready, _, _ = select.select([wake, server], [], [])
+        if server in ready:
+            return 1
+        with contextlib.suppress(BlockingIOError):
+            os.read(wake, 4096)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # cannot happen while the runner lives; be safe
+                return 1
+            if pid == 0:
+                break
+            if pid == runner:
+                with contextlib.suppress(OSError):
+                    os.write(report_fd, _STATUS.pack(status))
+                if os.WIFSIGNALED(status):  # pid 1 cannot signal itself: the usual code
+                    return 128 + os.WTERMSIG(status)
+                return os.waitstatus_to_exitcode(status)
 
 
 def _end_with(role: Callable[[int, int], int], child: int, pipe: int) -> NoReturn:
