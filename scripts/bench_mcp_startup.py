@@ -1,4 +1,4 @@
-"""Start-up of ``plughost serve --mcp-stdio`` as a pure gateway, next to its upstream alone.
+"""Start-up of ``plughost serve --mcp-stdio``, cold and warm, next to its upstream alone.
 
 What a client that starts a new server per session (langchain-mcp-adapters and
 llama-index do so per call by default) waits for: from spawning the process to
@@ -8,10 +8,15 @@ both alike), each driven over its pipes with newline-delimited JSON-RPC (the
 handshake-era protocol most clients speak):
 
 - ``direct``: server-everything (npm), run with node;
-- ``plughost``: ``plughost serve --mcp-stdio --no-watch --config up.toml``, whose
+- ``gateway``: ``plughost serve --mcp-stdio --no-watch --config up.toml``, whose
   ``up.toml`` has only an ``[mcp]`` table naming that same server (sandboxed, as
-  every stdio server plughost starts); its first ``tools/list`` answer must list
-  the upstream's tools.
+  every stdio server plughost starts), cold (no tool catalogue);
+- ``cold`` and ``warm``: ``plughost serve --mcp-stdio`` with the example plugins
+  (plugins_example/) and two upstreams (server-everything and mcp-server-time),
+  without a tool catalogue (deleted before each start) and with the one the
+  previous start left.
+
+Every first ``tools/list`` answer must list the upstream's tools.
 
 Writes the ``mcp-startup`` section of docs/benchmarks.md.
 
@@ -34,6 +39,10 @@ from benchlib import ROOT, load_line, machine_line, median, percentile, write_se
 
 COMMAND = ".venv/bin/python scripts/bench_mcp_startup.py"
 EVERYTHING = ROOT / ".venv-mcp-servers" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+TIME = ROOT / ".venv-mcp-servers" / "bin" / "mcp-server-time"
+EXAMPLES = ROOT / "plugins_example"
+CATALOGUE = "tool-catalogue.json"
+"""serve's tool catalogue, beside the per-plugin data directories."""
 DEADLINE_S = 60.0
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -76,8 +85,13 @@ def answer(process: subprocess.Popen[bytes], wanted: int, lines: list[bytes]) ->
             buffer += chunk
 
 
-def one_start(argv: list[str], tool: str) -> tuple[float, float, int]:
-    """Spawn, list, call; return (s to tools/list answer, s to tools/call result, tool count)."""
+def one_start(argv: list[str], tool: str, forget: Path | None = None) -> tuple[float, float, int]:
+    """Spawn, list, call; return (s to tools/list answer, s to tools/call result, tool count).
+
+    ``forget``, if given, is deleted first (the tool catalogue, for a cold start).
+    """
+    if forget is not None:
+        forget.unlink(missing_ok=True)
     started = time.perf_counter()
     process = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -96,7 +110,10 @@ def one_start(argv: list[str], tool: str) -> tuple[float, float, int]:
         to_result = time.perf_counter() - started
         if "error" in result or result["result"].get("isError"):
             raise SystemExit(f"{tool} failed: {result}")
-        return to_list, to_result, len(listed["result"]["tools"])
+        names = [t["name"] for t in listed["result"]["tools"]]
+        if tool not in names:
+            raise SystemExit(f"the first tools/list lacks {tool}: {names}")
+        return to_list, to_result, len(names)
     finally:
         assert process.stdin is not None
         process.stdin.close()
@@ -107,6 +124,36 @@ def one_start(argv: list[str], tool: str) -> tuple[float, float, int]:
             process.wait()
 
 
+def _config(folder: Path, plugins: Path | None, servers: str) -> Path:
+    """A serve config in ``folder``, whose data (and tool catalogue) stay in it."""
+    folder.mkdir()
+    host = [f"data_dir = {json.dumps(str(folder / 'data' / 'plugins'))}"]
+    host.append(f"temp_dir = {json.dumps(str(folder / 'temp'))}")
+    if plugins is not None:
+        host.append(f"plugin_dirs = [{json.dumps(str(plugins))}]")
+    path = folder / "up.toml"
+    path.write_text("[host]\n" + "\n".join(host) + "\n" + servers)
+    return path
+
+
+def _starts(folder: Path) -> dict[str, tuple[list[str], str, Path | None]]:
+    """Each contender: its command, the tool it calls, and what to delete before it starts."""
+    everything = f'command = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
+    upstreams = f"[mcp.servers.time]\ncommand = {json.dumps(str(TIME))}\n"
+    gateway = _config(folder / "gateway", None, f"[mcp.servers.everything]\n{everything}")
+    both = f"[mcp.servers.everything]\n{everything}{upstreams}"
+    cold = _config(folder / "cold", EXAMPLES, both)
+    warm = _config(folder / "warm", EXAMPLES, both)
+    serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--mcp-stdio", "--config"]
+    tool = "mcp_everything_echo"
+    return {
+        "direct": (["node", str(EVERYTHING)], "echo", None),
+        "gateway": ([*serve, str(gateway)], tool, gateway.parent / "data" / CATALOGUE),
+        "cold": ([*serve, str(cold)], tool, cold.parent / "data" / CATALOGUE),
+        "warm": ([*serve, str(warm)], tool, None),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=9)
@@ -114,21 +161,16 @@ def main() -> None:
     options = parser.parse_args()
     if not EVERYTHING.exists():
         raise SystemExit("run scripts/install_test_mcp_servers.sh first (server-everything)")
+    if not TIME.exists():
+        raise SystemExit("run scripts/install_test_mcp_servers.sh first (mcp-server-time)")
     with tempfile.TemporaryDirectory() as folder:
-        config = Path(folder) / "up.toml"
-        config.write_text(
-            f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
-        )
-        serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--config", str(config)]
-        starts = {
-            "direct": (["node", str(EVERYTHING)], "echo"),
-            "plughost": ([*serve, "--mcp-stdio"], "mcp_everything_echo"),
-        }
+        starts = _starts(Path(folder))
         samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in starts}
-        one_start(*starts["plughost"])  # warm the disk caches once, unmeasured
+        for start in starts.values():
+            one_start(*start)  # warm the disk caches once, unmeasured; leaves a catalogue
         for _ in range(options.runs):
-            for name, (argv, tool) in starts.items():
-                samples[name].append(one_start(argv, tool))
+            for name, start in starts.items():
+                samples[name].append(one_start(*start))
     rows = []
     base_list = median([s[0] for s in samples["direct"]])
     base_result = median([s[1] for s in samples["direct"]])
@@ -149,17 +191,23 @@ def main() -> None:
             f"`{COMMAND}` — median of {options.runs} starts each, interleaved: from",
             "spawning the process to the answer of its first `tools/list`, and to the result",
             "of its first `tools/call` (`echo`), over stdio with the handshake-era protocol.",
-            "`direct` is server-everything (npm, run with node) alone; `plughost` is",
+            "`direct` is server-everything (npm, run with node) alone; `gateway` is",
             "`plughost serve --mcp-stdio` with a config holding only an `[mcp]` table that",
-            "names the same server (started sandboxed, as every stdio server plughost starts).",
+            "names the same server (started sandboxed, as every stdio server plughost starts),",
+            "without a tool catalogue; `cold` and `warm` serve the example plugins",
+            "(plugins_example/) and two upstreams (server-everything and mcp-server-time),",
+            "`cold` with its tool catalogue deleted before each start, `warm` with the one",
+            "the previous start left.",
             "",
-            "A pure gateway starts no fork server (only runners use one), and its upstream",
-            "servers connect while the host starts and builds `tool_search`. What remains is",
-            "mostly the interpreter importing pydantic and the MCP SDK, and the upstream's",
-            "start under plughost's sandbox launcher (`python -X importtime -m plughost serve`",
-            "shows the first). plughost lists more tools: server-everything offers more to a",
-            "client that can sample and elicit, its resources and prompts become tools, and",
-            "serve adds `tool_search`.",
+            "Warm, `tools/list` is answered from the catalogue while the runners and the",
+            "upstream connections start; the first `tools/call` waits until the host is up,",
+            "so its time is the cold start's. Cold, `tools/list` waits for the live list: the",
+            "runners' start and the slowest upstream's connection. What a pure gateway still",
+            "pays is mostly the interpreter importing pydantic and the MCP SDK, and the",
+            "upstream's start under plughost's sandbox launcher (`python -X importtime -m",
+            "plughost serve` shows the first). plughost lists more tools: server-everything",
+            "offers more to a client that can sample and elicit, its resources and prompts",
+            "become tools, and serve adds `tool_search`.",
             "",
             machine_line(),
             "",
