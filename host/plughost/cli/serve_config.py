@@ -12,6 +12,8 @@
     threshold = 25
     [mcp.servers.files]         # upstream MCP servers (see docs/mcp.md)
     command = "mcp-server-files"
+    [host.dependencies]         # plugins' own packages: wheel_dir, offline, cache_dir...
+    offline = false
     [host.web]                  # the operator's console (plughost serve --web)
     address = "127.0.0.1:8770"
     [serve]                     # what serve exposes and how it logs
@@ -161,3 +163,7 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     remote = host.get("remote")
     if isinstance(remote, dict) and isinstance(remote.get("keys_dir"), str):
         remote["keys_dir"] = str(base / remote["keys_dir"])
+    packages = host.get("dependencies")
+    for key in ("root", "cache_dir", "wheel_dir"):
+        if isinstance(packages, dict) and isinstance(packages.get(key), str):
+            packages[key] = str(base / packages[key])

@@ -53,6 +53,8 @@ class PluginSource:
     config: dict[str, Any] = field(default_factory=dict)
     config_version: str = ""
     warnings: tuple[str, ...] = ()
+    packages: Path | None = None
+    """The directory of the plugin's own packages (plughost.dependencies), if it declares any."""
 
     def load_spec(self, data_root: Path, temp_root: Path, on_load_timeout: float) -> dict[str, Any]:
         """The wire form of ``plugins.load`` for this plugin."""
@@ -65,6 +67,7 @@ class PluginSource:
             "temp_dir": str((temp_root / self.plugin_id).resolve()),
             "on_load_timeout": on_load_timeout,
             "flavor": "maibot" if self.manifest.targets_maibot else "plughost",
+            "packages": str(self.packages) if self.packages is not None else "",
         }
 
 

@@ -160,6 +160,7 @@ def runner_policy(
         "seccomp": "seccomp" in active and "no_new_privs" in active,
         "landlock": "landlock" in active and "no_new_privs" in active,
         "read": [str(s.path) for s in sources if str(s.path) not in viewed]
+        + [str(s.packages) for s in sources if s.packages is not None]  # their own packages
         + [str(p.resolve()) for p in settings.read_paths],
         "write": writable
         + sorted(viewed)

@@ -1,0 +1,57 @@
+"""The store of environments: who waits for an installation, and who does not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from plughost.dependencies import environments
+from plughost.dependencies.environments import PluginEnvironments
+from plughost.dependencies.installer import InstallError
+from plughost.events import EventBus
+from plughost.plugins.source import PluginProblem, PluginSource
+from plughost.settings import HostSettings
+from tests.host.dependencies.test_requirements import plugin
+
+
+async def test_plugins_without_packages_start_while_another_plugins_install_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = asyncio.Event()
+
+    async def held_install(
+        command: list[str], timeout: float, progress: Callable[[str], None]
+    ) -> None:
+        progress("Resolved 1 package")
+        await release.wait()
+        raise InstallError("nosuchpkg was not found (the test's installer)")
+
+    monkeypatch.setattr(environments, "run_install", held_install)
+    plain = plugin(tmp_path / "plain")
+    needy = plugin(tmp_path / "needy", requirements_txt="nosuchpkg\n")
+    needy = PluginSource(
+        **{**{f: getattr(needy, f) for f in needy.__slots__}, "plugin_id": "tests.needy"}
+    )
+    settings = HostSettings(data_dir=tmp_path / "data")
+    problems: list[PluginProblem] = []
+    started = asyncio.Event()
+
+    async def start(sources: list[PluginSource]) -> list[str]:
+        if sources:
+            started.set()
+        return [s.plugin_id for s in sources]
+
+    store = PluginEnvironments(lambda: settings, EventBus(), problems.append)
+    running = asyncio.create_task(store.start_runners([plain, needy], start))
+    async with asyncio.timeout(10):
+        await started.wait()
+    assert not running.done()  # the plain plugin started with the install still running
+    release.set()
+    assert await running == ["tests.packages"]
+    assert [(p.plugin_id, p.stage) for p in problems] == [("tests.needy", "packages")]
+    assert problems[0].reason == (
+        "cannot install nosuchpkg: nosuchpkg was not found (the test's installer)"
+    )
