@@ -1,0 +1,264 @@
+"""Per-call cost of MCP gateways in front of server-everything, in one interleaved run.
+
+The official MCP client (handshake-era protocol, what server-everything and
+most clients speak) holds one session to each contender at once and calls
+server-everything's ``echo`` on each in turn, call by call, so machine noise
+hits all alike:
+
+- ``direct stdio``: server-everything (npm, run with node) over stdio;
+- ``direct HTTP``: the same server over its own streamable HTTP transport;
+- ``plughost stdio`` / ``plughost HTTP``: ``plughost serve --mcp-stdio`` /
+  ``--mcp-http`` with only an ``[mcp]`` table naming server-everything over stdio;
+- ``fastmcp proxy``: ``fastmcp.server.create_proxy`` of the same stdio server,
+  served over stdio;
+- ``mcp-proxy``: PyPI ``mcp-proxy`` serving the same stdio server over
+  streamable HTTP.
+
+fastmcp and mcp-proxy are installed at benchmark time into throwaway
+virtualenvs under ``--venvs`` (mcp-proxy needs the 1.x MCP SDK, fastmcp the
+2.x one), never into the project's. Writes the ``mcp-gateway`` section of
+docs/benchmarks.md.
+
+Usage: ``.venv/bin/python scripts/bench_mcp_gateway.py [--calls N] [--no-write]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from benchlib import ROOT, load_line, machine_line, median, percentile, write_section
+
+COMMAND = ".venv/bin/python scripts/bench_mcp_gateway.py"
+EVERYTHING = ROOT / ".venv-mcp-servers" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+VENVS = Path(tempfile.gettempdir()) / "plughost-bench-gateways"
+PACKAGES = {"fastmcp": ["fastmcp"], "mcp-proxy": ["mcp-proxy", "mcp<2"]}
+FASTMCP_PROXY = """
+import sys
+from fastmcp.client.transports import StdioTransport
+from fastmcp.server import create_proxy
+create_proxy(StdioTransport(command="node", args=[sys.argv[1]]), mode="legacy").run(
+    show_banner=False
+)
+"""
+
+
+def venv(root: Path, name: str) -> Path:
+    """The Python of a throwaway virtualenv holding ``PACKAGES[name]``, made once."""
+    python = root / name / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(root / name)], check=True)
+        pip = [str(python), "-m", "pip", "install", "-q", *PACKAGES[name]]
+        subprocess.run(pip, check=True, stdout=subprocess.DEVNULL)
+    return python
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"nothing listened on {port}: {process.args}") from None
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        return
+
+
+def http_server(argv: list[str], port: int, env: dict[str, str] | None = None) -> Any:
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
+async def connect(stack: AsyncExitStack, target: Any, headers: dict[str, str] | None) -> Any:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    if isinstance(target, str):
+        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+        target = streamable_http_client(target, http_client=http)
+    return await stack.enter_async_context(Client(target, mode="legacy", cache=None))
+
+
+async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[str, Any]:
+    """Start every contender and return a connected client for each, by label."""
+    from mcp import StdioServerParameters
+
+    node = ["node", str(EVERYTHING)]
+    config = folder / "up.toml"
+    config.write_text(
+        f"[host]\ndata_dir = {json.dumps(str(folder / 'data' / 'plugins'))}\n"
+        f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
+    )
+    serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--config", str(config)]
+    ports = {name: free_port() for name in ("direct", "plughost", "mcp-proxy")}
+    token = folder / "token"
+    servers = [
+        http_server([*node, "streamableHttp"], ports["direct"], {"PORT": str(ports["direct"])}),
+        http_server(
+            [
+                *serve,
+                "--mcp-http",
+                f"127.0.0.1:{ports['plughost']}",
+                "--mcp-token-file",
+                str(token),
+            ],
+            ports["plughost"],
+        ),
+        http_server(
+            [
+                str(venv(venvs, "mcp-proxy").parent / "mcp-proxy"),
+                "--port",
+                str(ports["mcp-proxy"]),
+                "--",
+                *node,
+            ],
+            ports["mcp-proxy"],
+        ),
+    ]
+    for server in servers:
+        stack.callback(_stop, server)
+    for server, port in zip(servers, ports.values(), strict=True):
+        await wait_for_port(port, server)
+    fastmcp = str(venv(venvs, "fastmcp"))
+    bearer = {"Authorization": f"Bearer {token.read_text().strip()}"}
+    targets: dict[str, tuple[Any, dict[str, str] | None]] = {
+        "direct stdio": (StdioServerParameters(command="node", args=[str(EVERYTHING)]), None),
+        "direct HTTP": (f"http://127.0.0.1:{ports['direct']}/mcp", None),
+        "plughost stdio": (
+            StdioServerParameters(command=sys.executable, args=[*serve[1:], "--mcp-stdio"]),
+            None,
+        ),
+        "plughost HTTP": (f"http://127.0.0.1:{ports['plughost']}/mcp", bearer),
+        "fastmcp proxy (stdio)": (
+            StdioServerParameters(command=fastmcp, args=["-c", FASTMCP_PROXY, str(EVERYTHING)]),
+            None,
+        ),
+        "mcp-proxy (HTTP)": (f"http://127.0.0.1:{ports['mcp-proxy']}/mcp", None),
+    }
+    return {label: await connect(stack, t, h) for label, (t, h) in targets.items()}
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+TOOLS = {"plughost stdio": "mcp_everything_echo", "plughost HTTP": "mcp_everything_echo"}
+
+
+async def measure(calls: int, warmup: int, venvs: Path) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory() as folder:
+        async with AsyncExitStack() as stack:
+            clients = await contenders(stack, Path(folder), venvs)
+            samples: dict[str, list[float]] = {label: [] for label in clients}
+            for round_ in range(warmup + calls):
+                for label, client in clients.items():
+                    tool = TOOLS.get(label, "echo")
+                    started = time.perf_counter()
+                    result = await client.call_tool(tool, {"message": "hello"})
+                    elapsed = time.perf_counter() - started
+                    if result.is_error:
+                        raise SystemExit(f"{label}: {tool} failed: {result}")
+                    if round_ >= warmup:
+                        samples[label].append(elapsed)
+            return samples
+
+
+def report(samples: dict[str, list[float]], calls: int, warmup: int) -> str:
+    direct = {
+        "stdio": median(samples["direct stdio"]),
+        "HTTP": median(samples["direct HTTP"]),
+    }
+    rows = []
+    for label, runs in samples.items():
+        p50, p99 = median(runs), percentile(runs, 99)
+        rows.append(
+            f"| {label} | {p50 * 1000:.2f} ms | {p99 * 1000:.2f} ms "
+            f"| {p50 / direct['stdio']:.2f}x | {p50 / direct['HTTP']:.2f}x |"
+        )
+    return "\n".join(
+        [
+            "## MCP gateways: per-call cost",
+            "",
+            f"`{COMMAND} --calls {calls}` — {calls} calls of server-everything's `echo` per",
+            f"contender after {warmup} unmeasured, interleaved call by call over sessions held",
+            "open, with the official MCP client (handshake-era protocol). `direct` is",
+            "server-everything (npm, run with node) over stdio and over its own streamable",
+            "HTTP transport; every gateway fronts the same server started over stdio:",
+            "`plughost serve` with only an `[mcp]` table (the upstream sandboxed, as every",
+            "stdio server plughost starts; HTTP with its bearer token), fastmcp's",
+            "`create_proxy(..., mode='legacy')` served over stdio, and PyPI `mcp-proxy`",
+            "serving it over streamable HTTP (both installed into throwaway virtualenvs at",
+            "benchmark time).",
+            "",
+            "Over stdio plughost is the cheapest gateway measured, but not within 1.5 times",
+            "the direct call. Profiled under cProfile, plughost's own layers (registry",
+            "routing, the argument check, keeping the upstream's answer beside its",
+            "conversion) take a small share of a call's CPU; the rest is structural: the",
+            "MCP SDK's server session parsing and validating the client's request and",
+            "serializing the answer, its client session doing the same toward the upstream,",
+            "two more pipe writes and a dozen event-loop turns. Over HTTP, plughost's",
+            "streamable HTTP front (SSE responses kept in an event store for resumption, a",
+            "bearer check, session bookkeeping) costs more than mcp-proxy's, which has",
+            "none of these.",
+            "",
+            machine_line(),
+            "",
+            load_line(),
+            "",
+            "| path | p50 | p99 | p50 vs direct stdio | p50 vs direct HTTP |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--venvs", type=Path, default=VENVS)
+    parser.add_argument("--no-write", action="store_true")
+    options = parser.parse_args()
+    if not EVERYTHING.exists():
+        raise SystemExit("run scripts/install_test_mcp_servers.sh first (server-everything)")
+    samples = asyncio.run(measure(options.calls, options.warmup, options.venvs))
+    text = report(samples, options.calls, options.warmup)
+    print(text)
+    if not options.no_write:
+        write_section("mcp-gateway", text)
+
+
+if __name__ == "__main__":
+    main()
