@@ -166,6 +166,21 @@ async def test_each_plugin_imports_its_own_versions_and_equal_sets_share_one_env
     assert len(built) == len(set(versions))  # one environment per distinct set
 
 
+async def test_with_a_single_shared_runner_plugins_with_packages_still_get_their_own(
+    tmp_path: Path, wheels: Path, make_host: HostFactory
+) -> None:
+    root = tmp_path / "plugins"
+    write_plugin(root, "bare")
+    write_plugin(root, "new", requirements="tinypkg==2.0")
+    write_plugin(root, "old", requirements="tinypkg==1.0")
+    settings = offline_settings(tmp_path, wheels).model_copy(update={"runner_grouping": "single"})
+    async with make_host([root], settings) as host:
+        answers = [await tinypkg_of(host, name) for name in ("new", "old")]
+        runners = {name: host.runner_for(f"tests.{name}") for name in ("bare", "new", "old")}
+    assert [version for version, _ in answers] == ["2.0", "1.0"]
+    assert len({id(runner) for runner in runners.values()}) == 3
+
+
 async def test_a_plugin_without_packages_is_untouched_and_imports_nothing_extra(
     tmp_path: Path, wheels: Path, make_host: HostFactory
 ) -> None:
