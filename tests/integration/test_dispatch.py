@@ -108,6 +108,7 @@ async def test_a_raising_command_is_handled_as_failed_and_stops_processing(
     assert outcome.success is False
     assert outcome.error_code == "handler_failed"
     assert "the command broke" in outcome.error
+    assert outcome.response == outcome.error
     assert outcome.continue_processing is False
 
 

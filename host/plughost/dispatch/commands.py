@@ -9,18 +9,28 @@ in linear time, never by Python's ``re``
 GIL, so no pattern and message stall the host. A pattern the host refuses never
 matches (its plugin fails at load, and ``plughost check`` reports it).
 
+A command gets ``text``, the context (``stream_id``, ``group_id``, ``user_id``,
+``platform``), ``is_local_operator`` (:func:`is_local_operator`),
+``matched_groups``, ``message`` and ``plugin_config``, as MaiBot passes them.
+
 The outcome says whether a command handled the message and whether the bot
 should keep processing it: a command's ``intercept`` (its third return value)
 stops processing, and so does a command that failed (raised, timed out,
-crashed its runner), as in MaiBot, so a broken command is never followed by the
-bot answering the same message as if it were chat.
+crashed its runner), so a broken command is never followed by the bot
+answering the same message as if it were chat. What counts as success and
+which text is the response is the runner's reading of the return value; a
+MaiBot plugin's is MaiBot's (success unless it raised; a raised one stops
+processing only when its metadata intercepts). A command that never answered
+(timed out, crashed its runner) has its error as the response, as in MaiBot.
+A failed command is logged as a warning with its response.
 
 Around the command, as MaiBot's bot does, run two named hooks when a plugin
 handles them: ``chat.command.before_execute`` (``message``, ``command_name``,
 ``plugin_id``, ``matched_groups``; aborting it skips the command, which counts as
 handled and stops processing, and it may change ``matched_groups``) and
 ``chat.command.after_execute`` (the same plus ``success``, ``response``,
-``intercept_message_level`` and ``continue_process``, which it may change).
+``intercept_message_level``, a bool as MaiBot sends it, and ``continue_process``;
+it may change ``success``, ``response`` and ``continue_process``).
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from plughost.plugins.command_patterns import CommandPattern
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 
-__all__ = ["AFTER", "BEFORE", "CommandDispatcher", "CommandOutcome"]
+__all__ = ["AFTER", "BEFORE", "CommandDispatcher", "CommandOutcome", "is_local_operator"]
 
 log = logging.getLogger(__name__)
 
@@ -164,15 +174,15 @@ class CommandDispatcher:
         args: dict[str, Any] = {
             "text": text,
             **{k: v for k, v in context.items() if k != "session_id"},
+            "is_local_operator": is_local_operator(message),
             "matched_groups": groups,
             "message": dict(message) if message is not None else None,
             "plugin_config": dict(self._config_of(command.plugin_id)),
         }
         timeout = deadline.budget(command.timeout_ms, deadline.seconds)
         reply = await self._caller.call(command, args, timeout)
-        if reply.get("error_code"):
-            log.warning("command %s failed: %s", command.full_name, reply.get("error"))
-        response = reply.get("response")
+        # A command that never answered (timeout, crash) replies with why, as in MaiBot.
+        response = reply.get("response", reply.get("error") or None)
         return CommandOutcome(
             handled=True,
             command=command.full_name,
@@ -220,19 +230,39 @@ class CommandDispatcher:
             deadline,
             success=outcome.success,
             response=outcome.response,
-            intercept_message_level=0 if outcome.continue_processing else 1,
+            intercept_message_level=not outcome.continue_processing,
             continue_process=outcome.continue_processing,
         )
-        if after is None:
-            return outcome
-        result = after.kwargs
-        response = result.get("response", outcome.response)
-        return dataclasses.replace(
-            outcome,
-            success=bool(result.get("success", outcome.success)),
-            response=None if response is None else str(response),
-            continue_processing=bool(result.get("continue_process", outcome.continue_processing)),
-        )
+        if after is not None:
+            result = after.kwargs
+            response = result.get("response", outcome.response)
+            outcome = dataclasses.replace(
+                outcome,
+                success=bool(result.get("success", outcome.success)),
+                response=None if response is None else str(response),
+                continue_processing=bool(
+                    result.get("continue_process", outcome.continue_processing)
+                ),
+            )
+        if outcome.success:
+            log.debug("command %s ran continue=%s", outcome.command, outcome.continue_processing)
+        else:
+            log.warning("command %s failed: %s", outcome.command, outcome.response)
+        return outcome
+
+
+def is_local_operator(message: Mapping[str, Any] | None) -> bool:
+    """Whether ``message`` comes from the bot's own console, as MaiBot decides it.
+
+    True only for platform ``bot_console`` with ``is_local_operator`` set to true
+    in the message's ``message_info.additional_config``: the embedding
+    application marks its own console's messages so.
+    """
+    if message is None or message.get("platform") != "bot_console":
+        return False
+    info = message.get("message_info")
+    extra = info.get("additional_config") if isinstance(info, Mapping) else None
+    return isinstance(extra, Mapping) and extra.get("is_local_operator") is True
 
 
 def _first_match(rows: Sequence[_Row], text: str) -> tuple[PluginComponent, dict[str, Any]] | None:
