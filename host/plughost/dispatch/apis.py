@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,7 @@ from plughost.runners.channel import RemoteError
 from plughost.settings import HostSettings
 from plughost_sdk import wire
 
-__all__ = ["API_CAPABILITIES", "REPLACE_DYNAMIC", "ApiDirectory", "ApiOutcome"]
+__all__ = ["API_CAPABILITIES", "REPLACE_DYNAMIC", "ApiDirectory", "ApiOutcome", "api_arguments"]
 
 log = logging.getLogger(__name__)
 
@@ -256,6 +256,27 @@ class ApiDirectory:
                 f"[host.api_grants] in the host's configuration: {hint}",
             )
         )
+
+
+def api_arguments(args: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """One API call's arguments: the ``args`` mapping and the keyword arguments together.
+
+    Raises:
+        TypeError: ``args`` is not a mapping with string keys, or both give one argument.
+    """
+    if args is None:
+        return dict(kwargs)
+    if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
+        raise TypeError(
+            f"call_api's args must be a mapping of argument names to values, got {args!r}"
+        )
+    both = sorted(set(args) & set(kwargs))
+    if both:
+        raise TypeError(
+            f"call_api got {', '.join(map(repr, both))} both in args and as a keyword; "
+            "give each argument once"
+        )
+    return {**args, **kwargs}
 
 
 def _split_version(name: str, version: str) -> tuple[str, str]:
