@@ -13,7 +13,8 @@ digest of everything searched, so a key names one exact tool text):
   key: a plugin reload embeds only the tools whose text changed, and a restart
   embeds nothing it embedded before;
 - :meth:`DenseIndex.scores` embeds the query on the calling thread (a couple
-  of milliseconds) and returns cosine similarities for one catalog's keys.
+  of milliseconds, BLAS on one thread) and returns cosine similarities for one
+  catalog's keys; the model itself loads in the worker, so no search waits for it.
 
 :func:`fuse` combines lexical and dense scores (each divided by its best
 score, then weighted); the weight was chosen on a development split of the
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from plughost.search.embedding import Embedder, Vectors
+from plughost.search.embedding import Embedder, Vectors, one_blas_thread
 
 __all__ = ["LEXICAL_WEIGHT", "DenseIndex", "EmbeddingStats", "fuse"]
 
@@ -82,6 +83,10 @@ class DenseIndex:
         self._db: sqlite3.Connection | None = None  # used by the worker thread only
         self._stacked: tuple[Collection[str], Vectors] | None = None
         self.stats = EmbeddingStats()
+        # The model loads in the worker too (about a second): when every vector comes
+        # from the cache, the first query would otherwise load it on the event loop.
+        self._loaded = threading.Event()
+        self._jobs.append(self._worker.submit(self._load))
 
     def add(self, key: str, text: str) -> None:
         """Want a vector for ``key``; it is computed at the next :meth:`flush`."""
@@ -122,13 +127,17 @@ class DenseIndex:
         return all(key in vectors for key in keys)
 
     def scores(self, query: str, keys: Collection[str]) -> dict[str, float] | None:
-        """Cosine similarity of ``query`` with each of ``keys``; None if one has no vector."""
+        """Cosine similarity of ``query`` with each of ``keys``; None if one has no vector.
+
+        None too until the model has loaded in the worker: a search never waits for it.
+        """
         matrix = self._matrix(keys)
-        if matrix is None:
+        if matrix is None or not self._loaded.is_set():
             return None
         if not keys:
             return {}
-        similarities = matrix @ self._embedder.embed([query])[0]
+        with one_blas_thread():
+            similarities = matrix @ self._embedder.embed([query])[0]
         return dict(zip(keys, similarities.tolist(), strict=True))
 
     def _matrix(self, keys: Collection[str]) -> Vectors | None:
@@ -150,6 +159,14 @@ class DenseIndex:
         return matrix
 
     # --- the worker thread ---------------------------------------------------------------
+
+    def _load(self) -> None:
+        try:
+            self._embedder.embed([])
+        except Exception:
+            log.exception("the tool search model failed to load; tool search stays lexical")
+        else:
+            self._loaded.set()
 
     def _fill(self, batch: dict[str, str]) -> None:
         try:

@@ -21,6 +21,8 @@ What does not live here: which vectors exist and how they are cached
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import logging
 import threading
@@ -32,7 +34,14 @@ import numpy.typing as npt
 
 from plughost_sdk.models import ToolSpec
 
-__all__ = ["Embedder", "SemanticMode", "UseEmbedder", "embedding_text", "load_embedder"]
+__all__ = [
+    "Embedder",
+    "SemanticMode",
+    "UseEmbedder",
+    "embedding_text",
+    "load_embedder",
+    "one_blas_thread",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +93,30 @@ class UseEmbedder:
         if not texts:
             return np.zeros((0, 512), dtype=np.float32)
         return np.asarray(self._use.encode(list(texts)), dtype=np.float32)
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager[object]:
+    """Run numpy's BLAS on one thread inside the block (with ``threadpoolctl``, in the extra).
+
+    A multi-threaded BLAS made about one search in a hundred 10 to 30 times
+    slower on a busy machine: a call waits, spinning, for a helper thread that
+    other processes have pushed off its core (docs/benchmarks.md). A query's
+    vector and its similarities to 10,000 tools take a few milliseconds on one
+    core anyway. The model's own forward pass is limited the same way.
+    """
+    controller = _blas_controller()
+    if controller is None:
+        return contextlib.nullcontext()
+    limit: contextlib.AbstractContextManager[object] = controller.limit(limits=1, user_api="blas")
+    return limit
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    try:  # ships no type hints; it finds numpy's BLAS once, not per call
+        return importlib.import_module("threadpoolctl").ThreadpoolController()
+    except ImportError:
+        return None
 
 
 def load_embedder(mode: SemanticMode) -> Embedder | None:

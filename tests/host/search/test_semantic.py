@@ -189,6 +189,31 @@ async def test_a_search_during_embedding_is_answered_by_bm25_without_waiting(
     lexical.close()
 
 
+async def test_a_restart_with_every_vector_cached_never_loads_the_model_in_a_search(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    specs = [_spec(f"tool_{i}", f"does thing number {i}") for i in range(12)]
+    registry, _ = _registry(specs)
+    first = _service(monkeypatch, registry, _CountingEmbedder(), tmp_path)
+    await _ready(first)
+    first.close()
+    lexical = ToolSearchService(registry, threshold=0, semantic="off")
+    embedder = _CountingEmbedder()
+    embedder.gate.clear()  # the model "loads" until the gate opens
+    restarted = _service(monkeypatch, registry, embedder, tmp_path)
+    async with asyncio.timeout(DEADLINE):
+        during = await restarted.search("thing number 3", 3)  # would block in the model
+    assert during == await lexical.search("thing number 3", 3)
+    embedder.gate.set()
+    await _ready(restarted)
+    stats = restarted.embedding_stats
+    assert stats is not None and (stats.embedded, stats.cached) == (0, 12)
+    after = await restarted.search("thing number 3", 3)
+    assert after.total_found == len(specs)  # hybrid: the dense candidates are every tool
+    restarted.close()
+    lexical.close()
+
+
 async def test_the_one_shot_search_ranks_as_tool_search_and_reads_the_same_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -213,6 +238,27 @@ async def test_the_one_shot_search_ranks_as_tool_search_and_reads_the_same_cache
         m.name for m in hybrid
     ]
     service.close()
+
+
+async def test_a_query_runs_numpys_blas_on_one_thread(tmp_path: Path) -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="part of the semantic extra")
+
+    class BlasProbe(_CountingEmbedder):
+        def embed(self, texts: Sequence[str]) -> Vectors:
+            if texts == ["the query"]:
+                infos = threadpoolctl.threadpool_info()
+                self.threads = [i["num_threads"] for i in infos if i["user_api"] == "blas"]
+            return super().embed(texts)
+
+    probe = BlasProbe()
+    index = DenseIndex(probe, tmp_path)
+    index.add("a", "alpha")
+    index.flush()
+    async with asyncio.timeout(DEADLINE):
+        await index.wait()
+    assert index.scores("the query", ["a"]) is not None
+    assert probe.threads and set(probe.threads) == {1}
+    index.close()
 
 
 def test_fusion_normalises_each_side_and_adds_dense_only_candidates() -> None:
