@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import signal
+import subprocess
+import sys
 import tarfile
 import textwrap
 from collections.abc import AsyncIterator, Callable
@@ -27,6 +30,7 @@ from tests.conftest import HostFactory, fast_settings
 from tests.fault_injection import EventLog
 from tests.integration.test_hot_reload import watch_is_live
 from tests.security.sandboxed import require
+from tests.waiting import wait_until
 from tests.wheels import write_wheel
 
 
@@ -277,6 +281,39 @@ async def test_a_plugin_importing_a_package_it_did_not_declare_is_told_to_declar
     assert problem.stage == "import"
     assert "No module named 'tinypkg'; if tinypkg comes from a package on PyPI" in problem.reason
     assert "requirements.txt" in problem.reason
+
+
+async def test_serve_shows_each_installation_while_it_starts(tmp_path: Path, wheels: Path) -> None:
+    write_plugin(tmp_path / "plugins", "served", requirements="tinypkg==1.0")
+    config = tmp_path / "plughost.toml"
+    config.write_text(
+        '[host]\ndata_dir = "data"\ntemp_dir = "temp"\n'
+        '[host.dependencies]\nwheel_dir = "wheels"\noffline = true\n'
+    )
+    argv = [sys.executable, "-m", "plughost", "serve", "--config", str(config)]
+    argv += ["--plugins", str(tmp_path / "plugins")]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        assert process.stderr is not None
+        stream = process.stderr
+
+        async def installed() -> bool:
+            lines.append(await asyncio.to_thread(stream.readline))
+            return "packages.installed" in lines[-1] or not lines[-1]
+
+        await wait_until(installed, timeout=60, interval=0, what="the installed line")
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.to_thread(process.wait, 30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        if process.stderr is not None:
+            process.stderr.close()
+    kinds = [line.split()[1] for line in lines if " packages." in line]  # after the time
+    assert kinds == ["packages.installing", "packages.installed"]
+    assert "plugin tests.served: installing tinypkg==1.0" in "".join(lines)
 
 
 @dataclass

@@ -398,7 +398,14 @@ def _install_signals(stop: asyncio.Event, host: PluginHost, config: ServeConfig)
         loop.add_signal_handler(sig, interrupted)
 
 
-_SHOWN_AT_START = frozenset({EventKind.PLUGIN_FAILED, EventKind.TOOL_NAME_CONFLICT})
+_SHOWN_AT_START = frozenset(
+    {
+        EventKind.PLUGIN_FAILED,
+        EventKind.TOOL_NAME_CONFLICT,
+        EventKind.PACKAGES_INSTALLING,  # an install can take minutes: say what is going on
+        EventKind.PACKAGES_INSTALLED,
+    }
+)
 """Events printed even while the start is summarised by the plugin table."""
 
 
@@ -437,6 +444,8 @@ async def _progress(host: PluginHost, config: ServeConfig) -> Any:
             if event.kind in (EventKind.PLUGIN_LOADED, EventKind.PLUGIN_FAILED):
                 ready += 1
                 status.update(f"starting plugins... {ready} done")
+            elif event.kind is EventKind.PACKAGES_PROGRESS:
+                status.update(f"starting plugins... {ready} done; {event.message}")
 
         host.events.add_callback(count)
         try:
