@@ -362,9 +362,9 @@ def _tree(process: psutil.Process) -> list[psutil.Process]:
 def measure_rss(bench: Bench) -> None:
     """RSS of each loaded, idle echo runner (the largest is reported) and of a raw peer."""
     runners = [bench.host.runner_for(f"bench.echo{i}") for i in range(COPIES)]
-    # A runner in its own pid namespace is a waiter, an init and the runner itself
-    # (plughost_runner.sandbox.pidns); the host knows the waiter's pid. RSS is the
-    # runner process's, USS what all three add together.
+    # A forked runner in its own pid namespace is an init and the runner itself
+    # (plughost_runner.sandbox.pidns); the host knows the init's pid. RSS is the
+    # runner process's, USS what both add together.
     trees = [_tree(psutil.Process(r.pid)) for r in runners if r and r.pid]
     bench.rss_mb["runner"] = max(max(p.memory_info().rss for p in tree) / 2**20 for tree in trees)
     bench.rss_mb["runner uss"] = max(

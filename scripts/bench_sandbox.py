@@ -9,8 +9,9 @@ rounds, so that noise from other work on the machine hits all alike:
 - runner start to READY (a fresh runner for the plugin, as a reload starts
   one), forked by the fork server and, for comparison, as a new interpreter;
 - a trivial tool call through ``host.tools.invoke``, p50 and p99;
-- the CPU time a runner start costs its processes (in a pid namespace the
-  runner is three: the waiter the host started, the namespace's init, the runner).
+- the CPU time a runner start costs its processes (in a pid namespace a forked
+  runner is two: the namespace's init, which the fork server adopted, and the
+  runner; the process that entered the namespace has exited by then).
 
 It writes the section ``sandbox`` of docs/benchmarks.md (the ``runner``
 section, from scripts/bench_runner.py, measures the default configuration,
@@ -233,7 +234,10 @@ def report(results: Results, command: str) -> str:
         "side by side. A start is `host.start_candidate` (what a reload does) to READY. "
         "Wall-clock figures move with the machine's load (the load average when this ran: "
         f"{results.load:.1f} on {psutil.cpu_count()} CPUs); the CPU time of the runner "
-        "processes does not, and its difference is what the sandbox costs a start.",
+        "processes does not, and its difference is what the sandbox costs a start. It counts "
+        "the runner's processes alive at READY: with a pid namespace, not the short-lived "
+        "process that entered it and handed its init to the fork server (the fork server "
+        "reaps it), so the CPU the pid namespace adds is a lower bound.",
         "",
         "| target | measured | result |",
         "|---|---|---|",

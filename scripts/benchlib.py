@@ -77,10 +77,10 @@ def write_section(name: str, markdown: str) -> None:
 def cpu_seconds(process: psutil.Process, *, tree: bool = False) -> float:
     """User + system seconds of ``process`` (and of its descendants, with ``tree``).
 
-    A runner in its own pid namespace is three processes (a waiter, an init and
-    the runner itself, see plughost_runner.sandbox.pidns): the host knows the
-    waiter's pid, and the calls run in its grandchild. A process that ends while
-    it is read counts for nothing.
+    A forked runner in its own pid namespace is two processes (an init and the
+    runner itself, see plughost_runner.sandbox.pidns): the host knows the init's
+    pid, and the calls run in its child. A process that ends while it is read
+    counts for nothing.
     """
     try:
         processes = [process, *process.children(recursive=True)] if tree else [process]
