@@ -17,9 +17,12 @@ Language Models", CIKM 2024) has 464 RapidAPI tools and queries that each need
 - ``hybrid``: the same fused with sentence embeddings as the host ranks
   (:func:`plughost.search.dense.fuse`), at the shipped BM25 weight and at the
   weight that is best on a sample of the *training* queries;
-- ``+ used together``: the hybrid, then each tool gains from the best-ranked
-  tools it was needed with in training queries (a co-usage graph built from
-  the training split only), with its strength chosen on training queries.
+- ``+ used together``: the hybrid, then the best-ranked tools lift the tools
+  they were needed with, as the host does with what its conversations called
+  together (:class:`plughost.search.co_usage.CoUsage`); here each training
+  query is a conversation that used every tool it needed;
+- ``+ output feeds a parameter``: the same lift along links from a tool's
+  result fields to other tools' parameters of the same name.
 
 Measures on the test split: NDCG@10, recall@5 (share of a query's tools in
 the first five), and COMP@5 (share of queries with *every* needed tool in the
@@ -33,8 +36,8 @@ import json
 import random
 import re
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,7 @@ from bench_semantic import ndcg_at_10, order  # noqa: E402
 from benchlib import load_line, machine_line, write_section  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 
+from plughost.search.co_usage import STRENGTH, CoUsage  # noqa: E402
 from plughost.search.dense import LEXICAL_WEIGHT, fuse  # noqa: E402
 from plughost.search.embedding import UseEmbedder, embedding_text  # noqa: E402
 from plughost.search.index import SearchIndex  # noqa: E402
@@ -168,44 +172,35 @@ def measure(rank: Ranker, rows: Sequence[tuple[int, frozenset[str]]]) -> tuple[f
     return tuple(totals / max(len(rows), 1))
 
 
-def co_usage(train: Mapping[str, frozenset[str]], skip: set[str]) -> dict[str, Scores]:
-    """For each tool, how often each other tool was needed with it (training queries only)."""
-    pairs: dict[str, Counter[str]] = defaultdict(Counter)
-    uses: Counter[str] = Counter()
-    for query, tools in train.items():
-        if query in skip:
-            continue
-        uses.update(tools)
-        for tool in tools:
-            pairs[tool].update(t for t in tools if t != tool)
-    return {
-        tool: {other: n / uses[tool] for other, n in counts.items()}
-        for tool, counts in pairs.items()
-    }
+def history(bench: Benchmark, skip: set[str]) -> CoUsage:
+    """Training queries as conversations: each used every tool it needed."""
+    together = CoUsage()
+    for query, tools in bench.train.items():
+        if query not in skip:
+            for tool in sorted(tools):
+                together.record(query, bench.specs[tool].name)
+    return together
 
 
-def feeds(bench: Benchmark) -> dict[str, Scores]:
-    """For each tool, the tools with a parameter named like a field of its result."""
-    graph: dict[str, Scores] = {}
-    for source, fields in bench.outputs.items():
-        links: Scores = {}
-        for target, spec in bench.specs.items():
-            params = set(spec.parameters_schema["properties"])
-            if target != source and params and (shared := params & fields):
-                links[target] = len(shared) / len(params)
-        graph[source] = links
-    return graph
+class Feeds(CoUsage):
+    """Links each tool to the tools with a parameter named like a field of its result."""
 
+    def __init__(self, bench: Benchmark) -> None:
+        super().__init__()
+        self._links: dict[str, Scores] = {}
+        for source, fields in bench.outputs.items():
+            links: Scores = {}
+            for target, spec in bench.specs.items():
+                params = set(spec.parameters_schema["properties"])
+                if target != source and params and (shared := params & fields):
+                    links[spec.name] = len(shared) / len(params)
+            self._links[bench.specs[source].name] = links
 
-def spread(scores: Scores, graph: Mapping[str, Scores], strength: float, seeds: int = 3) -> Scores:
-    """Add to each tool ``strength`` x (a seed's score x how often it goes with that seed)."""
-    if not strength or not scores:
-        return scores
-    out = dict(scores)
-    for seed in order(scores)[:seeds]:
-        for other, share in graph.get(seed, {}).items():
-            out[other] = out.get(other, 0.0) + strength * scores[seed] * share
-    return out
+    def __bool__(self) -> bool:
+        return True
+
+    def neighbours(self, tool: str) -> dict[str, float]:
+        return self._links.get(tool, {})
 
 
 def run(data: Path) -> list[str]:
@@ -231,25 +226,23 @@ def run(data: Path) -> list[str]:
     ]
     train_rows = [(i, bench.train[q]) for i, q in enumerate(sample)]
     test_rows = [(len(sample) + i, bench.test[q]) for i, q in enumerate(bench.test)]
-    graph = co_usage(bench.train, skip=set())
+    names = {spec.name: doc_id for doc_id, spec in bench.specs.items()}
 
     def hybrid(weight: float) -> Ranker:
         return lambda row: fuse(lexical[row], dense[row], weight)
 
+    def lifted(weight: float, links: CoUsage, strength: float) -> Ranker:
+        return lambda row: links.spread(
+            hybrid(weight)(row), lambda key: bench.specs[key].name, names.get, strength
+        )
+
     tuning = {w: measure(hybrid(w), train_rows) for w in WEIGHTS}
     best_weight = max(WEIGHTS, key=lambda w: tuning[w][0])
-    # The co-usage strength is chosen on training queries by a graph that leaves them out.
-    held_out = co_usage(bench.train, skip=set(sample))
-    spreading = {
-        s: measure(lambda r, s=s: spread(hybrid(best_weight)(r), held_out, s), train_rows)
-        for s in SPREADS
-    }
+    # The strengths are chosen on training queries, with a history that leaves them out.
+    held_out, chained = history(bench, skip=set(sample)), Feeds(bench)
+    spreading = {s: measure(lifted(best_weight, held_out, s), train_rows) for s in SPREADS}
     best_spread = max(SPREADS, key=lambda s: spreading[s][2])
-    chained = feeds(bench)
-    chaining = {
-        s: measure(lambda r, s=s: spread(hybrid(best_weight)(r), chained, s), train_rows)
-        for s in SPREADS
-    }
+    chaining = {s: measure(lifted(best_weight, chained, s), train_rows) for s in SPREADS}
     best_chain = max(SPREADS, key=lambda s: chaining[s][2])
     rankings: dict[str, Ranker] = {
         "rank-bm25 (BM25Okapi, whole tool text)": lambda r: {
@@ -259,11 +252,14 @@ def run(data: Path) -> list[str]:
         "embeddings alone": lambda r: dense[r],
         f"hybrid, shipped BM25 weight {LEXICAL_WEIGHT}": hybrid(LEXICAL_WEIGHT),
         f"hybrid, BM25 weight {best_weight} (best on training queries)": hybrid(best_weight),
-        f"hybrid + used together, strength {best_spread} (best on training queries)": (
-            lambda r: spread(hybrid(best_weight)(r), graph, best_spread)
+        f"hybrid at the shipped weight + used together, shipped strength {STRENGTH}": lifted(
+            LEXICAL_WEIGHT, history(bench, skip=set()), STRENGTH
+        ),
+        f"hybrid + used together, strength {best_spread} (best on training queries)": lifted(
+            best_weight, history(bench, skip=set()), best_spread
         ),
         f"hybrid + output feeds a parameter, strength {best_chain} (best on training queries)": (
-            lambda r: spread(hybrid(best_weight)(r), chained, best_chain)
+            lifted(best_weight, chained, best_chain)
         ),
     }
     lines = [

@@ -48,10 +48,11 @@ import json
 import logging
 import operator
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from plughost.search.co_usage import CoUsage
 from plughost.search.dense import DenseIndex, fuse
 from plughost.search.embedding import embedding_text
 from plughost.search.index import SearchIndex
@@ -130,6 +131,11 @@ class ToolCatalog:
         entry = self._entries.get(name)
         return entry is not None and entry.kind == "deferred"
 
+    def deferred_key(self, name: str) -> str | None:
+        """The search index key of the deferred tool called ``name``, if any."""
+        entry = self._entries.get(name)
+        return entry.doc_key if entry is not None and entry.kind == "deferred" else None
+
     def __contains__(self, name: object) -> bool:
         entry = self._entries.get(name) if isinstance(name, str) else None
         return entry is not None and entry.kind in _ACTIVE
@@ -173,6 +179,8 @@ class ToolCatalogs:
         max_contexts: How many contexts keep a catalog; the least recently
             used beyond that is dropped and rebuilt if it comes back.
         dense: Embeddings to fuse with BM25; None ranks by BM25 alone.
+        together: Tools used together, which lift each other; None leaves
+            the ranking as BM25 (and embeddings) made it.
     """
 
     def __init__(
@@ -183,6 +191,7 @@ class ToolCatalogs:
         reserved: Iterable[str] = (),
         max_contexts: int = 256,
         dense: DenseIndex | None = None,
+        together: CoUsage | None = None,
     ) -> None:
         if max_contexts < 1:
             raise ValueError("max_contexts must be at least 1")
@@ -194,6 +203,7 @@ class ToolCatalogs:
         self._index = SearchIndex()
         self._refs: dict[str, int] = {}
         self._dense = dense
+        self._together = together
         registry.add_listener(self._on_changed)
 
     def close(self) -> None:
@@ -238,7 +248,15 @@ class ToolCatalogs:
             how many deferred tools matched in all (the candidates fused, when
             hybrid).
         """
-        return rank(self._index, self._dense, query, catalog._by_key, limit)
+        return rank(
+            self._index,
+            self._dense,
+            query,
+            catalog._by_key,
+            limit,
+            self._together,
+            catalog.deferred_key,
+        )
 
     async def wait_embedded(self) -> None:
         """Wait until every tool handed to the dense index so far has its vector."""
@@ -417,20 +435,30 @@ def rank(
     query: str,
     within: Mapping[str, ToolSpec],
     limit: int,
+    together: CoUsage | None = None,
+    key_of: Callable[[str], str | None] | None = None,
 ) -> tuple[list[tuple[ToolSpec, float]], int]:
     """Rank the tools of ``within`` (document key to spec) for ``query``.
 
     BM25 fused with ``dense`` when every one of them has its vector, else BM25
-    alone; see :meth:`ToolCatalogs.search` for what is returned.
+    alone; then the best lift the tools used with them (``together``; ``key_of``
+    finds a tool's key by name, by default among ``within``). See
+    :meth:`ToolCatalogs.search` for what is returned.
     """
     scores = dense.scores(query, within) if dense is not None else None
-    if scores is None:
+    if scores is None and not together:
         result = index.search(tokenize(query), limit, within=within)
         return [(within[hit.key], hit.score) for hit in result.hits], result.total
     lexical = index.search(tokenize(query), len(within), within=within)
-    fused = fuse({hit.key: hit.score for hit in lexical.hits}, scores)
-    best = heapq.nsmallest(limit, fused.items(), key=lambda item: (-item[1], item[0]))
-    return [(within[key], score) for key, score in best], len(fused)
+    ranked = {hit.key: hit.score for hit in lexical.hits}
+    if scores is not None:
+        ranked = fuse(ranked, scores)
+    if together:
+        if key_of is None:
+            key_of = {spec.name: key for key, spec in within.items()}.get
+        ranked = together.spread(ranked, lambda key: within[key].name, key_of)
+    best = heapq.nsmallest(limit, ranked.items(), key=lambda item: (-item[1], item[0]))
+    return [(within[key], score) for key, score in best], len(ranked)
 
 
 def document_key(spec: ToolSpec) -> str:

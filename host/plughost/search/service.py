@@ -42,6 +42,7 @@ from plughost.search.catalog import (
     document_key,
     rank,
 )
+from plughost.search.co_usage import CoUsage
 from plughost.search.dense import DenseIndex, EmbeddingStats
 from plughost.search.discovery import DiscoveryState, DiscoveryStore
 from plughost.search.embedding import SemanticMode, embedding_text, load_embedder
@@ -193,6 +194,8 @@ class ToolSearchService:
             ``off`` ranks by BM25 alone.
         embedding_cache: A directory for the tool embeddings cache, so a
             restart embeds nothing it embedded before; None keeps them in memory.
+        used_together: Learn which deferred tools conversations call together,
+            and let a search's best matches lift the tools used with them.
 
     Raises:
         ValueError: For an unknown strategy name or a negative threshold, or
@@ -209,6 +212,7 @@ class ToolSearchService:
         max_contexts: int = 256,
         semantic: SemanticMode = "off",
         embedding_cache: Path | None = None,
+        used_together: bool = True,
     ) -> None:
         if threshold < 0:
             raise ValueError("threshold must be 0 or more")
@@ -216,12 +220,14 @@ class ToolSearchService:
         self.threshold = threshold
         embedder = load_embedder(semantic)
         self._dense = DenseIndex(embedder, embedding_cache) if embedder is not None else None
+        self._together = CoUsage() if used_together else None
         self._catalogs = ToolCatalogs(
             registry,
             always_loaded=always_loaded,
             reserved=(TOOL_SEARCH_NAME,),
             max_contexts=max_contexts,
             dense=self._dense,
+            together=self._together,
         )
         self._discovery = DiscoveryStore()
         self._registry = registry
@@ -417,13 +423,26 @@ class ToolSearchService:
     async def _gate(
         self, spec: ToolSpec, context: ToolExecutionContext | None
     ) -> ToolExecutionResult | None:
-        """Refuse a model's call of a deferred tool its conversation has not discovered."""
-        if spec.visibility != "deferred" or not _tracks_discovery(self.strategy):
+        """Refuse a model's call of a deferred tool its conversation has not discovered.
+
+        A deferred tool's call that goes ahead is noted as used by its conversation.
+        """
+        if spec.visibility != "deferred":
+            return None
+        session_id = context.session_id if context is not None else ""
+        refusal = await self._refusal(spec, context, session_id)
+        if refusal is None and session_id and self._together is not None:
+            self._together.record(session_id, spec.name)
+        return refusal
+
+    async def _refusal(
+        self, spec: ToolSpec, context: ToolExecutionContext | None, session_id: str
+    ) -> ToolExecutionResult | None:
+        if not _tracks_discovery(self.strategy):
             return None
         catalog = await self._catalogs.get(context.availability() if context else None)
         if not self._searching(catalog) or not catalog.is_deferred(spec.name):
             return None
-        session_id = context.session_id if context is not None else ""
         if session_id and spec.name in self._discovery.get(session_id):
             return None
         message = (
