@@ -221,6 +221,42 @@ async def test_in_a_pid_namespace_a_runner_killed_from_outside_fails_its_call_by
         assert "killed by signal SIGKILL" in result.error_message
 
 
+async def test_in_a_pid_namespace_a_runner_that_exits_reports_its_own_exit_code(
+    tmp_path: Path,
+) -> None:
+    settings = fast_settings(tmp_path, max_restarts=0)
+    async with PluginHost([TEST_PLUGINS / "faulty"], settings=settings) as host:
+        require(host, "pid_namespace")
+
+        result = await host.invoke("exit_mid_call", {})  # os._exit(13) in the runner
+
+        assert result.error_code == "plugin_crashed"
+        assert "exited with code 13" in result.error_message
+
+
+async def test_in_a_pid_namespace_a_runner_spinning_with_the_gil_is_killed_as_unresponsive(
+    tmp_path: Path,
+) -> None:
+    settings = fast_settings(tmp_path)
+    async with PluginHost([TEST_PLUGINS / "faulty"], settings=settings) as host:
+        require(host, "pid_namespace")
+        runner = host.runner_for("tests.faulty")
+        assert runner is not None and runner.pid is not None
+        old = runner.pid
+        crashed = _next_event(host, EventKind.RUNNER_CRASHED)
+        restarted = _next_event(host, EventKind.RUNNER_RESTARTED)
+
+        spinning = asyncio.ensure_future(host.invoke("busy_loop", {}))
+        message = (await crashed).message
+        await restarted
+        result = await spinning
+
+        assert "unresponsive" in message
+        assert result.error_code in {"timeout", "plugin_crashed"}
+        assert (await host.invoke("slow_sync", {})).content == "done"
+        assert runner.pid != old
+
+
 def _next_event(host: PluginHost, kind: EventKind) -> asyncio.Future[LifecycleEvent]:
     return asyncio.ensure_future(host.events.wait_for(lambda e: e.kind is kind, timeout=20))
 
