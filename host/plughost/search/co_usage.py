@@ -23,6 +23,7 @@ import heapq
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
+from typing import Any
 
 __all__ = ["MAX_SESSIONS", "MAX_TOOLS_PER_SESSION", "SEEDS", "STRENGTH", "CoUsage"]
 
@@ -65,6 +66,34 @@ class CoUsage:
                 self._pairs.setdefault(other, Counter())[tool] += 1
             seen.add(tool)
 
+    def export(self) -> dict[str, Any]:
+        """The counts as a JSON-able dict that :meth:`restore` reads back.
+
+        The shape is ``{"uses": {tool: n}, "pairs": {tool: {other: n}}}``; which
+        conversation called what is not kept, only what was counted.
+        """
+        with self._lock:
+            return {
+                "uses": dict(self._uses),
+                "pairs": {tool: dict(others) for tool, others in self._pairs.items()},
+            }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Add the counts :meth:`export` produced (for instance before a restart).
+
+        Raises:
+            ValueError: If ``data`` is not in the exported shape; nothing is changed then.
+        """
+        uses = _counts(data.get("uses", {}), "'uses'")
+        pairs = data.get("pairs", {})
+        if not isinstance(pairs, Mapping):
+            raise ValueError("used-together state: 'pairs' must map tool names to counts")
+        counted = {tool: _counts(others, f"pairs of {tool!r}") for tool, others in pairs.items()}
+        with self._lock:
+            self._uses.update(uses)
+            for tool, others in counted.items():
+                self._pairs.setdefault(str(tool), Counter()).update(others)
+
     def neighbours(self, tool: str) -> dict[str, float]:
         """The tools used with ``tool``, each with how often (0..1, smoothed by :data:`PRIOR`)."""
         with self._lock:
@@ -99,3 +128,12 @@ class CoUsage:
                 if key is not None and key != seed:
                     out[key] = out.get(key, 0.0) + strength * score * share
         return out
+
+
+def _counts(value: object, what: str) -> Counter[str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(name, str) and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+        for name, n in value.items()
+    ):
+        raise ValueError(f"used-together state: {what} must map tool names to counts")
+    return Counter(value)

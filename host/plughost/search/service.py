@@ -313,16 +313,27 @@ class ToolSearchService:
         return self._discovery.get(session_id)
 
     def export_state(self) -> dict[str, Any]:
-        """Every conversation's discoveries, JSON-able, for :meth:`restore_state`."""
-        return self._discovery.export()
+        """Every conversation's discoveries and the tools used together, JSON-able."""
+        state = self._discovery.export()
+        if self._together is not None:
+            state["used_together"] = self._together.export()
+        return state
 
     def restore_state(self, data: Mapping[str, Any]) -> None:
-        """Load discoveries saved by :meth:`export_state`, for instance after a restart.
+        """Load what :meth:`export_state` saved, for instance after a restart.
 
         Raises:
-            ValueError: If ``data`` is not what :meth:`export_state` produces.
+            ValueError: If ``data`` is not what :meth:`export_state` produces;
+                nothing is changed then.
         """
+        together = CoUsage()
+        used = data.get("used_together", {})
+        if not isinstance(used, Mapping):
+            raise ValueError("'used_together' must be what export_state() wrote")
+        together.restore(used)
         self._discovery.restore(data)
+        if self._together is not None:
+            self._together.restore(together.export())
 
     # --- searching -----------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from plughost.search import co_usage
@@ -95,3 +97,25 @@ def test_memory_is_bounded_by_conversations_and_tools_per_conversation(
     together.record("s1", "z")
     assert set(together.neighbours("z")) == set()
     assert set(together.neighbours("a")) == {"b"}  # counts already made stay
+
+
+async def test_what_was_used_together_survives_a_restart_through_export_state() -> None:
+    registry = ToolRegistry()
+    registry.register_provider(_EvalProvider(SPECS))
+    before_restart = ToolSearchService(registry, threshold=100)
+    for session in ("s1", "s2", "s3"):
+        await _call(registry, session, "find_recipe", "nutrition_facts")
+    saved = json.loads(json.dumps(before_restart.export_state()))
+    lifted = await _names(before_restart, "recipe for pasta", 6)
+    before_restart.close()
+
+    restarted = ToolSearchService(registry, threshold=100)
+    with pytest.raises(ValueError, match="used-together state"):
+        restarted.restore_state({**saved, "used_together": {"uses": {"find_recipe": "x"}}})
+    assert len(await _names(restarted, "recipe for pasta", 6)) == 4  # the bad state changed nothing
+    restarted.restore_state({"version": 1, "sessions": {"s9": ["find_recipe"]}})  # an older state
+    assert list(restarted.discovery("s9").names) == ["find_recipe"]
+    restarted.restore_state(saved)
+    assert await _names(restarted, "recipe for pasta", 6) == lifted
+    assert "nutrition_facts" in lifted
+    restarted.close()
