@@ -28,6 +28,7 @@ import contextlib
 import gc
 import math
 import os
+import random
 import sys
 import tempfile
 import time
@@ -46,6 +47,7 @@ from bench_search import reloaded, synthetic_tools  # noqa: E402
 from benchlib import load_line, machine_line, percentile, write_section  # noqa: E402
 
 from plughost.search import dense as dense_module  # noqa: E402
+from plughost.search.co_usage import CoUsage  # noqa: E402
 from plughost.search.dense import LEXICAL_WEIGHT, fuse  # noqa: E402
 from plughost.search.embedding import UseEmbedder, embedding_text  # noqa: E402
 from plughost.search.index import SearchIndex  # noqa: E402
@@ -62,6 +64,7 @@ from tests.search_eval.dataset import (  # noqa: E402
 
 COMMAND = ".venv/bin/python scripts/bench_semantic.py"
 TOOL_COUNT = 10_000
+HISTORY = 4096
 SEED = 20240611
 LANGS = ("en", "zh", "mixed", "")
 Scores = dict[str, float]
@@ -248,6 +251,16 @@ async def _query_ms(
     return samples
 
 
+def _history(names: list[str]) -> dict[str, Any]:
+    """A saved state in which each of HISTORY conversations used four random tools."""
+    rng = random.Random(SEED)
+    together = CoUsage()
+    for session in range(HISTORY):
+        for name in rng.sample(names, 4):
+            together.record(f"s{session}", name)
+    return {"version": 1, "sessions": {}, "used_together": together.export()}
+
+
 @contextlib.contextmanager
 def _blas_on_every_core(service: ToolSearchService) -> Iterator[None]:
     """The baseline: queries as they ran before BLAS was held to one thread."""
@@ -280,6 +293,11 @@ async def speed(cache: Path) -> list[str]:
     hybrid_ms = await _query_ms(hybrid, queries, pauses)
     with _blas_on_every_core(hybrid):
         every_core_ms = await _query_ms(hybrid, queries)
+    history = _history([spec.name for spec in tools])
+    for service in (lexical, hybrid):
+        service.restore_state(history)
+    lexical_history_ms = await _query_ms(lexical, queries)
+    hybrid_history_ms = await _query_ms(hybrid, queries)
 
     provider._specs = reloaded(tools, 7)
     hybrid._catalogs._on_changed(provider.provider_name)
@@ -310,6 +328,9 @@ async def speed(cache: Path) -> list[str]:
         "|---|---:|---:|",
         f"| query p50 (ms) | {percentile(lexical_ms, 50):.2f} | {percentile(hybrid_ms, 50):.2f} |",
         f"| query p99 (ms) | {percentile(lexical_ms, 99):.2f} | {percentile(hybrid_ms, 99):.2f} |",
+        f"| query p50 / p99 (ms), {HISTORY:,} conversations of tools used together | "
+        f"{percentile(lexical_history_ms, 50):.2f} / {percentile(lexical_history_ms, 99):.2f} | "
+        f"{percentile(hybrid_history_ms, 50):.2f} / {percentile(hybrid_history_ms, 99):.2f} |",
         f"| query p50 / p99 (ms), BLAS on every core (before) | | "
         f"{percentile(every_core_ms, 50):.2f} / {percentile(every_core_ms, 99):.2f} |",
         f"| memory growth of the process (MiB) | {(rss1 - rss0) / mib:.0f} "
