@@ -8,7 +8,7 @@ the ``MCPToolProvider`` (``provider``) with the subscriptions it holds upstream
 (``content``), what a client's user is shown when a plugin or a server asks
 (``asking``), the registry as MCP handlers (``registry_server``), served from the
 catalogue of its last tool list while the host starts (``catalogue``,
-``warm_start``), and the
+``warm_start``, ``warm_content``), and the
 stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
 orderly end (``shutdown``), and uvicorn embedded in the host's event loop
 (``uvicorn_embed``, shared with ``plughost.web``).

@@ -9,13 +9,18 @@ up. Until :meth:`WarmStart.go_live`:
   start) it waits for the live list;
 - ``tools/call`` waits for the host to be live, at most ``call_timeout``
   seconds, then runs as usual; past the deadline it fails with ``timeout``
-  saying the host is still starting.
+  saying the host is still starting;
+- resources, prompts, completions and subscriptions wait for the host to be
+  live (:mod:`plughost.mcp.warm_content`).
 
 :meth:`WarmStart.go_live` lists the live registry, saves it as the next
 catalogue and, when it differs from what was served, tells every client the
 tools changed. After that every request goes straight to the registry, and
 :meth:`WarmStart.keep_saved` saves the catalogue again after each change of
-the registry (a plugin reloaded, an upstream's ``list_changed``).
+the registry (a plugin reloaded, an upstream's ``list_changed``). An upstream
+that changed its list while serving is dynamic: its list at the next start is
+unknown, so from then on the file no longer vouches for it and that start is
+cold.
 
 What does not live here: the file (:mod:`plughost.mcp.catalogue`), and what
 goes into a source's fingerprint (:mod:`plughost.cli.serve_catalogue`).
@@ -26,10 +31,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from plughost.mcp.catalogue import ToolCatalogue
 from plughost.mcp.registry_server import ToolSource
+from plughost.mcp.warm_content import AfterStart
 from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost.tools.resources import ContentCatalog
 from plughost_sdk.models import (
     ToolExecutionContext,
     ToolExecutionResult,
@@ -72,8 +80,10 @@ class WarmStart:
         self.cached = catalogue.load(fingerprints())
         self.live = asyncio.Event()
         self._served_cached = False
-        self._listeners: list[ChangeListener] = []
+        self._listeners: dict[ChangeListener, ChangeListener] = {}
         self._changed = asyncio.Event()
+        self._after_start = AfterStart(ContentCatalog(registry), self.live)
+        self._upstream = False  # an upstream's list changed since go_live
 
     # --- ToolSource ------------------------------------------------------------------------
 
@@ -105,17 +115,32 @@ class WarmStart:
         return await self.registry.invoke(invocation, context, listed_all=listed_all)
 
     def add_listener(self, listener: ChangeListener) -> None:
-        self._listeners.append(listener)
-        self.registry.add_listener(listener)
+        """Tell ``listener`` of changes once live; before, :meth:`go_live` says what changed."""
+
+        def when_live(provider_name: str) -> None:
+            # The registry changes as the host starts (runners loading, upstreams
+            # connecting); a client has not seen that list yet, so it is no change to it.
+            if self.live.is_set():
+                listener(provider_name)
+
+        self._listeners[listener] = when_live
+        self.registry.add_listener(when_live)
 
     def remove_listener(self, listener: ChangeListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-        self.registry.remove_listener(listener)
+        gated = self._listeners.pop(listener, None)
+        if gated is not None:
+            self.registry.remove_listener(gated)
 
     @property
     def providers(self) -> tuple[ToolProvider, ...]:
-        return self.registry.providers
+        """The registry's providers once live; before, one that waits for them.
+
+        Only the MCP server's resource, prompt and subscription handlers read
+        this, and :class:`AfterStart` has every method they call.
+        """
+        if self.live.is_set():
+            return self.registry.providers
+        return (cast("ToolProvider", self._after_start),)
 
     def add_resource_listener(self, listener: Callable[[str], None]) -> None:
         self.registry.add_resource_listener(listener)
@@ -147,19 +172,28 @@ class WarmStart:
                 await self._changed.wait()
                 self._changed.clear()
                 try:
-                    await self._save(await self.registry.list_tools())
+                    await self._save(await self.registry.list_tools(), dynamic=self._upstream)
                 except Exception:  # the next change tries again; serving goes on
                     log.exception("tool catalogue not saved after a change")
         finally:
             self.registry.remove_listener(self._note_change)
 
-    async def _save(self, specs: list[ToolSpec]) -> None:
+    async def _save(self, specs: list[ToolSpec], *, dynamic: bool = False) -> None:
         # Taken after the listing, so a tool is never saved under the digest of files
         # older than the ones it was listed from.
-        fingerprints = await asyncio.to_thread(self.fingerprints)
+        fingerprints = dict(await asyncio.to_thread(self.fingerprints))
+        if dynamic:
+            # An upstream whose list changed while serving may differ again at the next
+            # start whatever its configuration: without its fingerprint, that start is cold.
+            fingerprints = {k: v for k, v in fingerprints.items() if not k.startswith("mcp:")}
         await asyncio.to_thread(self.catalogue.save, specs, fingerprints)
 
     def _note_change(self, provider_name: str) -> None:
+        if any(
+            p.provider_name == provider_name and p.provider_type == "mcp"
+            for p in self.registry.providers
+        ):
+            self._upstream = True
         self._changed.set()
 
 

@@ -13,6 +13,7 @@ import pytest
 from plughost.mcp.catalogue import ToolCatalogue
 from plughost.mcp.warm_start import WarmStart
 from plughost.tools.provider import ChangeListener, ToolProvider
+from plughost.tools.resources import ContentCatalog, ResourceInfo
 from plughost_sdk.models import ToolExecutionResult, ToolInvocation, ToolSpec
 
 PRINTS = {"host": "h", "plugin:p": "1"}
@@ -28,6 +29,7 @@ class Registry:
     def __init__(self, *names: str) -> None:
         self.specs = [tool(name) for name in names]
         self.listeners: list[ChangeListener] = []
+        self.own: tuple[Any, ...] = ()
 
     async def list_tools(self) -> list[ToolSpec]:
         return list(self.specs)
@@ -43,14 +45,14 @@ class Registry:
     def remove_listener(self, listener: ChangeListener) -> None:
         self.listeners.remove(listener)
 
-    def changed(self, *names: str) -> None:
+    def changed(self, *names: str, provider: str = "plugins") -> None:
         self.specs = [tool(name) for name in names]
         for listener in list(self.listeners):
-            listener("plugins")
+            listener(provider)
 
     @property
     def providers(self) -> tuple[ToolProvider, ...]:
-        return ()
+        return self.own
 
     def add_resource_listener(self, listener: Callable[[str], None]) -> None: ...
 
@@ -151,3 +153,79 @@ async def test_the_catalogue_is_saved_live_and_again_after_each_change(tmp_path:
 
     assert first == ["a"]
     assert [s.name for s in catalogue.load(PRINTS) or []] == ["a", "b"]
+
+
+class Resources:
+    """A content provider with one resource, and an upstream's provider type."""
+
+    provider_name = "mcp"
+    provider_type = "mcp"
+
+    async def list_resources(self) -> list[ResourceInfo]:
+        return [ResourceInfo(uri="test://a", name="a")]
+
+    async def read_resource(self, uri: str) -> list[Any]:
+        return []
+
+    async def list_prompts(self) -> list[Any]:
+        return []
+
+    async def get_prompt(self, name: str, arguments: Any) -> Any:
+        raise AssertionError("not asked")
+
+    async def complete(self, *args: Any) -> list[str]:
+        return []
+
+
+async def test_resources_asked_for_while_starting_are_answered_once_live(tmp_path: Path) -> None:
+    registry = Registry("a")
+    registry.own = (Resources(),)
+    source = warm(tmp_path, registry, "a")
+    catalog = ContentCatalog(source)
+
+    with anyio.fail_after(10):
+        listing = asyncio.ensure_future(catalog.list_resources())
+        await asyncio.sleep(0)  # the listing is waiting now: nothing else can let it run
+        assert not listing.done()
+        await source.go_live()
+        resources = await listing
+
+    assert [r.uri for r in resources] == ["test://a"]
+
+
+async def test_changes_while_starting_are_not_told_but_changes_once_live_are(
+    tmp_path: Path,
+) -> None:
+    registry = Registry("a")
+    source = warm(tmp_path, registry, "a")
+    heard: list[str] = []
+    source.add_listener(heard.append)
+
+    registry.changed("a", provider="plugins")  # a runner loaded during start-up
+    await source.go_live()
+    registry.changed("a", "b", provider="plugins")  # a reload
+
+    assert heard == ["plugins"]
+
+
+async def test_an_upstream_that_changed_its_list_while_serving_makes_the_next_start_cold(
+    tmp_path: Path,
+) -> None:
+    registry = Registry("a")
+    registry.own = (Resources(),)
+    catalogue = Watched(tmp_path / "tool-catalogue.json")
+    catalogue.saved = asyncio.Event()
+    prints = {**PRINTS, "mcp:everything": "e1"}
+    source = WarmStart(registry, catalogue, lambda: prints, call_timeout=30)
+    await source.go_live()
+    assert catalogue.load(prints) is not None
+    catalogue.saved.clear()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            registry.changed("a", "b", provider="mcp")
+            group.start_soon(source.keep_saved)
+            await catalogue.saved.wait()
+            group.cancel_scope.cancel()
+
+    assert catalogue.load(prints) is None
