@@ -100,6 +100,7 @@ class _Fork:
 class _Server:
     def __init__(self, control: socket.socket) -> None:
         self._control = control
+        self._pid = os.getpid()
         self._children: set[int] = set()  # the runners the host knows, until they exit
         self._unsettled: dict[int, _Fork] = {}
         self._statuses: dict[int, int] = {}  # an adopted init -> its report pipe
@@ -205,6 +206,14 @@ class _Server:
     def _become_runner(self, request: dict[str, Any], pipes: list[int]) -> int:
         """In the child: a new session, the runner's streams and environment, then its main."""
         try:
+            if sys.platform.startswith("linux"):
+                libc = ctypes.CDLL(None)
+                # Until the runner binds itself to its parent: a child that forks a pid
+                # namespace's init must not outlive us, or that init would watch another.
+                libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+                libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)  # `ps -o comm`, top
+            if os.getppid() != self._pid:
+                return 70  # we died while it started
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             others = [f.report for f in self._unsettled.values()] + [*self._statuses.values()]
@@ -212,8 +221,6 @@ class _Server:
                 os.close(fd)  # no runner may read, or forge, another runner's report
             self._selector.close()
             self._control.close()
-            if sys.platform.startswith("linux"):  # `ps -o comm`, top: not "python"
-                ctypes.CDLL(None).prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(pipes[0], 1)
