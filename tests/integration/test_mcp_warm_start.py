@@ -23,7 +23,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.mcp_servers.harness import plughost_client
+from tests.mcp_servers.harness import PUBLISHED, plughost_client
 
 PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "gated_start"
 DEADLINE = 60
@@ -143,3 +143,29 @@ async def test_a_changed_plugin_file_is_not_served_from_the_catalogue(config: Pa
             listed = await listing
 
     assert listed == ["gated_echo_v2"]
+
+
+async def test_a_call_to_an_upstream_tool_runs_while_a_plugin_is_still_starting(
+    config: Path,
+) -> None:
+    time_server = PUBLISHED / "bin" / "mcp-server-time"
+    if not time_server.exists():
+        pytest.fail("mcp-server-time is needed: run scripts/install_test_mcp_servers.sh")
+    with config.open("a") as file:
+        file.write(
+            f"[mcp.servers.time]\ncommand = {json.dumps(str(time_server))}\n"
+            'args = ["--local-timezone", "UTC"]\n'
+        )
+    await a_live_start(config)
+
+    with anyio.fail_after(DEADLINE):
+        async with plughost_client(config, None) as client:
+            result = await client.call_tool(
+                "mcp_time_convert_time",
+                {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+            )
+            held = not gate(config).exists()  # the plugin's on_load is still waiting
+            open_gate(config)
+
+    assert held
+    assert not result.is_error

@@ -140,8 +140,6 @@ async def _serve_started(
     try:
         async with _progress(host, config):
             await _start_with_upstream(host, config)
-        if warm is not None:
-            await warm.go_live()
     except BaseException:
         if stdio is not None:
             stdio.cancel()
@@ -160,6 +158,9 @@ async def _serve_started(
     async with asyncio.TaskGroup() as group:
         workers, servers = _start_workers(group, host, config, token, stopping)
         if warm is not None:
+            # Once the watcher has started: a client told the host is up may edit a
+            # plugin at once, and expects the reload.
+            await warm.go_live()
             workers.append(group.create_task(warm.keep_saved()))
         # One listing now, beside the servers: a plugin tool refused or renamed for its
         # name is reported at start, not at the first client's tools/list.

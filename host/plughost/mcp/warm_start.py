@@ -7,9 +7,10 @@ up. Until :meth:`WarmStart.go_live`:
 - ``tools/list`` answers the catalogue's tools (:mod:`plughost.mcp.catalogue`:
   only those whose plugin or server is unchanged); with no catalogue (a cold
   start) it waits for the live list;
-- ``tools/call`` waits for the host to be live, at most ``call_timeout``
-  seconds, then runs as usual; past the deadline it fails with ``timeout``
-  saying the host is still starting;
+- ``tools/call`` runs as soon as the registry can route it (its upstream
+  connected, its plugin loaded), else waits for the host to be live, at most
+  ``call_timeout`` seconds; past the deadline it fails with ``timeout`` saying
+  the host is still starting;
 - resources, prompts, completions and subscriptions wait for the host to be
   live (:mod:`plughost.mcp.warm_content`).
 
@@ -102,8 +103,8 @@ class WarmStart:
         *,
         listed_all: bool = False,
     ) -> ToolExecutionResult:
-        """Run the call on the registry, once the host is live."""
-        if not self.live.is_set():
+        """Run the call on the registry, once the provider of its tool is up."""
+        if not self.live.is_set() and not await self._routable(invocation.tool_name):
             try:
                 await asyncio.wait_for(self.live.wait(), self.call_timeout)
             except TimeoutError:
@@ -113,6 +114,22 @@ class WarmStart:
                 )
                 return ToolExecutionResult.failure(invocation.tool_name, message, "timeout")
         return await self.registry.invoke(invocation, context, listed_all=listed_all)
+
+    async def _routable(self, name: str) -> bool:
+        """Whether the registry, still starting, can already route ``name``.
+
+        An upstream's tools are there once it connected, a plugin's once its
+        runner loaded it; nothing else can answer to their names meanwhile
+        (plughost keeps upstream names from plugins).
+        """
+        has_tool = getattr(self.registry, "has_tool", None)
+        if has_tool is None:
+            return False
+        try:
+            return bool(await asyncio.wait_for(has_tool(name), self.call_timeout))
+        except Exception:  # the live registry answers the call instead
+            log.debug("tool not routable while starting tool=%s", name, exc_info=True)
+            return False
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Tell ``listener`` of changes once live; before, :meth:`go_live` says what changed."""

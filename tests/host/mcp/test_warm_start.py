@@ -229,3 +229,19 @@ async def test_an_upstream_that_changed_its_list_while_serving_makes_the_next_st
             group.cancel_scope.cancel()
 
     assert catalogue.load(prints) is None
+
+
+class Routing(Registry):
+    """A registry that can already route its tools while the host starts."""
+
+    async def has_tool(self, name: str) -> bool:
+        return name in {spec.name for spec in self.specs}
+
+
+async def test_a_call_the_starting_registry_can_route_runs_before_live(tmp_path: Path) -> None:
+    source = warm(tmp_path, Routing("up"), "up")
+
+    result = await source.invoke(ToolInvocation(tool_name="up"))
+
+    assert result.content == "ran"
+    assert not source.live.is_set()
