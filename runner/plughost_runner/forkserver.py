@@ -14,7 +14,9 @@ map per packet:
   (SCM_RIGHTS): the write ends of the new runner's stdout and stderr pipes, and the
   read end of its credentials pipe, which the server never reads (so no runner's
   token is ever in the server's memory, to be inherited by the next runner);
-- server -> host: ``{"ready": pid}`` once, then per fork ``{"id", "forked": pid}``
+- server -> host: ``{"ready": pid}`` once (plus ``"init_missing": path`` where
+  the native pid-namespace init was not built, see
+  :mod:`plughost_runner.sandbox.pidns`), then per fork ``{"id", "forked": pid}``
   as soon as the child leads its own session (or ``{"id", "error"}``), ``{"id",
   "pid"}`` once the child has said which process is the runner to know, and
   ``{"exit": pid, "code": n}`` when that runner ends (``n`` negative for a
@@ -116,7 +118,10 @@ class _Server:
         # Move everything imported so far out of the collector's sight: a collection in a
         # runner would otherwise write to (and so copy) every page it shares with us.
         gc.freeze()
-        self._send({"ready": os.getpid()})
+        hello: dict[str, Any] = {"ready": os.getpid()}
+        if plughost_runner.sandbox.pidns.native_init() is None:
+            hello["init_missing"] = plughost_runner.sandbox.pidns.NATIVE_INIT
+        self._send(hello)
         self._selector.register(self._control, selectors.EVENT_READ, "control")
         self._selector.register(self._wake_read, selectors.EVENT_READ, "child")
         while True:

@@ -19,7 +19,12 @@ it the namespace's init::
            └─ runner   pid 2 inside: an ordinary process, the one :func:`split` returns in
 
 The process that entered the namespace only forks init, tells the fork server
-init's pid on ``report_fd`` and exits: no third process waits outside. A
+init's pid on ``report_fd`` and exits: no third process waits outside. Once
+init has forked the runner it execs :data:`NATIVE_INIT`, a small C
+program (``init.c`` beside this module, built by ``scripts/bootstrap.sh``)
+that does the same job in a fraction of the memory of a forked interpreter;
+where it was not built, init stays this Python process (the fork server tells
+the host, which logs it). A
 runner the host started itself (or on a kernel without pidfds) keeps that
 process as a waiter outside, the pid the host knows, which ends exactly as
 the runner did (same code, same signal)::
@@ -40,12 +45,14 @@ import os
 import select
 import signal
 import struct
+import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["RUNNER_NSPID", "announce", "split"]
+__all__ = ["NATIVE_INIT", "RUNNER_NSPID", "announce", "native_init", "split"]
 
 RUNNER_NSPID = 2  # init's first child: the runner's pid inside its namespace
+NATIVE_INIT = os.path.join(sys.prefix, "libexec", "plughost-init")  # built from init.c
 _PR_SET_PDEATHSIG, _PR_SET_NAME = 1, 15
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _STATUS = struct.Struct("=i")  # a pid on report_fd first, then a wait status
@@ -92,6 +99,11 @@ def split(in_init: Callable[[], object] | None = None, report_fd: int | None = N
     _end_with(_serve_as_init, runner, status_write)
 
 
+def native_init() -> str | None:
+    """The native init program's path, or None where it was not built (no C compiler)."""
+    return NATIVE_INIT if os.access(NATIVE_INIT, os.X_OK) else None
+
+
 def _pidfd_of_parent() -> int | None:
     try:
         return os.pidfd_open(os.getppid())
@@ -126,7 +138,30 @@ def _split_adopted(report_fd: int, server: int) -> None:
         for fd in (wake_read, wake_write, report_fd, server):
             os.close(fd)  # the runner can neither speak for init nor signal the fork server
         return
+    _exec_native_init(runner, report_fd, server, keep=(wake_read, wake_write))
     _end_with(lambda child, pipe: _serve_adopted(child, pipe, server, wake_read), runner, report_fd)
+
+
+def _exec_native_init(runner: int, report_fd: int, server: int, keep: tuple[int, ...]) -> None:
+    """Become the native init, which carries on as :func:`_serve_adopted`; return if it cannot.
+
+    Only ``report_fd`` and ``server`` cross the exec; every other descriptor
+    this process inherited is closed first (``keep``, this init's own, close on
+    exec, and serve the Python init should the exec fail).
+    """
+    path = native_init()
+    if path is None:
+        return
+    passed = (report_fd, server)
+    kept = sorted({*passed, *keep})
+    for low, high in zip([-1, *kept], [*kept, os.sysconf("SC_OPEN_MAX")], strict=True):
+        os.closerange(low + 1, high)
+    for fd in passed:
+        os.set_inheritable(fd, True)
+    with contextlib.suppress(OSError):
+        os.execv(path, [path, str(report_fd), str(server), str(runner)])
+    for fd in passed:
+        os.set_inheritable(fd, False)
 
 
 def _serve_adopted(runner: int, report_fd: int, server: int, wake: int) -> int:
