@@ -3,10 +3,13 @@
 The embedding application registers a handler per capability (``send.text``)
 or per group (``send.*``). Every call is checked against the calling plugin's
 manifest first: a capability it does not list is denied, whatever handlers
-exist. The plugin id is bound by the runner and checked by the supervisor, so
-a plugin cannot call in another plugin's name. A remote runner's plugin is
+exist. The host's own answers (``tools.call``, ``llm.*``, ...) are registered as
+fallbacks: whatever the embedder registers, exact or ``group.*``, is asked
+first, and a fallback only answers what no handler of the embedder's matches.
+The plugin id is bound by the runner and checked by the supervisor, so a
+plugin cannot call in another plugin's name. A remote runner's plugin is
 checked by the same code, against what its manifest asks *and* its
-credential grants (:class:`~plughost.runners.remote_member.RemotePlugin`):
+credential grants (:class:`~plughost.remote.member.RemotePlugin`):
 the host never takes a remote manifest's word alone.
 """
 
@@ -56,32 +59,50 @@ class CapabilityRouter:
 
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
+        self._fallbacks: dict[str, CapabilityHandler] = {}
         self._unlisted: set[str] = set()
 
     def register(
-        self, name: str, handler: CapabilityHandler, *, needs_manifest: bool = True
+        self,
+        name: str,
+        handler: CapabilityHandler,
+        *,
+        needs_manifest: bool = True,
+        fallback: bool = False,
     ) -> None:
         """Handle ``name`` (``group.name``, or ``group.*`` for a whole group).
 
         ``needs_manifest=False`` is for capabilities that only act on the calling
         plugin itself (``api.replace_dynamic``): every plugin may call them.
+        ``fallback=True`` is for the host's own answers: they are asked only when
+        no other handler matches, exactly or by group.
         """
         if "." not in name:
             raise ValueError(f"capability names look like 'send.text' or 'send.*', got {name!r}")
-        self._handlers[name] = handler
+        (self._fallbacks if fallback else self._handlers)[name] = handler
         if needs_manifest:
             self._unlisted.discard(name)
         else:
             self._unlisted.add(name)
 
     def unregister(self, name: str) -> None:
-        """Stop handling ``name``."""
+        """Stop handling ``name`` (a host fallback of that name, if any, answers again)."""
         self._handlers.pop(name, None)
-        self._unlisted.discard(name)
+        if name not in self._fallbacks:
+            self._unlisted.discard(name)
 
     def provided(self) -> list[str]:
         """The capability names with a handler."""
-        return sorted(self._handlers)
+        return sorted(self._handlers.keys() | self._fallbacks.keys())
+
+    def handler(self, capability: str) -> CapabilityHandler | None:
+        """The handler that answers ``capability``: the embedder's first, then the host's."""
+        group = capability.split(".", 1)[0] + ".*"
+        for table in (self._handlers, self._fallbacks):
+            found = table.get(capability) or table.get(group)
+            if found is not None:
+                return found
+        return None
 
     async def dispatch(
         self,
@@ -115,9 +136,7 @@ class CapabilityRouter:
                 "'capabilities' in its _manifest.json"
             )
             raise RemoteError(wire.error_body("capability_denied", message))
-        handler = self._handlers.get(capability) or self._handlers.get(
-            capability.split(".", 1)[0] + ".*"
-        )
+        handler = self.handler(capability)
         if handler is None:
             raise RemoteError(
                 wire.error_body(
