@@ -7,10 +7,12 @@ defined (:mod:`plughost_sdk.components`). The few checks MaiBot's SDK makes at
 decoration time (an empty hook name, an unknown gateway direction) are made
 here too, with the same exception type.
 
-``@MessageGateway``, ``@ReplyExtension`` and ``@LLMProvider`` exist so that a
-plugin using them imports; the plugin class then refuses them with a message
-naming the component (plughost hosts no message pipeline, reply composer or
-model client for them to plug into). ``@WorkflowStep`` was removed from
+``@MessageGateway`` marks a method that carries the host's outbound messages
+to a chat platform (the plugin routes inbound ones with ``ctx.gateway``);
+``@LLMProvider`` marks a method that answers the host's ``llm.*`` calls when the
+operator chooses its plugin. ``@ReplyExtension`` exists so that a plugin using it
+imports; the plugin class then refuses it with a message naming the component
+(plughost hosts no reply composer for it to plug into). ``@WorkflowStep`` was removed from
 MaiBot's SDK in 2.0 and raises as it does there.
 """
 
@@ -255,7 +257,24 @@ def MessageGateway(  # noqa: N802
     scope: str = "",
     **metadata: Any,
 ) -> Callable[[F], F]:
-    """Declared so MaiBot adapter plugins import; the plugin class refuses it.
+    """Declare a message gateway: the plugin's link to one chat platform.
+
+    A ``send`` or ``duplex`` gateway's method is called with ``message`` (MaiBot's
+    message dict), ``route`` (``platform``, ``account_id``, ``scope``) and
+    ``metadata`` for each outbound message the host routes to it; a ``receive``
+    or ``duplex`` gateway hands inbound messages to the host with
+    ``ctx.gateway.route_message(name, message)`` once it said it is ready
+    (``ctx.gateway.update_state(name, ready=True)``).
+
+    Args:
+        route_type: ``send``, ``receive`` (or ``recv``) or ``duplex``.
+        name: The component's name; the method's name when empty.
+        description: What it connects.
+        platform: The platform it serves (``qq``); may be reported at run time instead.
+        protocol: The protocol or dialect (``onebot-v11``).
+        account_id: The bot's account on the platform.
+        scope: An extra routing scope.
+        **metadata: Kept on the component (``timeout_ms`` is honoured).
 
     Raises:
         ValueError: ``route_type`` is not send, receive (recv) or duplex.
@@ -321,7 +340,20 @@ def LLMProvider(  # noqa: N802
     version: str = "1.0.0",
     **metadata: Any,
 ) -> Callable[[F], F]:
-    """Declared so plugins providing MaiBot model clients import; the plugin class refuses it.
+    """Declare a model client: the method answers ``llm.*`` calls the host routes to it.
+
+    The method is called with ``operation`` (``response``, ``embedding`` or
+    ``audio_transcription``) and ``request`` (MaiBot's serialized request) and
+    returns MaiBot's response dict (``content``, ``reasoning_content``,
+    ``tool_calls``, ``usage``; ``embedding`` for embeddings). It serves only when
+    the operator chooses its plugin (``[host.llm] provider``).
+
+    Args:
+        client_type: The client type it implements, unique within the plugin.
+        name: A display name; ``client_type`` when empty.
+        description: What it connects to.
+        version: The implementation's version.
+        **metadata: Kept on the provider.
 
     Raises:
         ValueError: ``client_type`` is empty.

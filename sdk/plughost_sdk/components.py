@@ -1,7 +1,7 @@
 """Collect and check a plugin's non-tool components; their wire form is MaiBot's.
 
 A :class:`ComponentDeclaration` is one command, event handler, hook handler,
-API or home card of a plugin. Its wire form is exactly the dict MaiBot's
+API, home card or message gateway of a plugin. Its wire form is exactly the dict MaiBot's
 plugin SDK 2.16 reports from ``get_components()``::
 
     {"name": "weather", "type": "COMMAND",
@@ -32,6 +32,7 @@ __all__ = [
     "TOOL_COMPONENT_TYPES",
     "ComponentDeclaration",
     "collect_components",
+    "collect_llm_providers",
     "normalize_component_type",
 ]
 
@@ -42,20 +43,14 @@ SERVED_COMPONENT_TYPES: Final = frozenset(
         ComponentType.HOOK_HANDLER,
         ComponentType.API,
         ComponentType.HOME_CARD,
+        ComponentType.MESSAGE_GATEWAY,
     }
 )
 """Component types the host registers (tools and actions travel as tool declarations)."""
 
 REFUSED_COMPONENT_TYPES: Final = {
-    ComponentType.MESSAGE_GATEWAY.value: (
-        "message gateways connect a chat platform to MaiBot's own message pipeline, "
-        "which plughost does not host"
-    ),
     ComponentType.REPLY_EXTENSION.value: (
         "reply extensions plug into MaiBot's reply composer, which plughost does not host"
-    ),
-    LLM_PROVIDER: (
-        "model clients plug into MaiBot's model configuration, which plughost does not host"
     ),
 }
 """Component kinds a plugin may import but not declare, with the reason."""
@@ -123,6 +118,8 @@ def collect_components(cls: type) -> list[ComponentDeclaration]:
     found: list[ComponentDeclaration] = []
     seen: dict[tuple[str, str], str] = {}
     for attr_name, mark in sorted(_marks(cls).items()):
+        if mark.kind == LLM_PROVIDER:
+            continue  # not a component in MaiBot's SDK either: see collect_llm_providers
         where = f"plugin {cls.__name__}: @{mark.decorator}({mark.name!r}) on method {attr_name!r}"
         reason = REFUSED_COMPONENT_TYPES.get(str(mark.kind))
         if reason is not None:
@@ -141,6 +138,33 @@ def collect_components(cls: type) -> list[ComponentDeclaration]:
         seen[key] = attr_name
         metadata = {**deepcopy(mark.metadata), **deepcopy(mark.fields), "handler_name": attr_name}
         found.append(ComponentDeclaration(mark.name, ComponentType(mark.kind), attr_name, metadata))
+    return found
+
+
+def collect_llm_providers(cls: type) -> list[dict[str, Any]]:
+    """Every ``@LLMProvider`` of a plugin class, in the dict shape MaiBot's SDK reports.
+
+    ``{"client_type", "name", "description", "version", "metadata": {..., "handler_name"}}``,
+    ordered by method name.
+
+    Raises:
+        PluginDeclarationError: two providers share a client type.
+    """
+    found: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for attr_name, mark in sorted(_marks(cls).items()):
+        if mark.kind != LLM_PROVIDER:
+            continue
+        client_type = str(mark.fields["client_type"])
+        if client_type in seen:
+            raise PluginDeclarationError(
+                f"plugin {cls.__name__}: @LLMProvider({client_type!r}) on method {attr_name!r}: "
+                f"method {seen[client_type]!r} already provides that client type; give each "
+                "provider its own client_type"
+            )
+        seen[client_type] = attr_name
+        metadata = {**deepcopy(mark.metadata), "handler_name": attr_name}
+        found.append({**deepcopy(mark.fields), "name": mark.name, "metadata": metadata})
     return found
 
 

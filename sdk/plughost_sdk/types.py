@@ -151,7 +151,7 @@ class EventType(StrEnum):
 
 
 class MessageGatewayRouteType(StrEnum):
-    """Direction of a ``@MessageGateway`` (declared so plugins import; plughost refuses them)."""
+    """Direction of a ``@MessageGateway``: outbound, inbound or both."""
 
     SEND = "send"
     RECEIVE = "receive"

@@ -89,7 +89,7 @@ __all__ = [
     "result_to_wire",
 ]
 
-PROTOCOL_VERSION: Final = 14
+PROTOCOL_VERSION: Final = 15
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
 BLOB_EXT: Final = 1
 """The msgpack ext type that stands for a blob frame in an envelope."""

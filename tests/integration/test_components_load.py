@@ -88,17 +88,17 @@ async def test_calling_a_component_the_plugin_lacks_is_component_not_found(
     assert card["error_code"] == "component_not_found"
 
 
-async def test_a_message_gateway_is_refused_at_load_naming_the_component(
+async def test_a_message_gateway_is_registered_beside_the_plugins_tool(
     make_host: HostFactory,
 ) -> None:
     async with make_host([GATEWAY, CHAT]) as host:
-        problem = host.problems["tests.gateway"]
-        chat_loaded = host.components.owner("tests.chat") is not None
+        gateways = [c.to_wire() for c in host.components.components("MESSAGE_GATEWAY")]
+        ping = await host.invoke("ping")
 
-    assert problem.stage == "import"
-    assert "@MessageGateway('qq_bridge') on method 'bridge'" in problem.reason
-    assert "not supported by plughost" in problem.reason
-    assert chat_loaded
+    assert ping.content == "pong"
+    assert [
+        (g["name"], g["metadata"]["route_type"], g["metadata"]["platform"]) for g in gateways
+    ] == [("qq_bridge", "duplex", "qq")]
 
 
 async def test_plugin_status_lists_components_and_the_serve_table_counts_them(

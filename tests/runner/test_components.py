@@ -144,9 +144,9 @@ def test_tool_entries_are_left_to_the_tool_declarations_and_lower_case_types_acc
 def test_a_refused_type_in_an_override_is_refused_with_the_reason() -> None:
     class Overridden(Sample):
         def get_components(self) -> list[dict[str, Any]]:
-            return [{"name": "gw", "type": "MESSAGE_GATEWAY", "metadata": {}}]
+            return [{"name": "ext", "type": "REPLY_EXTENSION", "metadata": {}}]
 
-    with pytest.raises(ValueError, match="'gw' of type MESSAGE_GATEWAY is not supported"):
+    with pytest.raises(ValueError, match="'ext' of type REPLY_EXTENSION is not supported"):
         component_handlers(Overridden())
 
 

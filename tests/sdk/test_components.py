@@ -34,7 +34,11 @@ from plughost_sdk import (
     WorkflowStep,
 )
 from plughost_sdk import types as our_types
-from plughost_sdk.components import normalize_component_type
+from plughost_sdk.components import (
+    collect_components,
+    collect_llm_providers,
+    normalize_component_type,
+)
 
 DECORATORS = [
     "API",
@@ -183,11 +187,9 @@ def test_enum_members_equal_their_wire_strings() -> None:
 @pytest.mark.parametrize(
     ("decorator", "kind"),
     [
-        (lambda: MessageGateway("send", name="qq_out"), "MessageGateway"),
         (lambda: ReplyExtension("qq_out"), "ReplyExtension"),
-        (lambda: LLMProvider("qq_out"), "LLMProvider"),
     ],
-    ids=["MessageGateway", "ReplyExtension", "LLMProvider"],
+    ids=["ReplyExtension"],
 )
 def test_unsupported_component_is_refused_naming_plugin_component_and_method(
     decorator: Any, kind: str
@@ -202,6 +204,46 @@ def test_unsupported_component_is_refused_naming_plugin_component_and_method(
     message = str(caught.value)
     assert f"plugin Adapter: @{kind}('qq_out') on method 'gateway'" in message
     assert "not supported by plughost" in message
+
+
+def test_a_gateway_is_a_component_and_a_provider_is_listed_apart() -> None:
+    class Adapter(Plugin):
+        @MessageGateway("recv", name="qq_in", platform="qq")
+        async def inbound(self, **kwargs: Any) -> None:
+            return None
+
+        @LLMProvider("echo", version="2")
+        async def model(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+            return {}
+
+    components = [
+        (d.name, d.type.value, d.metadata["route_type"]) for d in collect_components(Adapter)
+    ]
+
+    assert components == [("qq_in", "MESSAGE_GATEWAY", "receive")]
+    assert collect_llm_providers(Adapter) == [
+        {
+            "client_type": "echo",
+            "name": "echo",
+            "description": "",
+            "version": "2",
+            "metadata": {"handler_name": "model"},
+        }
+    ]
+
+
+def test_two_providers_of_one_client_type_are_refused_naming_both_methods() -> None:
+    class Twice(Plugin):
+        @LLMProvider("echo")
+        async def first(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+            return {}
+
+        @LLMProvider("echo")
+        async def second(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+            return {}
+
+    with pytest.raises(PluginDeclarationError, match="method 'first' already provides"):
+        collect_llm_providers(Twice)
 
 
 def test_workflow_step_raises_at_decoration_naming_the_replacement() -> None:

@@ -65,6 +65,12 @@ def test_get_components_is_identical(pair: tuple[Any, Any]) -> None:
     assert ours.get_components() == real.get_components()
 
 
+def test_get_llm_providers_is_identical(pair: tuple[Any, Any]) -> None:
+    real, ours = pair
+
+    assert ours.get_llm_providers() == real.get_llm_providers()
+
+
 def test_tool_schemas_and_descriptions_are_maibots(pair: tuple[Any, Any]) -> None:
     real, ours = pair
     declared = {c["name"]: c["metadata"] for c in real.get_components()}

@@ -30,6 +30,8 @@ _WORDS = {
     "HOOK_HANDLER": "hook handler",
     "API": "API",
     "HOME_CARD": "home card",
+    "MESSAGE_GATEWAY": "message gateway",
+    "LLM_PROVIDER": "LLM provider",
 }
 
 

@@ -1,23 +1,34 @@
-"""PluginComponent: a command, event handler, hook handler, API or home card, as the host sees it.
+"""PluginComponent: a plugin's command, handler, API, card, gateway or model client.
 
 A runner reports each non-tool component in the dict shape of MaiBot's SDK
 (``{"name", "type", "metadata"}``, see :mod:`plughost_sdk.components`); this
 is that dict read once into typed accessors, so the dispatchers never parse
-metadata themselves. Tools are :class:`~plughost.plugins.components.ToolComponent`.
+metadata themselves. An ``LLM_PROVIDER`` is named by its client type (MaiBot
+lists providers apart from components; the runner reports them as components so
+they are registered, listed, switched and reloaded like the rest). Tools are
+:class:`~plughost.plugins.components.ToolComponent`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from plughost.plugins.command_patterns import CommandPattern, CommandPatternError, compile_command
 
 __all__ = ["ComponentKind", "PluginComponent"]
 
-ComponentKind = Literal["COMMAND", "EVENT_HANDLER", "HOOK_HANDLER", "API", "HOME_CARD"]
-KINDS: frozenset[str] = frozenset({"COMMAND", "EVENT_HANDLER", "HOOK_HANDLER", "API", "HOME_CARD"})
+ComponentKind = Literal[
+    "COMMAND",
+    "EVENT_HANDLER",
+    "HOOK_HANDLER",
+    "API",
+    "HOME_CARD",
+    "MESSAGE_GATEWAY",
+    "LLM_PROVIDER",
+]
+KINDS: frozenset[str] = frozenset(get_args(ComponentKind))
 
 
 @dataclass(frozen=True)
@@ -164,6 +175,28 @@ class PluginComponent:
         """Whether other plugins may call the API (with the operator's grant)."""
         return bool(self.metadata.get("public", False))
 
+    # --- message gateways -----------------------------------------------------------
+
+    @property
+    def route_type(self) -> str:
+        """A gateway's direction: ``send``, ``receive`` or ``duplex``."""
+        return str(self.metadata.get("route_type") or "")
+
+    @property
+    def sends(self) -> bool:
+        """Whether a gateway carries outbound messages."""
+        return self.route_type in ("send", "duplex")
+
+    @property
+    def receives(self) -> bool:
+        """Whether a gateway may route inbound messages."""
+        return self.route_type in ("receive", "duplex")
+
+    @property
+    def platform(self) -> str:
+        """The platform a gateway declared (it may report one at run time instead)."""
+        return str(self.metadata.get("platform") or "")
+
     def summary(self) -> str:
         """One line for listings: what triggers it and how it runs."""
         if self.kind == "COMMAND":
@@ -178,4 +211,8 @@ class PluginComponent:
             return f"{self.hook}, {self.mode}/{self.order}, on error {self.error_policy}{limit}"
         if self.kind == "API":
             return f"version {self.version}, {'public' if self.public else 'private'}"
+        if self.kind == "MESSAGE_GATEWAY":
+            return f"{self.route_type}, platform {self.platform or '(reported when ready)'}"
+        if self.kind == "LLM_PROVIDER":
+            return f"client type {self.name}, version {self.metadata.get('version') or '?'}"
         return str(self.metadata.get("title") or "")

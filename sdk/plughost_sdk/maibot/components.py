@@ -28,6 +28,7 @@ from plughost_sdk._components import (
     ReplyExtension,
     WorkflowStep,
 )
+from plughost_sdk.components import collect_llm_providers as collect_provider_declarations
 from plughost_sdk.maibot.types import (
     ActivationType,
     ChatMode,
@@ -284,5 +285,5 @@ def collect_components(instance: Any) -> list[dict[str, Any]]:
 
 
 def collect_llm_providers(instance: object) -> list[dict[str, Any]]:
-    """No LLM providers: declaring one is refused when the plugin class is defined."""
-    return []
+    """Every ``@LLMProvider`` of ``instance`` as MaiBot lists them (by method name)."""
+    return collect_provider_declarations(type(instance))

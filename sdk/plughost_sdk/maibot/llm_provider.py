@@ -1,8 +1,7 @@
 """``maibot_sdk.llm_provider``: LLMProviderBase.
 
-Importable so a plugin module that defines a provider still loads; declaring one
-with ``@LLMProvider`` is refused, because plughost hosts no model configuration
-for such a client to plug into.
+A plugin's ``@LLMProvider`` method usually forwards ``(operation, request)`` to
+an instance of a subclass, which routes it by operation.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, cast
 
-from plughost_sdk.maibot.components import collect_components
+from plughost_sdk.maibot.components import collect_components, collect_llm_providers
 from plughost_sdk.maibot.config import (
     PluginConfigBase,
     build_plugin_default_config,
@@ -174,8 +174,8 @@ class MaiBotPlugin(Plugin):
         return collect_components(self) + self.get_dynamic_api_components()
 
     def get_llm_providers(self) -> list[dict[str, Any]]:
-        """LLM providers this plugin offers (plughost refuses ``@LLMProvider`` at definition)."""
-        return []
+        """The ``@LLMProvider`` methods of this plugin, in MaiBot's dict shape."""
+        return collect_llm_providers(self)
 
     def register_dynamic_api(
         self,

@@ -237,7 +237,7 @@ class HookHandlerComponentInfo(ComponentInfo):
 
 
 class MessageGatewayComponentInfo(ComponentInfo):
-    """A ``@MessageGateway`` (importable; declaring one is refused)."""
+    """A ``@MessageGateway``: the plugin's link to one chat platform."""
 
     type: ComponentType = ComponentType.MESSAGE_GATEWAY
     route_type: MessageGatewayRouteType
@@ -275,7 +275,7 @@ class ReplyExtensionComponentInfo(ComponentInfo):
 
 
 class LLMProviderInfo(BaseModel):
-    """An ``@LLMProvider`` (importable; declaring one is refused)."""
+    """An ``@LLMProvider``: a model client the operator may choose to answer ``llm.*``."""
 
     client_type: str
     name: str = ""

@@ -1,4 +1,4 @@
-"""An adapter-style plugin: a message gateway beside a tool. plughost refuses the gateway."""
+"""An adapter-style plugin: a message gateway beside a tool."""
 
 from __future__ import annotations
 
