@@ -12,9 +12,9 @@ others load regardless.
 
 The façade owns the host's lifecycle and its process resources (ZeroMQ context,
 socket directory, CurveZMQ keys, fork server); the parts live beside it:
-:mod:`plughost.startup` (fork server and sandbox plan), :mod:`plughost.local_runners`
-(runners, replicas, what their reports change), :mod:`plughost.host_capabilities`
-(what plugins may ask of every host) and :mod:`plughost.status` (the status rows).
+:mod:`plughost.startup` (fork server, sandbox plan), :mod:`plughost.host_capabilities` (what
+plugins may ask of every host), :mod:`plughost.status` (status rows); its runners are kept by
+:mod:`plughost.runners.fleet` (its own) and :mod:`plughost.remote.registration` (other machines).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import zmq.asyncio
 
 from plughost.chat import ChatSession, build_tool_search
+from plughost.dependencies import PluginEnvironments
 from plughost.destinations import parse_destination
 from plughost.dispatch.apis import ApiOutcome
 from plughost.dispatch.commands import CommandOutcome
@@ -39,7 +40,6 @@ from plughost.dispatch.hooks import HookOutcome, HookSpec
 from plughost.dispatch.service import ComponentDispatcher
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.host_capabilities import register_host_capabilities
-from plughost.local_runners import LocalRunners
 from plughost.monitor import MonitorPublisher
 from plughost.plugins.bindings import IdBindings
 from plughost.plugins.components import ComponentRegistry
@@ -48,10 +48,11 @@ from plughost.plugins.query import ComponentQueryService
 from plughost.plugins.source import PluginProblem, PluginSource, scan_plugin_dirs
 from plughost.redaction import SecretRedactor
 from plughost.reloader import PluginReloader
-from plughost.remote_runners import RemoteRunners, credentials_allowing
+from plughost.remote.registration import RemoteRunners, credentials_allowing
 from plughost.runners.capabilities import CapabilityHandler, CapabilityRouter
 from plughost.runners.curve import CurveAuthority
 from plughost.runners.early import EarlyChildren
+from plughost.runners.fleet import LocalRunners
 from plughost.runners.fork_server import ForkServer
 from plughost.runners.pool import RunnerPool
 from plughost.runners.refusals import write_grant
@@ -141,6 +142,8 @@ class PluginHost:
         self.remote: RemoteRunners | None = None  # with [host.remote] listen, once started
         self._started = False
         self._drained = False
+        # A plugin's own packages: installed off the loop before its runner starts.
+        self.packages = PluginEnvironments(lambda: self.settings, self.events, self.record_problem)
         self.reloader = PluginReloader(self)
         self._local = LocalRunners(
             self,
@@ -211,7 +214,7 @@ class PluginHost:
 
     async def start_runners(self, sources: list[PluginSource]) -> list[RunnerSupervisor]:
         """Start runners for ``sources`` (grouped per the settings) and wait for them."""
-        return await self._local.start(sources)
+        return await self.packages.start_runners(sources, self._local.start)
 
     def replicas(self, plugin_id: str) -> int:
         """How many runners serve ``plugin_id`` (``plugin_replicas``; 1 without replicas)."""
@@ -530,10 +533,10 @@ class PluginHost:
         self.dispatcher.register_hook_spec(spec)
 
     async def call_api(
-        self, name: str, *, version: str = "", timeout: float | None = None, **args: Any
+        self, name: str, /, args: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> ApiOutcome:
-        """Call a plugin's API (``plugin_id.name`` or ``name``) with ``args``; never raises."""
-        return await self.dispatcher.call_api(name, version=version, timeout=timeout, **args)
+        """Call a plugin's API; ``args``, ``version=``, ``timeout=`` as ComponentDispatcher's."""
+        return await self.dispatcher.call_api(name, args, **kwargs)
 
     async def drain_background(self, timeout: float = 10.0) -> bool:
         """Wait for background event and observe-hook handlers; False if ``timeout`` passed."""

@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from plughost.dependencies import DependencyError, PluginEnvironments
+from plughost.dependencies.environments import problem_of
 from plughost.events import EventKind, LifecycleEvent
-from plughost.local_runners import HostBooks
 from plughost.plugins.bindings import IdBindings
 from plughost.plugins.source import (
     PluginProblem,
@@ -37,6 +38,7 @@ from plughost.plugins.source import (
 from plughost.plugins.watcher import ChangeKind, PluginChange, PluginWatcher
 from plughost.runners.channel import RemoteError
 from plughost.runners.config_subscriptions import subscribed_scopes
+from plughost.runners.fleet import HostBooks
 from plughost.runners.pool import RunnerPool
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost_sdk.errors import ManifestError, RunnerCrashedError
@@ -54,10 +56,11 @@ class ReloadTarget(HostBooks, Protocol):
 
     A protocol rather than an import keeps the dependency one way: the host owns a
     reloader, the reloader only sees this narrow view of the host: its records
-    (:class:`~plughost.local_runners.HostBooks`) and how to start and drop runners.
+    (:class:`~plughost.runners.fleet.HostBooks`) and how to start and drop runners.
     """
 
     bindings: IdBindings
+    packages: PluginEnvironments
 
     def plugin_id_at(self, path: Path) -> str | None: ...
     async def start_candidate(self, source: PluginSource) -> RunnerSupervisor: ...
@@ -169,6 +172,10 @@ class PluginReloader:
         await self._host.bindings.save_soon()
         if old_id is not None and old_id != source.plugin_id:
             await self.unload(old_id)
+        try:  # its packages, installed (or found) before the new version starts
+            source = await self._host.packages.prepare(source)
+        except DependencyError as exc:
+            return self._failed(problem_of(source, exc), source.plugin_id)
         old_owner = self._host.components.owner(source.plugin_id)
         pool = self._host.pool_for(source.plugin_id)
         if pool is not None and old_owner is pool:

@@ -12,13 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from plughost.destinations import checked_grants, parse_destination
 from plughost_sdk.wire import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = [
+    "DependencySettings",
     "HostSettings",
+    "LLMSettings",
     "Protection",
     "RemoteSettings",
     "ResourceLimits",
@@ -196,6 +198,45 @@ class RunnerSettings(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+class DependencySettings(BaseModel):
+    """How the Python packages plugins declare are installed (docs/operators.md, "Plugin packages").
+
+    Each distinct requirement set gets an environment of its own under ``root``,
+    installed by uv from PyPI (or the operator's index, through uv's own
+    configuration), or only from ``wheel_dir`` when ``offline``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    root: Path | None = Field(
+        None, description="where the environments live; default: <data_dir>/.packages"
+    )
+    cache_dir: Path | None = Field(
+        None, description="uv's download and build cache; default: <root>/cache"
+    )
+    wheel_dir: Path | None = Field(
+        None, description="a directory of wheels searched before (or, offline, instead of) PyPI"
+    )
+    offline: bool = Field(
+        False, description="never touch the network: install only from wheel_dir and the cache"
+    )
+    source_builds: bool = Field(
+        False,
+        description="let uv build packages that ship no wheel; their build code then runs on "
+        "the host, outside any sandbox, so only turn it on for requirements you trust",
+    )
+    install_timeout: float = Field(
+        600.0, gt=0, description="seconds one environment's installation may take"
+    )
+
+    @field_validator("offline")
+    @classmethod
+    def _offline_needs_wheels(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("wheel_dir") is None:
+            raise ValueError("offline = true needs wheel_dir: the directory to install from")
+        return value
+
+
 class WebSettings(BaseModel):
     """The operator's console (:mod:`plughost.web`): a web page, ``/metrics`` and an API.
 
@@ -277,6 +318,28 @@ class ToolSearchSettings(BaseModel):
     )
 
 
+class LLMSettings(BaseModel):
+    """Which plugin's ``@LLMProvider`` answers ``llm.*`` when the embedder does not.
+
+    A provider is named ``"plugin_id"`` (its only provider) or
+    ``"plugin_id:client_type"``. An embedder's own ``llm.*`` handler always wins;
+    without one, a call naming a model in ``models`` goes to that provider, any
+    other to ``provider``; with neither, ``llm.generate`` falls back to the MCP
+    client's sampling.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str = Field(
+        "", description="the provider serving llm.* by default: 'plugin_id[:client_type]'"
+    )
+    models: dict[str, str] = Field(
+        default_factory=dict,
+        description="model or task name -> provider ('plugin_id[:client_type]') for calls "
+        "that name it (model, model_name or task_name)",
+    )
+
+
 class HostSettings(BaseModel):
     """Everything ``PluginHost`` and ``plughost serve`` can be told."""
 
@@ -354,8 +417,10 @@ class HostSettings(BaseModel):
         "missing or lacks fields, as MaiBot does",
     )
     web: WebSettings = Field(default_factory=WebSettings)
+    dependencies: DependencySettings = Field(default_factory=DependencySettings)
     remote: RemoteSettings = Field(default_factory=RemoteSettings)
     tool_search: ToolSearchSettings = Field(default_factory=ToolSearchSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
 
     def limits_for(self, plugin_ids: Sequence[str]) -> ResourceLimits:
         """A runner's limits: the global ones, with a plugin's own overrides when it runs alone."""

@@ -35,6 +35,7 @@ from plughost_runner.link.replies import Reply
 from plughost_runner.link.transport import Transport
 from plughost_runner.plugins.components import INVOKABLE_TYPES, call_component, dynamic_handler
 from plughost_runner.plugins.invoker import Invoker
+from plughost_runner.plugins.llm_providers import LLM_PROVIDER, call_provider
 from plughost_runner.plugins.loader import LoadedPlugin, LoadFailure, PluginSpec, load_plugin
 from plughost_runner.process.capture import CancelFlag, LogCollector, current_call, current_cancel
 from plughost_runner.process.credentials import Credentials
@@ -290,6 +291,8 @@ class RunnerService(ServiceLifecycle, PluginRequests):
         plugin = self._plugin(envelope)
         body = envelope["body"] or {}
         kind, name = str(body.get("type", "")), str(body.get("name", ""))
+        if kind == LLM_PROVIDER:
+            return await self._on_llm_provider(envelope, plugin, name)
         handler = plugin.components.get((kind, name)) if kind in INVOKABLE_TYPES else None
         if handler is None:
             handler = dynamic_handler(plugin.instance, kind, name)
@@ -307,6 +310,29 @@ class RunnerService(ServiceLifecycle, PluginRequests):
             )
         except TimeoutError:
             raise Reply("timeout", f"{kind} {name} did not finish within {timeout:g} s") from None
+        finally:
+            current_call.reset(call)
+
+    async def _on_llm_provider(
+        self, envelope: wire.Envelope, plugin: LoadedPlugin, client_type: str
+    ) -> dict[str, Any]:
+        provider = plugin.llm_providers.get(client_type)
+        if provider is None:
+            raise Reply(
+                "component_not_found",
+                f"plugin {plugin.spec.plugin_id} has no LLM provider {client_type!r}",
+            )
+        timeout = (envelope["deadline_ms"] or 60_000) / 1000
+        arguments = dict((envelope["body"] or {}).get("args") or {})
+        call = current_call.set(envelope["id"])
+        try:
+            return await call_provider(
+                self._invoker, plugin.spec.plugin_id, provider, arguments, timeout
+            )
+        except TimeoutError:
+            raise Reply(
+                "timeout", f"LLM provider {client_type} did not finish within {timeout:g} s"
+            ) from None
         finally:
             current_call.reset(call)
 

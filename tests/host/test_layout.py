@@ -35,7 +35,7 @@ LEAVES = frozenset(
 )
 # part -> the parts it may import (besides itself). A part is a subpackage, a leaf
 # module, or "top" (the façade: plughost/__init__.py, host.py and the modules it is
-# made of, reloader.py, remote_runners.py).
+# made of, reloader.py).
 ALLOWED: dict[str, frozenset[str]] = {
     **{leaf: LEAVES for leaf in LEAVES},
     "tools": LEAVES,
@@ -43,20 +43,24 @@ ALLOWED: dict[str, frozenset[str]] = {
     "mcp": LEAVES | {"tools"},
     "plugins": LEAVES | {"tools"},
     "runners": LEAVES | {"tools", "plugins"},
+    "remote": LEAVES | {"tools", "plugins", "runners"},
     "dispatch": LEAVES | {"tools", "plugins", "runners"},
-    "top": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch"},
-    "web": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch", "top"},
-    "cli": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "dispatch", "top", "web"},
+    "top": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "remote", "dispatch"},
+    "web": LEAVES | {"tools", "search", "mcp", "plugins", "runners", "remote", "dispatch", "top"},
+    "cli": LEAVES
+    | {"tools", "search", "mcp", "plugins", "runners", "remote", "dispatch", "top", "web"},
 }
+# A plugin's own packages: read from its folder, installed before its runner starts.
+ALLOWED["dependencies"] = LEAVES | {"plugins"}
+for _part in ("top", "web", "cli"):
+    ALLOWED[_part] |= {"dependencies"}
 TOP_MODULES = frozenset(
     {
         "__init__",
         "chat",
         "host",
         "host_capabilities",
-        "local_runners",
         "reloader",
-        "remote_runners",
         "startup",
         "status",
     }
@@ -132,6 +136,13 @@ def test_module_imports_only_lower_layers(path: Path) -> None:
     ]
 
     assert not wrong, f"{part} may import only {sorted(ALLOWED.get(part, set()))}: {wrong}"
+
+
+def test_runners_on_other_machines_live_apart_and_the_hosts_own_never_import_them() -> None:
+    assert (PACKAGE / "remote" / "__init__.py").is_file()
+    assert sorted(p.name for p in (PACKAGE / "runners").glob("remote*.py")) == []
+    assert "remote" not in ALLOWED["runners"]
+    assert "runners" in ALLOWED["remote"]
 
 
 def test_no_module_imports_itself_back() -> None:

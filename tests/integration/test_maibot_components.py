@@ -54,7 +54,7 @@ async def test_an_alias_command_sends_a_forward_with_positional_ctx_call(served:
     outcome = await host.dispatch_command("/群规", stream_id="qq:123")
 
     assert outcome.success, outcome.error
-    assert outcome.response == "群规已发送"
+    assert outcome.response == "[True, '群规已发送']"  # MaiBot's str() of a two-item result
     assert maibot.named("send.forward")[0]["messages"][0] == {"type": "text", "data": "1. 友善"}
 
 

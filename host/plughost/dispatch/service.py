@@ -2,8 +2,12 @@
 
 :class:`~plughost.host.PluginHost` creates one, registers its ``api.*``
 capabilities, and forwards ``dispatch_command``, ``emit_event``, ``run_hook``
-and ``call_api`` to it. Each call has a deadline (``timeout``, by default the
-host's ``call_timeout``) that bounds the handlers run in line; background
+and ``call_api`` to it; ``llm`` answers ``llm.*`` through the operator's chosen
+plugin provider (:mod:`plughost.dispatch.llm_providers`), and ``gateways`` carries
+messages in and out through message gateway plugins (:mod:`plughost.dispatch.gateways`).
+Each call has a
+deadline (``timeout``, by default the host's ``call_timeout``) that bounds the
+handlers run in line; background
 handlers (non-intercepting event handlers, observe hook handlers) each get
 their own limit and are owned by :class:`~plughost.dispatch.calls.Background`
 until they end or the host closes.
@@ -15,11 +19,13 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any
 
-from plughost.dispatch.apis import ApiDirectory, ApiOutcome
+from plughost.dispatch.apis import ApiDirectory, ApiOutcome, api_arguments
 from plughost.dispatch.calls import Background, CircuitBreaker, ComponentCaller, Deadline
 from plughost.dispatch.commands import CommandDispatcher, CommandOutcome
 from plughost.dispatch.events import EventDispatcher, EventOutcome
+from plughost.dispatch.gateways import MessageGateways
 from plughost.dispatch.hooks import HookDispatcher, HookOutcome, HookSpec
+from plughost.dispatch.llm_providers import LLMProviders
 from plughost.plugins.components import ComponentRegistry
 from plughost.settings import HostSettings
 
@@ -46,6 +52,15 @@ class ComponentDispatcher:
         self.commands = CommandDispatcher(registry, caller, config_of, self.hooks)
         self.events = EventDispatcher(registry, caller, self.background)
         self.apis = ApiDirectory(registry, caller, settings)
+        self.llm = LLMProviders(registry, ComponentCaller(registry), settings)
+        self.gateways = MessageGateways(
+            registry,
+            ComponentCaller(registry),
+            self.events,
+            self.commands,
+            self.background,
+            settings,
+        )
 
     def _deadline(self, timeout: float | None) -> Deadline:
         if timeout is not None and timeout <= 0:
@@ -105,11 +120,29 @@ class ComponentDispatcher:
         self.hooks.register_spec(spec)
 
     async def call_api(
-        self, name: str, *, version: str = "", timeout: float | None = None, **args: Any
+        self,
+        name: str,
+        /,
+        args: Mapping[str, Any] | None = None,
+        *,
+        version: str = "",
+        timeout: float | None = None,
+        **kwargs: Any,
     ) -> ApiOutcome:
-        """Call any enabled plugin API by name (see :mod:`plughost.dispatch.apis`)."""
+        """Call any enabled plugin API by name (see :mod:`plughost.dispatch.apis`).
+
+        The API gets ``args`` and ``kwargs`` together; an API whose own parameter
+        is named ``args``, ``version`` or ``timeout`` takes it in ``args``
+        (``name`` works as a keyword too).
+
+        Raises:
+            TypeError: ``args`` is not a mapping, or it and ``kwargs`` both give one argument.
+        """
+        arguments = api_arguments(args, kwargs)
         deadline = self._deadline(timeout)
-        return await self.apis.call(None, name, args, version=version, timeout=deadline.seconds)
+        return await self.apis.call(
+            None, name, arguments, version=version, timeout=deadline.seconds
+        )
 
     async def drain(self, timeout: float = 10.0) -> bool:
         """Wait for the background handlers started so far; False if ``timeout`` passed first."""

@@ -14,11 +14,17 @@ sees a plugin's raw value:
 - COMMAND ``{"success", "response", "intercept", "error"}``: ``(ok, text, intercept)``
   is read as is; ``(ok, text)`` takes ``intercept`` from the ``intercept_message_level``
   metadata; any other value is the response text. A command that raises stops
-  later processing (``intercept``), as in MaiBot.
+  later processing (``intercept``). A MaiBot plugin's command is read as MaiBot
+  reads it instead (:mod:`plughost_runner.maibot.commands`).
 - EVENT_HANDLER ``{"success", "continue_processing", "modified_message", "custom_result",
   "error"}``: a dict return is read for those keys (``blocked: true`` means stop).
 - HOOK_HANDLER ``{"success", "action", "modified_kwargs", "custom_result", "error"}``.
 - API ``{"success", "result", "error"}``.
+- MESSAGE_GATEWAY ``{"success", "result", "error"}``: called with ``message``,
+  ``route`` and ``metadata`` for one outbound message; the value is the receipt.
+
+LLM providers are not components in MaiBot's SDK; they are bound and called
+by :mod:`plughost_runner.plugins.llm_providers`.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from plughost_runner.maibot import commands as maibot_commands
+from plughost_runner.maibot.imports import as_maibot_plugin
 from plughost_runner.process.limits import describe_limit_error
 from plughost_sdk.components import (
     REFUSED_COMPONENT_TYPES,
@@ -64,6 +72,8 @@ class ComponentHandler:
     is_async: bool
     accepts_any: bool
     accepted: frozenset[str]
+    maibot: bool = False
+    """The plugin is written for MaiBot's SDK: its command results are read as MaiBot does."""
 
 
 def component_handlers(instance: Any) -> dict[tuple[str, str], ComponentHandler]:
@@ -113,10 +123,11 @@ def call_shape(function: Callable[..., Any]) -> tuple[bool, bool, frozenset[str]
 
 
 def _bind(instance: Any, declaration: ComponentDeclaration) -> ComponentHandler:
+    maibot = as_maibot_plugin(instance) is not None
     method = getattr(instance, declaration.handler_name, None) if declaration.handler_name else None
     if callable(method):
         is_async, accepts_any, accepted = call_shape(method)
-        return ComponentHandler(declaration, method, is_async, accepts_any, accepted)
+        return ComponentHandler(declaration, method, is_async, accepts_any, accepted, maibot)
     dispatcher = getattr(instance, "invoke_component", None)
     if callable(dispatcher):  # MaiBot plugins' dynamic components
         return ComponentHandler(
@@ -125,6 +136,7 @@ def _bind(instance: Any, declaration: ComponentDeclaration) -> ComponentHandler:
             is_async=inspect.iscoroutinefunction(dispatcher),
             accepts_any=True,
             accepted=frozenset(),
+            maibot=maibot,
         )
     where = f"{declaration.type.value} component {declaration.name!r}"
     raise ValueError(
@@ -161,6 +173,8 @@ async def call_component(
         TimeoutError: the call passed its deadline.
     """
     kind = handler.declaration.type.value
+    metadata = handler.declaration.metadata
+    as_maibot = handler.maibot and kind == "COMMAND"
     try:
         value = await invoker.call(plugin_id, handler, arguments, timeout)
     except TimeoutError:
@@ -168,8 +182,12 @@ async def call_component(
     except Exception as exc:
         log.exception("%s %s of plugin %s raised", kind, handler.declaration.name, plugin_id)
         error = describe_limit_error(exc, plugin_id) or f"{type(exc).__name__}: {exc}"
+        if as_maibot:
+            return maibot_commands.command_failure(exc, error, metadata)
         return _failed(kind, error)
-    return _READERS[kind](value, handler.declaration.metadata)
+    if as_maibot:
+        return maibot_commands.command_reply(value, metadata)
+    return _READERS[kind](value, metadata)
 
 
 def _failed(kind: str, error: str) -> dict[str, Any]:
@@ -235,6 +253,7 @@ _READERS: dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
     "EVENT_HANDLER": _event,
     "HOOK_HANDLER": _hook,
     "API": _api,
+    "MESSAGE_GATEWAY": _api,  # MaiBot's runner reads a gateway's value as any component's
 }
 INVOKABLE_TYPES = frozenset(_READERS)
 """The types ``component.invoke`` calls; a home card is declarative and never called."""

@@ -12,17 +12,19 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import re
+import site
 import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from plughost_runner.maibot import imports as maibot_imports
 from plughost_runner.plugins.components import ComponentHandler, call_shape, component_handlers
 from plughost_runner.plugins.invoker import Handler
+from plughost_runner.plugins.llm_providers import ProviderHandler, provider_handlers
 from plughost_runner.process.limits import describe_limit_error
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
@@ -33,6 +35,8 @@ if TYPE_CHECKING:  # the MaiBot layer is imported only when a MaiBot plugin load
     from plughost_sdk.maibot.plugin import MaiBotPlugin
 
 __all__ = ["LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_plugin"]
+
+_Bound = TypeVar("_Bound")
 
 _counter = 0
 
@@ -55,6 +59,8 @@ class PluginSpec:
     digest_problem: str = ""
     capabilities: tuple[str, ...] = ()
     """What a remote runner tells the host about this plugin (see plughost_runner.remote)."""
+    packages: str = ""
+    """The directory of the plugin's own installed packages, appended to ``sys.path``."""
 
     def offer(self) -> dict[str, Any]:
         """How a remote runner offers this plugin: id, version, folder digest, capabilities.
@@ -82,6 +88,7 @@ class PluginSpec:
             temp_dir=Path(body["temp_dir"]),
             on_load_timeout=float(body.get("on_load_timeout", 30.0)),
             flavor=str(body.get("flavor") or "plughost"),
+            packages=str(body.get("packages") or ""),
         )
 
 
@@ -94,6 +101,7 @@ class LoadedPlugin:
     module: ModuleType
     handlers: dict[str, Handler] = field(default_factory=dict)
     components: dict[tuple[str, str], ComponentHandler] = field(default_factory=dict)
+    llm_providers: dict[str, ProviderHandler] = field(default_factory=dict)  # by client type
     config_file: str | None = None
     """A MaiBot plugin's config.toml text for the host to write, when it must change."""
     resources: dict[str, Handler] = field(default_factory=dict)  # by URI (or URI template)
@@ -105,7 +113,8 @@ class LoadedPlugin:
             "plugin_id": self.spec.plugin_id,
             "path": str(self.spec.path),
             "tools": [h.declaration.to_wire() for h in self.handlers.values()],
-            "components": [c.declaration.to_wire() for c in self.components.values()],
+            "components": [c.declaration.to_wire() for c in self.components.values()]
+            + [p.to_wire() for p in self.llm_providers.values()],
             "resources": [h.declaration.to_wire() for h in self.resources.values()],
             "prompts": [h.declaration.to_wire() for h in self.prompts.values()],
         }
@@ -196,6 +205,7 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
         resources, prompts = _content_handlers(instance)
         await _on_load(spec, instance)
         components = bind_components(instance)  # with the APIs on_load published, if any
+        llm_providers = bind_llm_providers(instance)
     except BaseException:
         maibot_imports.unregister_package(module.__name__)
         raise
@@ -205,6 +215,7 @@ async def _load(spec: PluginSpec, bridge: CapabilityBridge) -> LoadedPlugin:
         module=module,
         handlers=handlers,
         components=components,
+        llm_providers=llm_providers,
         config_file=config_file,
         resources=resources,
         prompts=prompts,
@@ -256,12 +267,25 @@ def bind_components(instance: Any) -> dict[tuple[str, str], ComponentHandler]:
     Raises:
         _StageError: with stage ``declare``, naming the component at fault.
     """
+    return _declared(component_handlers, instance, "get_components()")
+
+
+def bind_llm_providers(instance: Any) -> dict[str, ProviderHandler]:
+    """The plugin's ``@LLMProvider`` methods, by client type.
+
+    Raises:
+        _StageError: with stage ``declare``, naming the provider at fault.
+    """
+    return _declared(provider_handlers, instance, "get_llm_providers()")
+
+
+def _declared(bind: Callable[[Any], _Bound], instance: Any, getter: str) -> _Bound:
     try:
-        return component_handlers(instance)
+        return bind(instance)
     except ValueError as exc:
         raise _StageError("declare", str(exc), exc) from None
     except Exception as exc:
-        raise _StageError("declare", f"get_components() raised {_describe(exc)}", exc) from None
+        raise _StageError("declare", f"{getter} raised {_describe(exc)}", exc) from None
 
 
 def validate_config(instance: Plugin, config: dict[str, Any]) -> None:
@@ -292,6 +316,9 @@ def _import(spec: PluginSpec) -> ModuleType:
     )
     if module_spec is None or module_spec.loader is None:
         raise _StageError("import", f"{entry} cannot be imported")
+    if spec.packages and spec.packages not in sys.path:
+        # After the runner's own packages: a plugin's copy of pydantic never replaces ours.
+        site.addsitedir(spec.packages)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     if spec.flavor == "maibot":
@@ -308,7 +335,8 @@ def _import(spec: PluginSpec) -> ModuleType:
         maibot_imports.unregister_package(name)
         if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
             raise
-        raise _StageError("import", f"importing plugin.py raised {_describe(exc)}", exc) from None
+        reason = f"importing plugin.py raised {_describe(exc)}{_undeclared(exc)}"
+        raise _StageError("import", reason, exc) from None
     return module
 
 
@@ -373,6 +401,18 @@ async def unload_plugin(plugin: LoadedPlugin, timeout: float) -> str | None:
         sys.modules.pop(plugin.module.__name__, None)
         maibot_imports.unregister_package(plugin.module.__name__)
     return None
+
+
+def _undeclared(exc: BaseException) -> str:
+    """Advice for a module that is not there: most often a package the plugin did not declare."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name or "MaiBot" in str(exc):
+        return ""
+    top = exc.name.split(".")[0]
+    return (
+        f"; if {top} comes from a package on PyPI, declare that package in the plugin's "
+        "requirements.txt (or pyproject.toml, or the manifest's python_package dependencies) "
+        "and the host installs it for this plugin"
+    )
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,0 +1,251 @@
+"""Message gateway plugins: chat platforms in, ``send.*`` out, with no embedder code.
+
+A plugin's ``@MessageGateway`` links the host to one chat platform, as in
+MaiBot. The plugin reports the link ready (``ctx.gateway.update_state(name,
+ready=True)``: the capability ``host.update_message_gateway_state``), then hands
+in what arrives (``ctx.gateway.route_message(name, message)``:
+``host.route_message``). Both need no manifest entry: only the plugin's own
+declared gateways are accepted, as MaiBot accepts them. An accepted message,
+checked and attributed to the gateway (:mod:`plughost.dispatch.gateway_messages`),
+goes the way a bot sends a message, in the background: ``on_message_pre_process``
+event handlers (which may drop or rewrite it), then commands, then ``on_message``
+handlers. Its stream (``platform:group_id``, or ``platform:private:user_id``) is
+remembered, so a plugin's ``send.text(text, stream_id)`` there goes back out
+through the gateway's method when the embedder answers no ``send.*`` itself.
+
+Bounds, since the gateway is untrusted: a message's size and identifiers; a
+repeated ``dedupe_key``/message id is not dispatched twice; at most
+:data:`MAX_IN_FLIGHT` messages of one gateway are processed at once (past that
+``accepted`` is false); :data:`MAX_STREAMS` streams are remembered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from plughost.dispatch.calls import Background, ComponentCaller, Deadline
+from plughost.dispatch.commands import CommandDispatcher
+from plughost.dispatch.events import EventDispatcher
+from plughost.dispatch.gateway_messages import InboundMessage, outbound_message, read_inbound
+from plughost.plugins.component_info import PluginComponent
+from plughost.plugins.components import ComponentRegistry
+from plughost.runners.capabilities import CapabilityCall
+from plughost.runners.channel import RemoteError
+from plughost.settings import HostSettings
+from plughost_sdk import wire
+
+__all__ = ["MAX_IN_FLIGHT", "MAX_STREAMS", "ROUTE_MESSAGE", "UPDATE_STATE", "MessageGateways"]
+
+log = logging.getLogger(__name__)
+
+ROUTE_MESSAGE: Final = "host.route_message"
+UPDATE_STATE: Final = "host.update_message_gateway_state"
+MAX_IN_FLIGHT: Final = 64
+MAX_STREAMS: Final = 10_000
+_SEEN: Final = 4096
+
+
+@dataclass(slots=True)
+class _Link:
+    """What a gateway reported about its link, for the component instance that reported it."""
+
+    component: PluginComponent
+    ready: bool
+    platform: str
+    account_id: str = ""
+    scope: str = ""
+    in_flight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    plugin_id: str
+    gateway: str
+    platform: str
+    group_id: str
+    user_id: str
+
+
+@dataclass(slots=True)
+class MessageGateways:
+    """Gateway states, inbound dispatch and the fallback ``send.*`` handler."""
+
+    registry: ComponentRegistry
+    caller: ComponentCaller
+    events: EventDispatcher
+    commands: CommandDispatcher
+    background: Background
+    settings: Callable[[], HostSettings]
+    _links: dict[str, _Link] = field(default_factory=dict)
+    _streams: OrderedDict[str, _Stream] = field(default_factory=OrderedDict)
+    _seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
+
+    def _declared(self, call: CapabilityCall) -> PluginComponent:
+        name = str(call.args.get("gateway_name") or "")
+        for component in self.registry.components_of(call.plugin_id):
+            if component.kind == "MESSAGE_GATEWAY" and component.name == name:
+                return component
+        raise _refused(
+            f"plugin {call.plugin_id} declares no message gateway {name!r}; declare it with "
+            "@MessageGateway before routing through it"
+        )
+
+    def _link(self, component: PluginComponent) -> _Link | None:
+        link = self._links.get(component.key)
+        return link if link is not None and link.component is component else None
+
+    async def update_state(self, call: CapabilityCall) -> dict[str, Any]:
+        """``host.update_message_gateway_state``: a gateway's link is up or down."""
+        component = self._declared(call)
+        platform = str(call.args.get("platform") or "") or component.platform
+        self._links[component.key] = _Link(
+            component,
+            bool(call.args.get("ready")),
+            platform,
+            str(call.args.get("account_id") or ""),
+            str(call.args.get("scope") or ""),
+        )
+        log.info(
+            "message gateway %s ready=%s platform=%s",
+            component.full_name,
+            bool(call.args.get("ready")),
+            platform,
+        )
+        return {"accepted": True}
+
+    async def route_message(self, call: CapabilityCall) -> dict[str, Any]:
+        """``host.route_message``: check one inbound message and dispatch it in the background."""
+        component = self._declared(call)
+        link = self._link(component)
+        if not component.receives or link is None or not link.ready:
+            why = (
+                "is not ready (report it with update_state)"
+                if component.receives
+                else f"is declared {component.route_type!r}, not 'receive' or 'duplex'"
+            )
+            raise _refused(f"message gateway {component.full_name} cannot route messages in: {why}")
+        try:
+            inbound = read_inbound(call.args.get("message"))
+        except ValueError as exc:
+            raise RemoteError(wire.error_body("bad_payload", f"{ROUTE_MESSAGE}: {exc}")) from None
+        if link.platform and inbound.platform != link.platform:
+            raise _refused(
+                f"message gateway {component.full_name} serves platform {link.platform!r}, "
+                f"not {inbound.platform!r}"
+            )
+        route = {"platform": inbound.platform, "account_id": link.account_id, "scope": link.scope}
+        external = call.args.get("external_message_id") or inbound.message["message_id"]
+        key = str(call.args.get("dedupe_key") or "") or f"{component.key}:{external}"
+        if key in self._seen or link.in_flight >= MAX_IN_FLIGHT:
+            return {"accepted": False, "route_key": route}
+        self._remember(key, inbound, component)
+        inbound.message["gateway"] = {"plugin_id": call.plugin_id, "name": component.name}
+        link.in_flight += 1
+        self.background.start(
+            f"message from gateway {component.full_name}", lambda: self._dispatch(link, inbound)
+        )
+        return {"accepted": True, "route_key": route}
+
+    def _remember(self, key: str, inbound: InboundMessage, component: PluginComponent) -> None:
+        self._seen[key] = None
+        if len(self._seen) > _SEEN:
+            self._seen.popitem(last=False)
+        stream = _Stream(
+            component.plugin_id,
+            component.name,
+            inbound.platform,
+            inbound.group_id,
+            inbound.user_id,
+        )
+        self._streams[inbound.stream_id] = stream
+        self._streams.move_to_end(inbound.stream_id)
+        if len(self._streams) > MAX_STREAMS:
+            self._streams.popitem(last=False)
+
+    async def _dispatch(self, link: _Link, inbound: InboundMessage) -> dict[str, Any]:
+        """The bot's message path: pre-process events, commands, then on_message handlers."""
+        try:
+            seconds = self.settings().call_timeout
+            message = inbound.message
+            pre = await self.events.emit(
+                "on_message_pre_process", message, {}, Deadline(seconds), seconds
+            )
+            if not pre.continue_processing:
+                return {"success": True}
+            message = pre.message or message
+            text = str(message.get("processed_plain_text") or inbound.text)
+            context = {
+                "stream_id": inbound.stream_id,
+                "group_id": inbound.group_id,
+                "user_id": inbound.user_id,
+                "platform": inbound.platform,
+                "session_id": inbound.stream_id,
+            }
+            command = await self.commands.dispatch(
+                text, message=message, context=context, deadline=Deadline(seconds)
+            )
+            if command.handled and not command.continue_processing:
+                return {"success": True}
+            await self.events.emit("on_message", message, {}, Deadline(seconds), seconds)
+            return {"success": True}
+        finally:
+            link.in_flight -= 1
+
+    async def send(self, call: CapabilityCall) -> dict[str, Any]:
+        """``send.*`` when the embedder answers none: out through the stream's gateway."""
+        stream_id = str(call.args.get("stream_id") or "")
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            raise _not_provided(
+                f"{call.capability}: no message gateway carries stream {stream_id!r} (a stream "
+                "is known once a gateway routed a message from it), and the embedder "
+                "registered no handler for it"
+            )
+        component = next(
+            (
+                c
+                for c in self.registry.components_of(stream.plugin_id)
+                if c.kind == "MESSAGE_GATEWAY" and c.name == stream.gateway
+            ),
+            None,
+        )
+        link = self._link(component) if component is not None else None
+        if component is None or link is None or not link.ready or not component.sends:
+            return {"success": False, "error": f"message gateway {stream.gateway} cannot send"}
+        message = outbound_message(
+            call.capability, dict(call.args), stream.platform, stream.group_id, stream.user_id
+        )
+        route = {"platform": stream.platform, "account_id": link.account_id, "scope": link.scope}
+        reply = await self.caller.call(
+            component,
+            {"message": message, "route": route, "metadata": {}},
+            self.settings().call_timeout,
+        )
+        return _receipt(reply, message["message_id"], component.full_name)
+
+
+def _receipt(reply: dict[str, Any], message_id: str, where: str) -> dict[str, Any]:
+    """MaiBot's ``send.*`` answer from a gateway's reply (a dict receipt, text, or None)."""
+    result = reply.get("result")
+    failed = not reply.get("success", False) or (
+        isinstance(result, dict) and result.get("success") is False
+    )
+    if failed:
+        error = result.get("error") if isinstance(result, dict) else reply.get("error")
+        return {"success": False, "error": f"message gateway {where}: {error or 'send failed'}"}
+    external = ""
+    if isinstance(result, dict):
+        external = str(result.get("external_message_id") or result.get("message_id") or "")
+    return {"success": True, "sent": True, "message_id": external or message_id}
+
+
+def _refused(message: str) -> RemoteError:
+    return RemoteError(wire.error_body("capability_denied", message))
+
+
+def _not_provided(message: str) -> RemoteError:
+    return RemoteError(wire.error_body("capability_not_provided", message))

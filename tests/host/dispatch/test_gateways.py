@@ -1,0 +1,160 @@
+"""Message gateways: who may route in, how many at once, and which stream goes out where."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from plughost.cli.component_checks import count_kinds
+from plughost.dispatch.gateways import MAX_IN_FLIGHT, ROUTE_MESSAGE, UPDATE_STATE
+from plughost.dispatch.service import ComponentDispatcher
+from plughost.plugins.component_info import PluginComponent
+from plughost.plugins.components import ComponentRegistry
+from plughost.runners.capabilities import CapabilityCall
+from plughost.runners.channel import RemoteError
+from plughost.settings import HostSettings
+from plughost_sdk.models import ToolExecutionResult
+
+
+class Owner:
+    """A plugin's runner: on_message handlers wait for ``release``; the gateway records sends."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.waiting = 0
+        self.sent: list[dict[str, Any]] = []
+        self.handled: list[dict[str, Any]] = []
+
+    async def invoke(self, plugin_id: str, tool: str, arguments: Any, timeout: float) -> Any:
+        return ToolExecutionResult(tool_name=tool)
+
+    async def invoke_component(
+        self, plugin_id: str, kind: str, name: str, args: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        if kind == "MESSAGE_GATEWAY":
+            self.sent.append(args)
+            return {"success": True, "result": {"external_message_id": "x1"}}
+        self.waiting += 1
+        self.handled.append(args)
+        await self.release.wait()
+        return {"success": True, "continue_processing": True}
+
+
+def _message(number: int) -> dict[str, Any]:
+    return {
+        "message_id": f"m{number}",
+        "platform": "qq",
+        "message_info": {"user_info": {"user_id": "9"}, "group_info": {"group_id": "1"}},
+        "raw_message": [{"type": "text", "data": "hi"}],
+    }
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[tuple[ComponentDispatcher, Owner]]:
+    owner = Owner()
+    components = [
+        PluginComponent("g", "link", "MESSAGE_GATEWAY", {"route_type": "duplex", "platform": "qq"}),
+        PluginComponent("g", "inbound", "MESSAGE_GATEWAY", {"route_type": "receive"}),
+        PluginComponent("g", "count", "EVENT_HANDLER", {"event_type": "on_message"}),
+    ]
+    registry = ComponentRegistry()
+    registry.replace_plugin("g", [], owner, components)
+    settings = HostSettings(call_timeout=30)
+    dispatcher = ComponentDispatcher(registry, lambda: settings, lambda _: {})
+    yield dispatcher, owner
+    owner.release.set()
+    await dispatcher.aclose()
+
+
+def _call(capability: str, plugin: str = "g", **args: Any) -> CapabilityCall:
+    return CapabilityCall(plugin, capability, args)
+
+
+async def test_a_gateway_routes_nothing_until_it_reports_ready(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    gateways = gateway[0].gateways
+
+    with pytest.raises(RemoteError, match="is not ready"):
+        await gateways.route_message(_call(ROUTE_MESSAGE, gateway_name="link", message=_message(1)))
+
+
+async def test_a_receive_only_gateway_cannot_be_sent_through(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    gateways = gateway[0].gateways
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="inbound", ready=True))
+    await gateways.route_message(_call(ROUTE_MESSAGE, gateway_name="inbound", message=_message(1)))
+
+    receipt = await gateways.send(_call("send.text", text="好", stream_id="qq:1"))
+
+    assert receipt == {"success": False, "error": "message gateway inbound cannot send"}
+
+
+async def test_a_plugin_may_route_only_through_its_own_declared_gateway(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    gateways = gateway[0].gateways
+
+    with pytest.raises(RemoteError, match="plugin other declares no message gateway 'link'"):
+        await gateways.update_state(_call(UPDATE_STATE, "other", gateway_name="link", ready=True))
+
+
+async def test_past_the_in_flight_limit_messages_are_not_accepted(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    dispatcher, owner = gateway
+    gateways = dispatcher.gateways
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="link", ready=True))
+
+    answers = [
+        await gateways.route_message(_call(ROUTE_MESSAGE, gateway_name="link", message=_message(n)))
+        for n in range(MAX_IN_FLIGHT + 1)
+    ]
+    owner.release.set()
+    await dispatcher.drain(10)
+    after = await gateways.route_message(
+        _call(ROUTE_MESSAGE, gateway_name="link", message=_message(MAX_IN_FLIGHT + 1))
+    )
+
+    assert [a["accepted"] for a in answers].count(True) == MAX_IN_FLIGHT
+    assert answers[-1]["accepted"] is False
+    assert after["accepted"] is True
+
+
+async def test_send_goes_out_through_the_gateway_the_stream_came_in_by(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    dispatcher, owner = gateway
+    gateways = dispatcher.gateways
+    owner.release.set()
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="link", ready=True))
+    await gateways.route_message(_call(ROUTE_MESSAGE, gateway_name="link", message=_message(1)))
+
+    receipt = await gateways.send(_call("send.text", text="好", stream_id="qq:1"))
+    await dispatcher.drain(10)
+    with pytest.raises(RemoteError, match="no message gateway carries stream 'qq:2'"):
+        await gateways.send(_call("send.text", text="好", stream_id="qq:2"))
+
+    assert receipt == {"success": True, "sent": True, "message_id": "x1"}
+    assert owner.handled[0]["message"]["gateway"] == {"plugin_id": "g", "name": "link"}
+    assert owner.sent[0]["route"] == {"platform": "qq", "account_id": "", "scope": ""}
+    assert owner.sent[0]["message"]["raw_message"] == [{"type": "text", "data": "好"}]
+
+
+async def test_readiness_is_logged_and_listings_show_direction_and_platform(
+    gateway: tuple[ComponentDispatcher, Owner], caplog: pytest.LogCaptureFixture
+) -> None:
+    gateways = gateway[0].gateways
+
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="link", ready=True))
+    link = PluginComponent(
+        "g", "link", "MESSAGE_GATEWAY", {"route_type": "duplex", "platform": "qq"}
+    )
+
+    assert "message gateway g.link ready=True platform=qq" in caplog.text
+    assert link.summary() == "duplex, platform qq"
+    assert count_kinds(["MESSAGE_GATEWAY", "LLM_PROVIDER"]) == "1 message gateway, 1 LLM provider"
