@@ -25,7 +25,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.mcp_servers.harness import PUBLISHED, plughost_client
 
-PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "gated_start"
+PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "held" / "gated_start"
 DEADLINE = 60
 
 
