@@ -62,6 +62,7 @@ def build_tool_search(
         always_loaded=settings.always_loaded,
         semantic=settings.semantic,
         embedding_cache=settings.embedding_cache,
+        used_together=settings.used_together,
     )
     registry.register_provider(BuiltinToolProvider([search.tool()], provider_name="tool_search"))
     return search

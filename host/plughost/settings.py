@@ -316,6 +316,11 @@ class ToolSearchSettings(BaseModel):
         description="directory of the tool embeddings cache, so a restart embeds nothing "
         "it embedded before; unset keeps them in memory",
     )
+    used_together: bool = Field(
+        True,
+        description="lift the tools conversations called together with the best matches; "
+        "off ranks each query on its own words alone",
+    )
 
 
 class LLMSettings(BaseModel):

@@ -274,6 +274,7 @@ def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
             always_loaded=config.search.always_loaded,
             semantic=config.search.semantic,
             embedding_cache=config.search.embedding_cache,
+            used_together=config.search.used_together,
         )
         host.search = build_tool_search(host.tools, wanted)
 

@@ -68,6 +68,9 @@ class SearchSettings(BaseModel):
     embedding_cache: Path | None = Field(
         None, description="where tool embeddings are kept between starts; none: in memory"
     )
+    used_together: bool = Field(
+        True, description="lift the tools conversations called together with the best matches"
+    )
 
 
 class ServeSettings(BaseModel):

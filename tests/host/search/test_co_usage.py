@@ -119,3 +119,43 @@ async def test_what_was_used_together_survives_a_restart_through_export_state() 
     assert await _names(restarted, "recipe for pasta", 6) == lifted
     assert "nutrition_facts" in lifted
     restarted.close()
+
+
+@pytest.mark.parametrize("used_together", [True, False])
+async def test_the_host_setting_decides_whether_tools_used_together_lift_each_other(
+    used_together: bool,
+) -> None:
+    from plughost.chat import build_tool_search
+    from plughost.settings import ToolSearchSettings
+
+    registry = ToolRegistry()
+    registry.register_provider(_EvalProvider(SPECS))
+    settings = ToolSearchSettings(
+        enabled=True, threshold=100, semantic="off", used_together=used_together
+    )
+    service = build_tool_search(registry, settings)
+    assert service is not None
+    for session in ("s1", "s2", "s3"):
+        await _call(registry, session, "find_recipe", "nutrition_facts", "grocery_order")
+
+    found = await _names(service, "recipe for pasta", 6)
+    assert ("nutrition_facts" in found) is used_together
+    service.close()
+
+
+@pytest.mark.parametrize("used_together", [True, False])
+def test_serves_search_table_switches_tools_used_together(used_together: bool) -> None:
+    from types import SimpleNamespace
+
+    from plughost.cli.serve import register_host_tools
+    from plughost.cli.serve_config import ServeConfig
+
+    config = ServeConfig.model_validate(
+        {"search": {"semantic": "off", "used_together": used_together}}
+    )
+    host = SimpleNamespace(tools=ToolRegistry(), search=None)
+    register_host_tools(host, config)  # type: ignore[arg-type]
+
+    assert host.search is not None
+    assert ("used_together" in host.search.export_state()) is used_together
+    host.search.close()
