@@ -128,7 +128,10 @@ def _pyproject(source: PluginSource) -> list[str]:
     raw = _read(source, PYPROJECT_FILE)
     if raw is None:
         return []
-    project = parse_toml(raw, file).get("project")
+    try:
+        project = parse_toml(raw, file).get("project")
+    except ManifestError as exc:
+        raise DependencyError(source.plugin_id, file, [], "; ".join(exc.problems)) from None
     deps = project.get("dependencies", []) if isinstance(project, dict) else []
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         raise DependencyError(

@@ -95,6 +95,17 @@ def test_a_line_that_is_not_a_package_is_refused_naming_the_file_and_the_fix(
     assert says in caught.value.reason
 
 
+def test_a_pyproject_that_is_not_toml_is_refused_naming_the_plugin_and_the_file(
+    tmp_path: Path,
+) -> None:
+    source = plugin(tmp_path, pyproject_toml='[project\ndependencies = ["yarl"]\n')
+    with pytest.raises(DependencyError) as caught:
+        plugin_requirements(source)
+    assert caught.value.plugin_id == "tests.packages"
+    assert caught.value.file == str(source.path / "pyproject.toml")
+    assert "invalid TOML" in caught.value.reason
+
+
 def test_the_runners_own_packages_are_read_from_installed_metadata() -> None:
     own = runner_packages()
     assert {"pydantic", "msgpack", "pyzmq", "plughost-sdk"} <= set(own)
