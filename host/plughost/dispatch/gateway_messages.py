@@ -33,6 +33,7 @@ __all__ = [
     "InboundMessage",
     "outbound_message",
     "read_inbound",
+    "with_origin",
 ]
 
 MAX_INBOUND_BYTES: Final = 1024 * 1024
@@ -125,12 +126,7 @@ def read_inbound(raw: Any) -> InboundMessage:
             f"platform {RESERVED_PLATFORM!r} is the application's own console; a gateway "
             "cannot speak for it"
         )
-    message = dict(raw)
-    info = dict(raw["message_info"])
-    extra = dict(info.get("additional_config") or {})
-    extra.pop("is_local_operator", None)  # operator rights are the application's to give
-    info["additional_config"] = extra
-    message["message_info"] = info
+    message = with_origin(raw, checked.platform)
     text = checked.processed_plain_text
     if text is None:
         text = "".join(s.data for s in checked.raw_message if s.type == "text" and _is_str(s.data))
@@ -142,6 +138,26 @@ def read_inbound(raw: Any) -> InboundMessage:
     stream_id = f"{checked.platform}:{where}"
     message["session_id"] = stream_id
     return InboundMessage(message, text, checked.platform, stream_id, user_id, group_id)
+
+
+def with_origin(message: dict[str, Any], platform: str) -> dict[str, Any]:
+    """A copy of ``message`` on ``platform``, with any operator claim dropped.
+
+    Applied to what a gateway routed in and again to what an
+    ``on_message_pre_process`` handler rewrote it into: no plugin may move a
+    message to another platform (the console's among them) or mark it as the
+    operator's, since operator rights are the application's to give.
+    """
+    copied = dict(message)
+    copied["platform"] = platform
+    info = copied.get("message_info")
+    info = dict(info) if isinstance(info, dict) else {}
+    extra = info.get("additional_config")
+    extra = dict(extra) if isinstance(extra, dict) else {}
+    extra.pop("is_local_operator", None)
+    info["additional_config"] = extra
+    copied["message_info"] = info
+    return copied
 
 
 def outbound_message(

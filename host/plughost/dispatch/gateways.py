@@ -30,7 +30,12 @@ from typing import Any, Final
 from plughost.dispatch.calls import Background, ComponentCaller, Deadline
 from plughost.dispatch.commands import CommandDispatcher
 from plughost.dispatch.events import EventDispatcher
-from plughost.dispatch.gateway_messages import InboundMessage, outbound_message, read_inbound
+from plughost.dispatch.gateway_messages import (
+    InboundMessage,
+    outbound_message,
+    read_inbound,
+    with_origin,
+)
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 from plughost.runners.capabilities import CapabilityCall
@@ -176,7 +181,7 @@ class MessageGateways:
             )
             if not pre.continue_processing:
                 return {"success": True}
-            message = pre.message or message
+            message = with_origin(pre.message or message, inbound.platform)
             text = str(message.get("processed_plain_text") or inbound.text)
             context = {
                 "stream_id": inbound.stream_id,
