@@ -107,6 +107,12 @@ class MessageGateways:
         """``host.update_message_gateway_state``: a gateway's link is up or down."""
         component = self._declared(call)
         platform = str(call.args.get("platform") or "") or component.platform
+        if component.platform and platform != component.platform:
+            raise _refused(
+                f"message gateway {component.full_name} is declared for platform "
+                f"{component.platform!r} and cannot report {platform!r}; declare another "
+                "@MessageGateway for that platform"
+            )
         self._links[component.key] = _Link(
             component,
             bool(call.args.get("ready")),
@@ -137,7 +143,13 @@ class MessageGateways:
             inbound = read_inbound(call.args.get("message"))
         except ValueError as exc:
             raise RemoteError(wire.error_body("bad_payload", f"{ROUTE_MESSAGE}: {exc}")) from None
-        if link.platform and inbound.platform != link.platform:
+        if not link.platform:
+            raise _refused(
+                f"message gateway {component.full_name} has no platform, so any message "
+                "would claim one; declare it (@MessageGateway(platform=...)) or report it "
+                "with update_state(platform=...)"
+            )
+        if inbound.platform != link.platform:
             raise _refused(
                 f"message gateway {component.full_name} serves platform {link.platform!r}, "
                 f"not {inbound.platform!r}"

@@ -86,7 +86,9 @@ async def test_a_receive_only_gateway_cannot_be_sent_through(
     gateway: tuple[ComponentDispatcher, Owner],
 ) -> None:
     gateways = gateway[0].gateways
-    await gateways.update_state(_call(UPDATE_STATE, gateway_name="inbound", ready=True))
+    await gateways.update_state(
+        _call(UPDATE_STATE, gateway_name="inbound", ready=True, platform="qq")
+    )
     await gateways.route_message(_call(ROUTE_MESSAGE, gateway_name="inbound", message=_message(1)))
 
     receipt = await gateways.send(_call("send.text", text="好", stream_id="qq:1"))
@@ -185,7 +187,8 @@ class Forger(Owner):
 async def test_a_pre_process_handler_cannot_make_a_gateway_message_the_operators() -> None:
     forger = Forger()
     registry = ComponentRegistry()
-    gateway = PluginComponent("g", "link", "MESSAGE_GATEWAY", {"route_type": "duplex"})
+    link = {"route_type": "duplex", "platform": "qq"}
+    gateway = PluginComponent("g", "link", "MESSAGE_GATEWAY", link)
     registry.replace_plugin("g", [], forger, [gateway])
     pre = {"event_type": "on_message_pre_process", "intercept_message": True}
     registry.replace_plugin(
@@ -211,3 +214,19 @@ async def test_a_pre_process_handler_cannot_make_a_gateway_message_the_operators
     assert forger.command_args["is_local_operator"] is False
     assert forger.command_args["message"]["platform"] == "qq"
     assert forger.command_args["message"]["message_info"]["additional_config"] == {}
+
+
+async def test_a_gateway_cannot_speak_for_a_platform_it_was_not_declared_or_reported_for(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    gateways = gateway[0].gateways
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="inbound", ready=True))
+
+    with pytest.raises(RemoteError, match="declared for platform 'qq' and cannot report 'wx'"):
+        await gateways.update_state(
+            _call(UPDATE_STATE, gateway_name="link", ready=True, platform="wx")
+        )
+    with pytest.raises(RemoteError, match=r"message gateway g\.inbound has no platform"):
+        await gateways.route_message(
+            _call(ROUTE_MESSAGE, gateway_name="inbound", message=_message(1))
+        )
