@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 
 _REASON_LINES = 25
 """Lines of uv's output kept for an error message: its reason is at the end."""
+_LINE_CHARS = 500
+"""Characters of one line of uv's output passed on: uv echoes the names a plugin wrote."""
+_LINE_BYTES = 4 * (_LINE_CHARS + 1)  # enough to tell that a line was longer
+_CHUNK = 1 << 16
 _TERM_TIMEOUT = 2.0
 
 
@@ -91,7 +96,7 @@ async def run_install(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    lines: list[str] = []
+    lines: deque[str] = deque(maxlen=_REASON_LINES)
     try:
         async with asyncio.timeout(timeout):
             await _read_lines(process, lines, progress)
@@ -103,20 +108,32 @@ async def run_install(
     finally:
         await _ended(process)
     if code != 0:
-        raise InstallError("\n".join(lines[-_REASON_LINES:]) or f"uv exited with status {code}")
+        raise InstallError("\n".join(lines) or f"uv exited with status {code}")
 
 
 async def _read_lines(
-    process: asyncio.subprocess.Process, lines: list[str], progress: Callable[[str], None]
+    process: asyncio.subprocess.Process, lines: deque[str], progress: Callable[[str], None]
 ) -> None:
+    """Pass on each line uv prints, cut to ``_LINE_CHARS``, however long it is."""
     stream = process.stdout
     if stream is None:
         return
-    async for raw in stream:
-        line = raw.decode("utf-8", "replace").rstrip()
-        if line:
-            lines.append(line)
-            progress(line)
+    pending = b""
+    while chunk := await stream.read(_CHUNK):
+        *complete, pending = (pending + chunk).split(b"\n")
+        for raw in complete:
+            _pass_on(raw, lines, progress)
+        pending = pending[:_LINE_BYTES]
+    _pass_on(pending, lines, progress)
+
+
+def _pass_on(raw: bytes, lines: deque[str], progress: Callable[[str], None]) -> None:
+    line = raw[:_LINE_BYTES].decode("utf-8", "replace").rstrip()
+    if len(line) > _LINE_CHARS:
+        line = line[:_LINE_CHARS] + "…"
+    if line:
+        lines.append(line)
+        progress(line)
 
 
 async def _ended(process: asyncio.subprocess.Process) -> None:

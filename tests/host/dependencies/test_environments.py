@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from plughost.dependencies import environments
 from plughost.dependencies.environments import PluginEnvironments
-from plughost.dependencies.installer import InstallError
+from plughost.dependencies.installer import InstallError, run_install
 from plughost.events import EventBus
 from plughost.plugins.source import PluginProblem, PluginSource
 from plughost.settings import HostSettings
@@ -55,3 +56,17 @@ async def test_plugins_without_packages_start_while_another_plugins_install_runs
     assert problems[0].reason == (
         "cannot install nosuchpkg: nosuchpkg was not found (the test's installer)"
     )
+
+
+async def test_an_installer_line_of_any_length_is_cut_and_the_failure_is_an_install_error() -> None:
+    # uv echoes the names it could not find; a plugin chooses those names.
+    script = "print('x' * 300_000); print('the reason'); raise SystemExit(1)"
+    shown: list[str] = []
+    with pytest.raises(InstallError) as caught:
+        await run_install([sys.executable, "-c", script], 30, shown.append)
+    assert len(shown) == 2
+    assert shown[1] == "the reason"
+    assert len(shown[0]) < 1000
+    assert shown[0].endswith("…")
+    assert str(caught.value).endswith("the reason")
+    assert len(str(caught.value)) < 2000
