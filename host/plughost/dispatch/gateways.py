@@ -113,13 +113,14 @@ class MessageGateways:
                 f"{component.platform!r} and cannot report {platform!r}; declare another "
                 "@MessageGateway for that platform"
             )
-        self._links[component.key] = _Link(
-            component,
-            bool(call.args.get("ready")),
-            platform,
-            str(call.args.get("account_id") or ""),
-            str(call.args.get("scope") or ""),
-        )
+        # The same link is updated in place: its messages still in processing keep
+        # counting, so reporting ready again does not lift the in-flight bound.
+        link = self._link(component) or _Link(component, False, platform)
+        link.ready = bool(call.args.get("ready"))
+        link.platform = platform
+        link.account_id = str(call.args.get("account_id") or "")
+        link.scope = str(call.args.get("scope") or "")
+        self._links[component.key] = link
         log.info(
             "message gateway %s ready=%s platform=%s",
             component.full_name,

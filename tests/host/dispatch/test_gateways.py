@@ -230,3 +230,19 @@ async def test_a_gateway_cannot_speak_for_a_platform_it_was_not_declared_or_repo
         await gateways.route_message(
             _call(ROUTE_MESSAGE, gateway_name="inbound", message=_message(1))
         )
+
+
+async def test_reporting_ready_again_does_not_lift_the_in_flight_limit(
+    gateway: tuple[ComponentDispatcher, Owner],
+) -> None:
+    gateways = gateway[0].gateways
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="link", ready=True))
+    for n in range(MAX_IN_FLIGHT):
+        await gateways.route_message(_call(ROUTE_MESSAGE, gateway_name="link", message=_message(n)))
+
+    await gateways.update_state(_call(UPDATE_STATE, gateway_name="link", ready=True))
+    after = await gateways.route_message(
+        _call(ROUTE_MESSAGE, gateway_name="link", message=_message(MAX_IN_FLIGHT))
+    )
+
+    assert after["accepted"] is False
