@@ -157,7 +157,8 @@ class MessageGateways:
             )
         route = {"platform": inbound.platform, "account_id": link.account_id, "scope": link.scope}
         external = call.args.get("external_message_id") or inbound.message["message_id"]
-        key = str(call.args.get("dedupe_key") or "") or f"{component.key}:{external}"
+        # Keyed by gateway: one gateway's keys cannot mark another's messages as seen.
+        key = f"{component.key}:{call.args.get('dedupe_key') or external}"
         if key in self._seen or link.in_flight >= MAX_IN_FLIGHT:
             return {"accepted": False, "route_key": route}
         self._remember(key, inbound, component)

@@ -246,3 +246,33 @@ async def test_reporting_ready_again_does_not_lift_the_in_flight_limit(
     )
 
     assert after["accepted"] is False
+
+
+async def test_a_gateways_dedupe_key_does_not_drop_another_gateways_message() -> None:
+    owner = Owner()
+    owner.release.set()
+    registry = ComponentRegistry()
+    for plugin in ("a", "b"):
+        link = {"route_type": "duplex", "platform": "qq"}
+        registry.replace_plugin(
+            plugin, [], owner, [PluginComponent(plugin, "link", "MESSAGE_GATEWAY", link)]
+        )
+    settings = HostSettings(call_timeout=30)
+    dispatcher = ComponentDispatcher(registry, lambda: settings, lambda _: {})
+    gateways = dispatcher.gateways
+    answers = []
+    try:
+        for plugin in ("b", "a"):
+            await gateways.update_state(
+                _call(UPDATE_STATE, plugin, gateway_name="link", ready=True)
+            )
+            first = _call(
+                ROUTE_MESSAGE, plugin, gateway_name="link", message=_message(1), dedupe_key="k1"
+            )
+            answers.append(await gateways.route_message(first))
+        again = _call(ROUTE_MESSAGE, "a", gateway_name="link", message=_message(2), dedupe_key="k1")
+        answers.append(await gateways.route_message(again))
+    finally:
+        await dispatcher.aclose()
+
+    assert [a["accepted"] for a in answers] == [True, True, False]
