@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import mcp_types as types
+import pytest
 
 from plughost.mcp.catalogue import ToolCatalogue, source_of
 from plughost_sdk.models import ToolSpec
@@ -79,3 +81,34 @@ def test_the_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
 
 def test_tools_of_other_providers_have_no_fingerprint_key() -> None:
     assert source_of(REMOTE_TOOL) not in PRINTS
+
+
+def test_a_file_others_could_write_or_a_link_makes_a_cold_start(tmp_path: Path) -> None:
+    catalogue = saved(tmp_path)
+    assert catalogue.load(PRINTS) is not None
+    catalogue.path.chmod(0o622)
+    assert catalogue.load(PRINTS) is None
+    catalogue.path.chmod(0o600)
+    linked = ToolCatalogue(tmp_path / "linked.json")
+    linked.path.symlink_to(catalogue.path)
+    assert linked.load(PRINTS) is None
+
+
+def test_a_file_of_another_user_makes_a_cold_start(tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    catalogue = saved(tmp_path)
+    os.chown(catalogue.path, 65534, -1)
+    assert catalogue.load(PRINTS) is None
+
+
+def test_saving_never_writes_through_a_link_planted_in_the_directory(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("kept")
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in (f".tool-catalogue.json.{os.getpid()}.tmp", "tool-catalogue.json"):
+        (folder / name).symlink_to(victim)
+    saved(tmp_path)
+    assert victim.read_text() == "kept"
+    assert not (folder / "tool-catalogue.json").is_symlink()
