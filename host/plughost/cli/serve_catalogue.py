@@ -12,14 +12,16 @@ and returns one fingerprint per tool source, the keys of
   (host settings, search, the rest of ``[mcp]``), so a change there drops the
   whole catalogue.
 
-A plugin folder that cannot be digested gets no fingerprint, so its tools are
-never served from the catalogue.
+A plugin folder that cannot be digested (a link in it, too many bytes) gets a
+fingerprint that matches no other, so while it is there every start is cold:
+its tools are never served from the catalogue, and no list without them is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from importlib import metadata
 from typing import Any
 
@@ -49,7 +51,7 @@ def fingerprints(config: ServeConfig) -> dict[str, str]:
         try:
             folder = plugin_sha256(source.path)
         except (DigestError, OSError):
-            continue
+            folder = f"not digested {secrets.token_hex(16)}"  # unchanged is unknowable
         found[f"plugin:{source.plugin_id}"] = _digest([folder, source.config_version])
     return found
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from plughost.cli.serve_catalogue import catalogue_for, fingerprints
 from plughost.cli.serve_config import ServeConfig
+from plughost_sdk.models import ToolSpec
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "ordered_content"
 KEY = "plugin:tests.ordered_content"
@@ -51,3 +52,16 @@ def test_the_catalogue_lives_beside_the_plugin_data_directories(tmp_path: Path) 
     config = config_file(tmp_path)
 
     assert catalogue_for(config).path == config.host.data_dir.parent / "tool-catalogue.json"
+
+
+def test_a_plugin_that_cannot_be_digested_makes_every_start_cold(tmp_path: Path) -> None:
+    config = config_file(tmp_path)
+    (tmp_path / "plugins" / "ordered_content" / "elsewhere").symlink_to(tmp_path)
+    catalogue = catalogue_for(config)
+    listed = [
+        ToolSpec(name="ordered", provider_type="plugin", metadata={"plugin_id": KEY[7:]}),
+        ToolSpec(name="tool_search", provider_type="builtin"),
+    ]
+    catalogue.save(listed, fingerprints(config))
+
+    assert catalogue.load(fingerprints(config)) is None  # never the list without its tools
