@@ -5,7 +5,8 @@ configuration or model behind it. A plugin that calls ``ctx.config.get`` or
 ``ctx.send.text`` in ``on_load`` would fail there, although the application
 that embeds plughost answers those calls when the plugin runs for real. So
 check answers every capability a checked plugin's manifest lists and the host
-does not answer itself:
+does not answer itself (``send.*`` and ``llm.*`` included when the host's own
+answer finds no gateway or model behind it):
 
 - with the operator's answer, from ``plughost check --answers FILE``: a TOML
   file whose keys are capability names (quoted, since they hold a dot) and
@@ -31,7 +32,8 @@ from typing import Any, Literal
 
 from plughost.host import PluginHost
 from plughost.plugins.source import PluginSource
-from plughost.runners.capabilities import CapabilityCall
+from plughost.runners.capabilities import CapabilityCall, CapabilityHandler
+from plughost.runners.channel import RemoteError
 
 __all__ = ["STAND_IN_MARK", "Answered", "StandIns", "load_answers"]
 
@@ -42,6 +44,8 @@ Answered = Literal["answers", "stand-in"]
 """How check answered a capability: from the operator's file, or with a marked stand-in."""
 
 _EXAMPLE = '"config.get" = { success = true, value = "麦麦" }'
+_APPLICATION_GROUPS = ("send.", "llm.")
+"""Groups the host answers only through what the application gives it (gateways, models)."""
 
 
 def load_answers(path: Path) -> dict[str, Any]:
@@ -86,8 +90,13 @@ class StandIns:
             host.register_capability(name, self._answer)
         listed = {name for source in sources for name in source.manifest.capabilities}
         for name in sorted(listed - set(self.answers)):
-            if "." in name and host.capabilities.handler(name) is None:
+            if "." not in name:
+                continue
+            own = host.capabilities.handler(name)
+            if own is None:
                 host.capabilities.register(name, self._answer, fallback=True)
+            elif name.startswith(_APPLICATION_GROUPS):
+                host.capabilities.register(name, _Unless(own, self._answer))
 
     async def _answer(self, call: CapabilityCall) -> Any:
         group = call.capability.split(".", 1)[0] + ".*"
@@ -97,3 +106,19 @@ class StandIns:
         if answered == "answers":
             return copy.deepcopy(self.answers[key])
         return {"success": True, "value": call.args.get("default"), "stand_in": STAND_IN_MARK}
+
+
+@dataclass(frozen=True, slots=True)
+class _Unless:
+    """The host's own answer, or the stand-in where the host has nothing to answer with."""
+
+    own: CapabilityHandler
+    stand_in: CapabilityHandler
+
+    async def __call__(self, call: CapabilityCall) -> Any:
+        try:
+            return await self.own(call)
+        except RemoteError as exc:
+            if exc.code != "capability_not_provided":
+                raise
+        return await self.stand_in(call)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from plughost.cli.checker import check_plugins
-from plughost.cli.stand_ins import StandIns, load_answers
+from plughost.cli.stand_ins import STAND_IN_MARK, StandIns, load_answers
 from plughost.host import PluginHost
+from plughost.plugins.source import scan_plugin_dirs
 from plughost.runners.capabilities import CapabilityCall
 from plughost.settings import HostSettings
 from tests.conftest import TEST_PLUGINS
@@ -73,3 +74,25 @@ async def test_a_group_answer_answers_each_capability_of_the_group_even_over_a_h
 
     assert (sent, asked) == ({"success": True}, {"response": "好"})
     assert stand_ins.used == {"p": {"send.text": "answers", "llm.generate": "answers"}}
+
+
+async def test_send_and_llm_get_stand_ins_where_the_host_finds_no_gateway_or_model(
+    tmp_path: Path,
+) -> None:
+    plugin = shutil.copytree(TEST_PLUGINS / "maibot" / "welcome_banner", tmp_path / "banner")
+    manifest = plugin / "_manifest.json"
+    manifest.write_text(manifest.read_text().replace('"send.text"', '"send.text", "llm.generate"'))
+    host = PluginHost([plugin], settings=HostSettings())
+    stand_ins = StandIns()
+    stand_ins.install(host, scan_plugin_dirs([plugin])[0])
+
+    answers = [
+        await host.capabilities.handler(name)(CapabilityCall("p", name, args))  # type: ignore[misc]
+        for name, args in [
+            ("send.text", {"text": "hi", "stream_id": "qq:1"}),
+            ("llm.generate", {"prompt": "?"}),
+        ]
+    ]
+
+    assert [a.get("stand_in") for a in answers] == [STAND_IN_MARK, STAND_IN_MARK]
+    assert stand_ins.used == {"p": {"send.text": "stand-in", "llm.generate": "stand-in"}}
