@@ -362,3 +362,70 @@ async def test_an_edit_to_an_uninstallable_requirement_keeps_the_old_version_ser
     assert failed.details["stage"] == "packages"
     assert "tinypkg" in failed.details["reason"]
     assert (await tinypkg_of(watched.host, "edited"))[0] == "1.0"
+
+
+def write_bm25_plugin(root: Path, requirement: str) -> Path:
+    """A plugin declaring ``requirement`` whose tool says which rank_bm25 it imported."""
+    folder = root / "ranker"
+    folder.mkdir(parents=True)
+    (folder / "_manifest.json").write_text(
+        json.dumps(
+            {
+                "manifest_version": 2,
+                "id": "tests.ranker",
+                "version": "1.0.0",
+                "name": "ranker",
+                "author": {"name": "tests"},
+            }
+        )
+    )
+    (folder / "requirements.txt").write_text(requirement + "\n")
+    (folder / "plugin.py").write_text(
+        textwrap.dedent(
+            """
+            from plughost_sdk import Plugin, Tool
+
+            class Ranker(Plugin):
+                @Tool("ranker_version", brief_description="Which rank_bm25", read_only=True)
+                async def version(self, **kwargs):
+                    import rank_bm25
+                    return {"content": getattr(rank_bm25, "VERSION", "the host's")}
+
+            def create_plugin():
+                return Ranker()
+            """
+        )
+    )
+    return folder
+
+
+async def test_a_requirement_the_hosts_environment_meets_is_loaded_from_it_not_installed(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    # The wheel directory is empty and the install offline: installing would fail.
+    root = tmp_path / "plugins"
+    write_bm25_plugin(root, "rank-bm25>=0.2")
+    settings = offline_settings(tmp_path, tmp_path / "no-wheels")
+    async with make_host([root], settings) as host:
+        assert host.problems == {}
+        assert host.sources["tests.ranker"].packages is None
+        result = await host.invoke("ranker_version", {})
+    assert result.success, result.error_message
+    assert result.content == "the host's"
+    assert not (tmp_path / "data" / ".packages").exists() or not any(
+        p.name != "cache" for p in (tmp_path / "data" / ".packages").iterdir()
+    )
+
+
+async def test_a_version_the_hosts_environment_lacks_is_installed_and_wins_over_its_copy(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    wheels = tmp_path / "wheels"
+    write_wheel(wheels, "rank_bm25", "0.0.1")
+    root = tmp_path / "plugins"
+    write_bm25_plugin(root, "rank-bm25==0.0.1")
+    async with make_host([root], offline_settings(tmp_path, wheels)) as host:
+        assert host.problems == {}
+        result = await host.invoke("ranker_version", {})
+    assert result.success, result.error_message
+    assert result.content == "0.0.1"

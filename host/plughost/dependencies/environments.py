@@ -2,8 +2,11 @@
 
 An environment is a directory of installed packages (``uv pip install
 --target``), not a virtual environment: a runner keeps the host's interpreter
-(the fork server has it warm) and only appends the directory to ``sys.path``
-after its own packages, which a venv's interpreter would not allow. It is
+(the fork server has it warm) and puts the directory first on ``sys.path``.
+It holds only what the host's environment does not already meet: a plugin
+whose every requirement is installed beside the runner gets no environment.
+The runner's own packages are pinned for the installation and imported before
+any plugin, so a plugin never replaces them. It is
 named by a digest of the normalized requirement set, the runner's pinned
 packages and the interpreter's version, so plugins asking for the same set
 share one, and a different runner or Python gets a fresh one. It is built in
@@ -38,7 +41,7 @@ from plughost.dependencies.requirements import (
     declares_packages,
     plugin_requirements,
 )
-from plughost.dependencies.runner_packages import conflicts, constraints
+from plughost.dependencies.runner_packages import already_met, conflicts, constraints
 from plughost.events import EventBus, EventKind, LifecycleEvent
 from plughost.plugins.source import PluginProblem, PluginSource
 from plughost.settings import HostSettings
@@ -117,6 +120,14 @@ class PluginEnvironments:
             return dataclasses.replace(source, packages=None)
         pins = await asyncio.to_thread(constraints)  # reads installed metadata, once
         _refuse_conflicts(source, declared)
+        missing, met = await asyncio.to_thread(
+            already_met, [d.requirement for d in declared.values()]
+        )
+        if not missing:
+            log.debug("plugin %s: every declared package is installed already", source.plugin_id)
+            return dataclasses.replace(source, packages=None)
+        declared = {name: item for name, item in declared.items() if item.requirement in missing}
+        pins = sorted({*pins, *met})
         lines = [str(d.requirement) for d in declared.values()]
         digest = environment_digest(lines, pins)
         lock = self._locks.setdefault(digest, asyncio.Lock())

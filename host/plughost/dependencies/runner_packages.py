@@ -1,9 +1,10 @@
 """The packages a runner imports itself, read from the installed distributions.
 
-A plugin's environment comes after the runner's own packages on ``sys.path``,
-so a plugin always gets the runner's pydantic, msgpack and pyzmq, whatever it
-installed. A plugin that needs other versions of them could never work: it is
-refused before anything is installed, with an error naming both sides. The
+The runner imports its own packages before any plugin, and a plugin's
+environment is installed with them pinned, so a plugin always gets the
+runner's pydantic, msgpack and pyzmq. A plugin that needs other versions of
+them could never work: it is refused before anything is installed, with an
+error naming both sides. The
 list is not written down anywhere: it is ``plughost-runner``'s requirements,
 followed through the installed distributions' metadata, so it stays right
 when the runner gains or loses a dependency. The same pins are handed to the
@@ -20,7 +21,7 @@ from importlib import metadata
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-__all__ = ["RunnerPackage", "conflicts", "constraints", "runner_packages"]
+__all__ = ["RunnerPackage", "already_met", "conflicts", "constraints", "runner_packages"]
 
 RUNNER_DISTRIBUTION = "plughost-runner"
 
@@ -70,6 +71,39 @@ def conflicts(requirements: list[Requirement]) -> list[str]:
             f"widen the plugin's range to include {package.version}"
         )
     return found
+
+
+def already_met(requirements: list[Requirement]) -> tuple[list[Requirement], list[str]]:
+    """Split ``requirements`` into what must be installed and pins of what is already met.
+
+    A runner sees every package installed beside it (the host's environment)
+    before a plugin's own, so a requirement a package there satisfies needs no
+    installation: a plugin declaring ``aiohttp`` on a host that has a fitting
+    aiohttp starts at once, as it did before it declared anything, and a package
+    with no wheel that is already installed is never built. One whose marker
+    excludes this interpreter needs nothing either. A requirement with extras is
+    always installed: whether the extras' own packages are present is not
+    checked here. The pins keep what the installation resolves consistent with
+    the copies the runner will load.
+    """
+    missing: list[Requirement] = []
+    pins: list[str] = []
+    for requirement in requirements:
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            version = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            version = None
+        if (
+            version is not None
+            and not requirement.extras
+            and requirement.specifier.contains(version, prereleases=True)
+        ):
+            pins.append(f"{canonicalize_name(requirement.name)}=={version}")
+        else:
+            missing.append(requirement)
+    return missing, pins
 
 
 def constraints() -> list[str]:

@@ -60,7 +60,7 @@ class PluginSpec:
     capabilities: tuple[str, ...] = ()
     """What a remote runner tells the host about this plugin (see plughost_runner.remote)."""
     packages: str = ""
-    """The directory of the plugin's own installed packages, appended to ``sys.path``."""
+    """The directory of the plugin's own installed packages, first on ``sys.path``."""
 
     def offer(self) -> dict[str, Any]:
         """How a remote runner offers this plugin: id, version, folder digest, capabilities.
@@ -303,6 +303,20 @@ def validate_config(instance: Plugin, config: dict[str, Any]) -> None:
         raise _StageError("config", f"config.toml is invalid: {exc}", None) from None
 
 
+def _put_first(packages: str) -> None:
+    """Put the plugin's own packages before the host's environment on ``sys.path``.
+
+    They hold only what the host's environment lacks or has in a version the
+    plugin cannot use, so they must win over it. The runner's own packages are
+    imported before any plugin and were pinned to the same versions for the
+    installation, so a copy there never replaces the runner's.
+    """
+    before = list(sys.path)
+    site.addsitedir(packages)  # also runs the directory's .pth files
+    added = [entry for entry in sys.path if entry not in before]
+    sys.path[:] = [*added, *before]
+
+
 def _import(spec: PluginSpec) -> ModuleType:
     global _counter
     _counter += 1
@@ -317,8 +331,7 @@ def _import(spec: PluginSpec) -> ModuleType:
     if module_spec is None or module_spec.loader is None:
         raise _StageError("import", f"{entry} cannot be imported")
     if spec.packages and spec.packages not in sys.path:
-        # After the runner's own packages: a plugin's copy of pydantic never replaces ours.
-        site.addsitedir(spec.packages)
+        _put_first(spec.packages)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     if spec.flavor == "maibot":

@@ -70,3 +70,27 @@ async def test_an_installer_line_of_any_length_is_cut_and_the_failure_is_an_inst
     assert shown[0].endswith("…")
     assert str(caught.value).endswith("the reason")
     assert len(str(caught.value)) < 2000
+
+
+def test_only_requirements_the_hosts_environment_does_not_meet_are_installed() -> None:
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    from plughost.dependencies.runner_packages import already_met
+
+    installed = metadata.version("packaging")
+    asked = [
+        Requirement("packaging>=1"),  # met
+        Requirement("packaging<1"),  # installed, out of range
+        Requirement("nosuchpkg-for-tests"),  # not installed
+        Requirement("otherpkg-for-tests; python_version < '3'"),  # not for this Python
+        Requirement("packaging[extra]>=1"),  # extras are not checked: installed
+    ]
+    missing, pins = already_met(asked)
+    assert [str(r) for r in missing] == [
+        "packaging<1",
+        "nosuchpkg-for-tests",
+        "packaging[extra]>=1",
+    ]
+    assert pins == [f"packaging=={installed}"]
