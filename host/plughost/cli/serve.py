@@ -136,6 +136,8 @@ async def _serve_started(
     """
     stopping, written = asyncio.Event(), asyncio.Event()
     warm = _warm_start(host, config) if config.serve.mcp == "stdio" and not strict else None
+    if warm is not None:
+        await warm.load()
     stdio = None if warm is None else _serve_stdio(warm, config, stopping, written)
     try:
         async with _progress(host, config):

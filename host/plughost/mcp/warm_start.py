@@ -60,10 +60,12 @@ class WarmStart:
     Args:
         registry: The registry being started.
         catalogue: Where the last list is kept.
-        fingerprints: Computes the current fingerprint of each tool source, by key
-            (it reads plugin folders: called here once, then in a thread before
-            each save).
+        fingerprints: Computes the current fingerprint of each tool source, by key.
+            It reads and hashes every plugin folder, so it only ever runs in a
+            worker thread: once in :meth:`load`, then before each save.
         call_timeout: Seconds a call made during start-up waits for the host.
+
+    Until :meth:`load` has read the catalogue, the start is cold.
     """
 
     def __init__(
@@ -78,7 +80,7 @@ class WarmStart:
         self.catalogue = catalogue
         self.fingerprints = fingerprints
         self.call_timeout = call_timeout
-        self.cached = catalogue.load(fingerprints())
+        self.cached: list[ToolSpec] | None = None
         self.live = asyncio.Event()
         self._served_cached = False
         self._listeners: dict[ChangeListener, ChangeListener] = {}
@@ -166,6 +168,14 @@ class WarmStart:
         self.registry.remove_resource_listener(listener)
 
     # --- start-up --------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Read the catalogue's tools still true of the sources now (none: a cold start).
+
+        In a worker thread: digesting the plugin folders may read gigabytes, and the
+        loop meanwhile answers signals and whatever else has started.
+        """
+        self.cached = await asyncio.to_thread(lambda: self.catalogue.load(self.fingerprints()))
 
     async def go_live(self) -> None:
         """Switch to the live registry: save its list, and announce it if it differs."""

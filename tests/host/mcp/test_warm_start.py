@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,13 @@ class Registry:
     def remove_resource_listener(self, listener: Callable[[str], None]) -> None: ...
 
 
-def warm(tmp_path: Path, registry: Registry, *saved: str, timeout: float = 30) -> WarmStart:
+async def warm(tmp_path: Path, registry: Registry, *saved: str, timeout: float = 30) -> WarmStart:
     catalogue = ToolCatalogue(tmp_path / "tool-catalogue.json")
     if saved:
         catalogue.save([tool(name) for name in saved], PRINTS)
-    return WarmStart(registry, catalogue, lambda: PRINTS, call_timeout=timeout)
+    source = WarmStart(registry, catalogue, lambda: PRINTS, call_timeout=timeout)
+    await source.load()
+    return source
 
 
 async def names(source: WarmStart) -> list[str]:
@@ -73,7 +76,7 @@ async def names(source: WarmStart) -> list[str]:
 async def test_tools_list_answers_the_catalogue_until_live_then_the_registry(
     tmp_path: Path,
 ) -> None:
-    source = warm(tmp_path, Registry("new"), "old")
+    source = await warm(tmp_path, Registry("new"), "old")
 
     before = await names(source)
     await source.go_live()
@@ -83,7 +86,7 @@ async def test_tools_list_answers_the_catalogue_until_live_then_the_registry(
 
 
 async def test_with_no_catalogue_tools_list_waits_for_the_live_list(tmp_path: Path) -> None:
-    source = warm(tmp_path, Registry("live"))
+    source = await warm(tmp_path, Registry("live"))
     with anyio.fail_after(10):
         listing = asyncio.ensure_future(names(source))
         await source.go_live()
@@ -91,7 +94,7 @@ async def test_with_no_catalogue_tools_list_waits_for_the_live_list(tmp_path: Pa
 
 
 async def test_a_call_during_start_up_waits_for_the_host_and_runs(tmp_path: Path) -> None:
-    source = warm(tmp_path, Registry("a"), "a")
+    source = await warm(tmp_path, Registry("a"), "a")
     with anyio.fail_after(10):
         call = asyncio.ensure_future(source.invoke(ToolInvocation(tool_name="a")))
         await asyncio.sleep(0)  # the call is waiting now: nothing else can let it run
@@ -103,7 +106,7 @@ async def test_a_call_during_start_up_waits_for_the_host_and_runs(tmp_path: Path
 async def test_a_call_that_outlasts_the_call_timeout_says_the_host_is_starting(
     tmp_path: Path,
 ) -> None:
-    source = warm(tmp_path, Registry("a"), "a", timeout=0.01)
+    source = await warm(tmp_path, Registry("a"), "a", timeout=0.01)
 
     result = await source.invoke(ToolInvocation(tool_name="a"))
 
@@ -115,7 +118,7 @@ async def test_a_call_that_outlasts_the_call_timeout_says_the_host_is_starting(
 async def test_clients_hear_of_a_change_only_when_the_live_list_differs(
     tmp_path: Path, live: tuple[str, ...], told: bool
 ) -> None:
-    source = warm(tmp_path, Registry(*live), "a")
+    source = await warm(tmp_path, Registry(*live), "a")
     heard: list[str] = []
     source.add_listener(heard.append)
 
@@ -180,7 +183,7 @@ class Resources:
 async def test_resources_asked_for_while_starting_are_answered_once_live(tmp_path: Path) -> None:
     registry = Registry("a")
     registry.own = (Resources(),)
-    source = warm(tmp_path, registry, "a")
+    source = await warm(tmp_path, registry, "a")
     catalog = ContentCatalog(source)
 
     with anyio.fail_after(10):
@@ -197,7 +200,7 @@ async def test_changes_while_starting_are_not_told_but_changes_once_live_are(
     tmp_path: Path,
 ) -> None:
     registry = Registry("a")
-    source = warm(tmp_path, registry, "a")
+    source = await warm(tmp_path, registry, "a")
     heard: list[str] = []
     source.add_listener(heard.append)
 
@@ -239,9 +242,40 @@ class Routing(Registry):
 
 
 async def test_a_call_the_starting_registry_can_route_runs_before_live(tmp_path: Path) -> None:
-    source = warm(tmp_path, Routing("up"), "up")
+    source = await warm(tmp_path, Routing("up"), "up")
 
     result = await source.invoke(ToolInvocation(tool_name="up"))
 
     assert result.content == "ran"
     assert not source.live.is_set()
+
+
+async def test_the_loop_keeps_running_while_the_plugin_folders_are_digested(
+    tmp_path: Path,
+) -> None:
+    loop = asyncio.get_running_loop()
+    digesting, released = asyncio.Event(), threading.Event()
+    answered: list[bool] = []
+
+    def fingerprints() -> Mapping[str, str]:
+        # Signals the loop, then holds until a coroutine on that loop answers: a
+        # digest run on the loop itself would wait here for nothing.
+        loop.call_soon_threadsafe(digesting.set)
+        answered.append(released.wait(timeout=10))
+        return PRINTS
+
+    catalogue = ToolCatalogue(tmp_path / "tool-catalogue.json")
+    catalogue.save([tool("a")], PRINTS)
+    source = WarmStart(Registry("a"), catalogue, fingerprints, call_timeout=30)
+
+    async def answer() -> None:
+        await digesting.wait()
+        released.set()
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            group.start_soon(answer)
+            await source.load()
+
+    assert answered == [True]
+    assert await names(source) == ["a"]
