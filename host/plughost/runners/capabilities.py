@@ -60,7 +60,10 @@ class CapabilityRouter:
     def __init__(self) -> None:
         self._handlers: dict[str, CapabilityHandler] = {}
         self._fallbacks: dict[str, CapabilityHandler] = {}
-        self._unlisted: set[str] = set()
+        # Names every plugin may call, kept per table: the embedder's handler decides
+        # while it is registered, the host's fallback again once it is unregistered.
+        self._open_handlers: set[str] = set()
+        self._open_fallbacks: set[str] = set()
 
     def register(
         self,
@@ -80,16 +83,22 @@ class CapabilityRouter:
         if "." not in name:
             raise ValueError(f"capability names look like 'send.text' or 'send.*', got {name!r}")
         (self._fallbacks if fallback else self._handlers)[name] = handler
+        open_names = self._open_fallbacks if fallback else self._open_handlers
         if needs_manifest:
-            self._unlisted.discard(name)
+            open_names.discard(name)
         else:
-            self._unlisted.add(name)
+            open_names.add(name)
 
     def unregister(self, name: str) -> None:
         """Stop handling ``name`` (a host fallback of that name, if any, answers again)."""
         self._handlers.pop(name, None)
-        if name not in self._fallbacks:
-            self._unlisted.discard(name)
+        self._open_handlers.discard(name)
+
+    def _unlisted(self, capability: str) -> bool:
+        """Whether ``capability`` needs no manifest entry, as its current handler says."""
+        if capability in self._handlers:
+            return capability in self._open_handlers
+        return capability in self._open_fallbacks
 
     def provided(self) -> list[str]:
         """The capability names with a handler."""
@@ -128,7 +137,7 @@ class CapabilityRouter:
                 ``capability_failed``, with a message for the plugin author.
         """
         plugin_id = manifest.id
-        if capability not in self._unlisted and not manifest.allows_capability(capability):
+        if not self._unlisted(capability) and not manifest.allows_capability(capability):
             message = (
                 denial(capability)
                 if denial is not None

@@ -19,6 +19,14 @@ class Manifest:
         return True
 
 
+@dataclass(frozen=True)
+class Bare(Manifest):
+    """A plugin whose manifest lists no capability."""
+
+    def allows_capability(self, capability: str) -> bool:
+        return False
+
+
 def _answering(label: str) -> Any:
     async def handler(call: CapabilityCall) -> str:
         return f"{label}:{call.capability}"
@@ -60,15 +68,24 @@ async def test_among_fallbacks_the_exact_name_beats_the_group() -> None:
 async def test_unregistering_an_embedder_name_keeps_a_fallbacks_manifest_exemption() -> None:
     router = CapabilityRouter()
 
-    @dataclass(frozen=True)
-    class Bare(Manifest):
-        def allows_capability(self, capability: str) -> bool:
-            return False
-
     router.register("api.replace_dynamic", _answering("host"), needs_manifest=False, fallback=True)
     router.unregister("api.replace_dynamic")
     answer = await router.dispatch(Bare(), "api.replace_dynamic", {})
     with pytest.raises(RemoteError):
         await router.dispatch(Bare(), "api.other", {})
+
+    assert answer == {"value": "host:api.replace_dynamic"}
+
+
+async def test_a_fallbacks_manifest_exemption_returns_once_the_embedders_handler_is_gone() -> None:
+    router = CapabilityRouter()
+
+    router.register("api.replace_dynamic", _answering("host"), needs_manifest=False, fallback=True)
+    router.register("api.replace_dynamic", _answering("embedder"))
+    with pytest.raises(RemoteError, match="may not call"):
+        await router.dispatch(Bare(), "api.replace_dynamic", {})
+    router.unregister("api.replace_dynamic")
+
+    answer = await router.dispatch(Bare(), "api.replace_dynamic", {})
 
     assert answer == {"value": "host:api.replace_dynamic"}
