@@ -8,6 +8,12 @@ operator's ``wheel_dir``, or from ``wheel_dir`` and the cache alone when
 ``offline``. By default it installs wheels only (``--no-build``): building a
 source distribution runs its code on the host, outside any sandbox.
 
+What uv does depends on plughost's settings alone: it reads no configuration
+file (``--no-config``: no ``uv.toml`` or ``pyproject.toml`` in the host's
+working directory or the user's) and none of the host's ``UV_*`` environment
+variables, so an operator's uv setup for other work never changes which
+index, versions or build rules a plugin gets.
+
 What does not live here: which directory, when, and for whom (:mod:`.environments`).
 """
 
@@ -16,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from plughost.settings import DependencySettings
 
-__all__ = ["InstallError", "install_command", "run_install"]
+__all__ = ["InstallError", "install_command", "install_environment", "run_install"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +66,7 @@ def install_command(
     """The argv that installs ``requirements`` into ``target``."""
     command = [
         uv_binary(),
+        "--no-config",
         "pip",
         "install",
         "--target",
@@ -82,6 +90,16 @@ def install_command(
     return command
 
 
+def install_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment uv runs in: the host's (``os.environ``), less every ``UV_*`` variable.
+
+    Proxies, certificates and ``PATH`` still apply: they say how to reach an index,
+    not which packages to install.
+    """
+    source = os.environ if environ is None else environ
+    return {key: value for key, value in source.items() if not key.upper().startswith("UV_")}
+
+
 async def run_install(
     command: Sequence[str], timeout: float, progress: Callable[[str], None]
 ) -> None:
@@ -95,6 +113,7 @@ async def run_install(
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        env=install_environment(),
     )
     lines: deque[str] = deque(maxlen=_REASON_LINES)
     try:
