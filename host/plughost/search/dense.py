@@ -16,9 +16,10 @@ digest of everything searched, so a key names one exact tool text):
   of milliseconds, BLAS on one thread) and returns cosine similarities for one
   catalog's keys; the model itself loads in the worker, so no search waits for it.
 
-:func:`fuse` combines lexical and dense scores (each divided by its best
-score, then weighted); the weight was chosen on a development split of the
-evaluation set by ``scripts/bench_semantic.py``.
+:func:`fuse` combines lexical and dense scores (each standardised over the
+candidates, then weighted); the normalisation and the weight were chosen on
+ToolLens's training queries and the development half of our evaluation set
+(``scripts/bench_semantic.py``, ``scripts/bench_tool_retrieval.py``).
 
 What does not live here: the model (:mod:`plughost.search.embedding`), which
 tools exist (:mod:`plughost.search.catalog`).
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from plughost.search.embedding import Embedder, Vectors, one_blas_thread
 
@@ -43,7 +45,7 @@ __all__ = ["LEXICAL_WEIGHT", "DenseIndex", "EmbeddingStats", "fuse"]
 
 log = logging.getLogger(__name__)
 
-LEXICAL_WEIGHT = 0.3
+LEXICAL_WEIGHT = 0.35
 """Share of the BM25 score in the fused score; the dense score has the rest."""
 DENSE_CANDIDATES = 50
 """The best dense matches added to the lexical matches before fusing."""
@@ -236,19 +238,29 @@ class DenseIndex:
 def fuse(
     lexical: Mapping[str, float], dense: Mapping[str, float], lexical_weight: float = LEXICAL_WEIGHT
 ) -> dict[str, float]:
-    """Fuse scores: each side divided by its best score, then weighted and summed.
+    """Fuse scores: each side turned into z-scores over the candidates, then weighted.
 
     Candidates are the lexical matches and the :data:`DENSE_CANDIDATES` best
-    dense matches; a candidate absent from ``lexical`` scores 0 there.
+    dense matches; a candidate absent from ``lexical`` scores 0 there. The sum
+    is rescaled so the best candidate scores 1 and the worst 0 (the order is
+    that of the sum): a score stays comparable with the tools used together
+    lift (:meth:`plughost.search.co_usage.CoUsage.spread`).
     """
     best_dense = sorted(dense.values(), reverse=True)[:DENSE_CANDIDATES]
     floor = best_dense[-1] if best_dense else 0.0
-    candidates = set(lexical) | {key for key, score in dense.items() if score >= floor}
-    top_lexical = max(lexical.values(), default=0.0) or 1.0
-    top_dense = best_dense[0] if best_dense and best_dense[0] > 0 else 1.0
-    weight = 1.0 - lexical_weight
-    return {
-        key: lexical_weight * lexical.get(key, 0.0) / top_lexical
-        + weight * max(dense.get(key, 0.0), 0.0) / top_dense
-        for key in candidates
-    }
+    keys = list(set(lexical) | {key for key, score in dense.items() if score >= floor})
+    if not keys:
+        return {}
+    fused = lexical_weight * _standardised([lexical.get(key, 0.0) for key in keys]) + (
+        1.0 - lexical_weight
+    ) * _standardised([dense.get(key, 0.0) for key in keys])
+    low, high = float(fused.min()), float(fused.max())
+    scaled = (fused - low) / (high - low) if high > low else np.ones_like(fused)
+    return dict(zip(keys, scaled.tolist(), strict=True))
+
+
+def _standardised(scores: list[float]) -> npt.NDArray[np.float64]:
+    """``scores`` less their mean, over their standard deviation (all 0 if they are equal)."""
+    values = np.asarray(scores, dtype=np.float64)
+    spread = float(values.std())
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)

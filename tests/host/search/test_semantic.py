@@ -7,6 +7,7 @@ use a small stand-in model where the model itself does not matter.
 from __future__ import annotations
 
 import asyncio
+import statistics
 import sys
 import threading
 from collections.abc import Sequence
@@ -261,9 +262,21 @@ async def test_a_query_runs_numpys_blas_on_one_thread(tmp_path: Path) -> None:
     index.close()
 
 
-def test_fusion_normalises_each_side_and_adds_dense_only_candidates() -> None:
-    fused = fuse({"a": 10.0, "b": 5.0}, {"a": 0.2, "b": 0.4, "c": 0.8}, lexical_weight=0.5)
-    assert fused == pytest.approx({"a": 0.5 + 0.125, "b": 0.25 + 0.25, "c": 0.5})
+def test_fusion_standardises_each_side_and_adds_dense_only_candidates() -> None:
+    fused = fuse({"a": 10.0, "b": 5.0}, {"a": 0.2, "b": 0.4, "c": 0.8}, lexical_weight=0.25)
+
+    def z(values: list[float]) -> list[float]:
+        return [(v - statistics.fmean(values)) / statistics.pstdev(values) for v in values]
+
+    summed = [0.25 * x + 0.75 * y for x, y in zip(z([10, 5, 0]), z([0.2, 0.4, 0.8]), strict=True)]
+    scaled = [(s - min(summed)) / (max(summed) - min(summed)) for s in summed]
+    assert fused == pytest.approx(dict(zip("abc", scaled, strict=True)))
+    assert max(fused, key=fused.__getitem__) == "c" and min(fused.values()) == 0
+
+
+def test_fusion_of_nothing_is_nothing_and_of_equal_scores_is_a_tie() -> None:
+    assert fuse({}, {}) == {}
+    assert fuse({"a": 1.0, "b": 1.0}, {"a": 0.5, "b": 0.5}) == {"a": 1.0, "b": 1.0}
 
 
 async def test_a_removed_tool_loses_its_vector(tmp_path: Path) -> None:
