@@ -12,17 +12,20 @@ event handlers (which may drop or rewrite it), then commands, then ``on_message`
 handlers. Its stream (``platform:group_id``, or ``platform:private:user_id``) is
 remembered, so a plugin's ``send.text(text, stream_id)`` there goes back out
 through the gateway's method when the embedder answers no ``send.*`` itself.
+A stream belongs to the gateway that first routed it, until that gateway's
+plugin unloads: another gateway routing for it is refused
+(:mod:`plughost.dispatch.gateway_streams`).
 
 Bounds, since the gateway is untrusted: a message's size and identifiers; a
 repeated ``dedupe_key``/message id is not dispatched twice; at most
 :data:`MAX_IN_FLIGHT` messages of one gateway are processed at once (past that
-``accepted`` is false); :data:`MAX_STREAMS` streams are remembered.
+``accepted`` is false); each gateway is remembered routing at most
+:data:`MAX_STREAMS` streams and its last :data:`MAX_SEEN` messages.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -36,6 +39,7 @@ from plughost.dispatch.gateway_messages import (
     read_inbound,
     with_origin,
 )
+from plughost.dispatch.gateway_streams import MAX_SEEN, MAX_STREAMS, GatewayStreams
 from plughost.plugins.component_info import PluginComponent
 from plughost.plugins.components import ComponentRegistry
 from plughost.runners.capabilities import CapabilityCall
@@ -43,15 +47,20 @@ from plughost.runners.channel import RemoteError
 from plughost.settings import HostSettings
 from plughost_sdk import wire
 
-__all__ = ["MAX_IN_FLIGHT", "MAX_STREAMS", "ROUTE_MESSAGE", "UPDATE_STATE", "MessageGateways"]
+__all__ = [
+    "MAX_IN_FLIGHT",
+    "MAX_SEEN",
+    "MAX_STREAMS",
+    "ROUTE_MESSAGE",
+    "UPDATE_STATE",
+    "MessageGateways",
+]
 
 log = logging.getLogger(__name__)
 
 ROUTE_MESSAGE: Final = "host.route_message"
 UPDATE_STATE: Final = "host.update_message_gateway_state"
 MAX_IN_FLIGHT: Final = 64
-MAX_STREAMS: Final = 10_000
-_SEEN: Final = 4096
 
 
 @dataclass(slots=True)
@@ -66,15 +75,6 @@ class _Link:
     in_flight: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Stream:
-    plugin_id: str
-    gateway: str
-    platform: str
-    group_id: str
-    user_id: str
-
-
 @dataclass(slots=True)
 class MessageGateways:
     """Gateway states, inbound dispatch and the fallback ``send.*`` handler."""
@@ -86,8 +86,16 @@ class MessageGateways:
     background: Background
     settings: Callable[[], HostSettings]
     _links: dict[str, _Link] = field(default_factory=dict)
-    _streams: OrderedDict[str, _Stream] = field(default_factory=OrderedDict)
-    _seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    _streams: GatewayStreams = field(default_factory=GatewayStreams)
+
+    def __post_init__(self) -> None:
+        self.registry.add_listener(self._forget_unloaded)
+
+    def _forget_unloaded(self) -> None:
+        """Release the streams and links of gateways no plugin declares any more."""
+        live = {c.key for c in self.registry.components("MESSAGE_GATEWAY")}
+        self._streams.keep_only(live)
+        self._links = {k: v for k, v in self._links.items() if k in live}
 
     def _declared(self, call: CapabilityCall) -> PluginComponent:
         name = str(call.args.get("gateway_name") or "")
@@ -157,33 +165,20 @@ class MessageGateways:
             )
         route = {"platform": inbound.platform, "account_id": link.account_id, "scope": link.scope}
         external = call.args.get("external_message_id") or inbound.message["message_id"]
-        # Keyed by gateway: one gateway's keys cannot mark another's messages as seen.
-        key = f"{component.key}:{call.args.get('dedupe_key') or external}"
-        if key in self._seen or link.in_flight >= MAX_IN_FLIGHT:
+        refusal = self._streams.refusal(inbound.stream_id, component)
+        if refusal is not None:
+            raise _refused(refusal)
+        # Seen per gateway: one gateway's keys cannot mark another's messages as seen.
+        key = str(call.args.get("dedupe_key") or external)
+        if self._streams.seen(component, key) or link.in_flight >= MAX_IN_FLIGHT:
             return {"accepted": False, "route_key": route}
-        self._remember(key, inbound, component)
+        self._streams.remember(component, key, inbound)
         inbound.message["gateway"] = {"plugin_id": call.plugin_id, "name": component.name}
         link.in_flight += 1
         self.background.start(
             f"message from gateway {component.full_name}", lambda: self._dispatch(link, inbound)
         )
         return {"accepted": True, "route_key": route}
-
-    def _remember(self, key: str, inbound: InboundMessage, component: PluginComponent) -> None:
-        self._seen[key] = None
-        if len(self._seen) > _SEEN:
-            self._seen.popitem(last=False)
-        stream = _Stream(
-            component.plugin_id,
-            component.name,
-            inbound.platform,
-            inbound.group_id,
-            inbound.user_id,
-        )
-        self._streams[inbound.stream_id] = stream
-        self._streams.move_to_end(inbound.stream_id)
-        if len(self._streams) > MAX_STREAMS:
-            self._streams.popitem(last=False)
 
     async def _dispatch(self, link: _Link, inbound: InboundMessage) -> dict[str, Any]:
         """The bot's message path: pre-process events, commands, then on_message handlers."""

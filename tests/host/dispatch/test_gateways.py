@@ -43,11 +43,11 @@ class Owner:
         return {"success": True, "continue_processing": True}
 
 
-def _message(number: int) -> dict[str, Any]:
+def _message(number: int, group: str = "1") -> dict[str, Any]:
     return {
         "message_id": f"m{number}",
         "platform": "qq",
-        "message_info": {"user_info": {"user_id": "9"}, "group_info": {"group_id": "1"}},
+        "message_info": {"user_info": {"user_id": "9"}, "group_info": {"group_id": group}},
         "raw_message": [{"type": "text", "data": "hi"}],
     }
 
@@ -267,12 +267,65 @@ async def test_a_gateways_dedupe_key_does_not_drop_another_gateways_message() ->
                 _call(UPDATE_STATE, plugin, gateway_name="link", ready=True)
             )
             first = _call(
-                ROUTE_MESSAGE, plugin, gateway_name="link", message=_message(1), dedupe_key="k1"
+                ROUTE_MESSAGE,
+                plugin,
+                gateway_name="link",
+                message=_message(1, group=plugin),
+                dedupe_key="k1",
             )
             answers.append(await gateways.route_message(first))
-        again = _call(ROUTE_MESSAGE, "a", gateway_name="link", message=_message(2), dedupe_key="k1")
+        again = _call(
+            ROUTE_MESSAGE, "a", gateway_name="link", message=_message(2, "a"), dedupe_key="k1"
+        )
         answers.append(await gateways.route_message(again))
     finally:
         await dispatcher.aclose()
 
     assert [a["accepted"] for a in answers] == [True, True, False]
+
+
+async def test_a_stream_stays_with_its_first_gateway_until_that_plugin_unloads() -> None:
+    owners = {"a": Owner(), "b": Owner()}
+    registry = ComponentRegistry()
+
+    def load(plugin: str) -> None:
+        link = {"route_type": "duplex", "platform": "qq"}
+        registry.replace_plugin(
+            plugin, [], owners[plugin], [PluginComponent(plugin, "link", "MESSAGE_GATEWAY", link)]
+        )
+
+    def route(plugin: str, number: int) -> CapabilityCall:
+        return _call(ROUTE_MESSAGE, plugin, gateway_name="link", message=_message(number))
+
+    for plugin, owner in owners.items():
+        owner.release.set()
+        load(plugin)
+    settings = HostSettings(call_timeout=30)
+    dispatcher = ComponentDispatcher(registry, lambda: settings, lambda _: {})
+    gateways = dispatcher.gateways
+    try:
+        for plugin in owners:
+            await gateways.update_state(
+                _call(UPDATE_STATE, plugin, gateway_name="link", ready=True)
+            )
+        await gateways.route_message(route("a", 1))
+        with pytest.raises(RemoteError) as taken:
+            await gateways.route_message(route("b", 2))
+        load("a")  # a reload keeps the stream
+        await gateways.update_state(_call(UPDATE_STATE, "a", gateway_name="link", ready=True))
+        with pytest.raises(RemoteError, match=r"carried by message gateway a\.link"):
+            await gateways.route_message(route("b", 3))
+        await gateways.send(_call("send.text", "b", text="to a", stream_id="qq:1"))
+        registry.remove_plugin("a")
+        taken_over = await gateways.route_message(route("b", 4))
+        await gateways.send(_call("send.text", "b", text="to b", stream_id="qq:1"))
+        await dispatcher.drain(10)
+    finally:
+        await dispatcher.aclose()
+
+    reason = str(taken.value)
+    assert "stream 'qq:1' is carried by message gateway a.link" in reason
+    assert "message gateway b.link cannot route for it" in reason
+    assert [m["message"]["raw_message"][0]["data"] for m in owners["a"].sent] == ["to a"]
+    assert taken_over["accepted"] is True
+    assert [m["message"]["raw_message"][0]["data"] for m in owners["b"].sent] == ["to b"]
