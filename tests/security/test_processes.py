@@ -237,7 +237,9 @@ async def test_in_a_pid_namespace_a_runner_that_exits_reports_its_own_exit_code(
 async def test_in_a_pid_namespace_a_runner_spinning_with_the_gil_is_killed_as_unresponsive(
     tmp_path: Path,
 ) -> None:
-    settings = fast_settings(tmp_path)
+    # An async handler spinning with the GIL runs to its deadline before the runner is
+    # declared unresponsive: a short deadline keeps the test short.
+    settings = fast_settings(tmp_path).model_copy(update={"call_timeout": 2.0})
     async with PluginHost([TEST_PLUGINS / "faulty"], settings=settings) as host:
         require(host, "pid_namespace")
         runner = host.runner_for("tests.faulty")
