@@ -37,6 +37,10 @@ __all__ = [
 
 REQUIREMENTS_FILE = "requirements.txt"
 PYPROJECT_FILE = "pyproject.toml"
+MAX_PACKAGES = 100
+"""Packages one plugin may declare. Its names travel into events, logs and the
+installer's command, so a plugin must not choose how many there are; real plugins
+declare a handful."""
 
 
 class DependencyError(PluginLoadError):
@@ -81,7 +85,17 @@ def plugin_requirements(source: PluginSource) -> dict[str, Declared]:
         DependencyError: a line is not a requirement, or is an option or a URL.
     """
     merged: dict[str, Declared] = {}
-    for line, file in _declared_lines(source):
+    lines = _declared_lines(source)
+    if len(lines) > MAX_PACKAGES:
+        raise DependencyError(
+            source.plugin_id,
+            lines[-1][1],
+            [],
+            f"{len(lines)} packages declared, more than the {MAX_PACKAGES} a plugin may "
+            "declare; list only what the plugin imports (its dependencies' own "
+            "requirements are installed with them)",
+        )
+    for line, file in lines:
         requirement = _parsed(source, line, file)
         name = canonicalize_name(requirement.name)
         requirement.name = name

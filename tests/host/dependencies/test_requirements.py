@@ -141,3 +141,19 @@ def test_offline_installs_only_from_the_wheel_directory_and_never_build(tmp_path
 def test_offline_without_a_wheel_directory_is_refused_with_the_fix() -> None:
     with pytest.raises(ValueError, match="offline = true needs wheel_dir"):
         DependencySettings(offline=True)
+
+
+def test_more_packages_than_a_plugin_may_declare_are_refused_before_any_is_read(
+    tmp_path: Path,
+) -> None:
+    from plughost.dependencies.requirements import MAX_PACKAGES
+
+    many = "".join(f"package-{n}\n" for n in range(MAX_PACKAGES + 1))
+    source = plugin(tmp_path, requirements_txt=many)
+    with pytest.raises(DependencyError) as caught:
+        plugin_requirements(source)
+    assert caught.value.file == str(source.path / "requirements.txt")
+    assert f"{MAX_PACKAGES + 1} packages declared" in caught.value.reason
+    assert len(caught.value.reason) < 300  # none of the names is repeated back
+    fine = plugin(tmp_path / "fine", requirements_txt=many.split("\n", 1)[1])
+    assert len(plugin_requirements(fine)) == MAX_PACKAGES
