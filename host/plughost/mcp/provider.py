@@ -154,6 +154,30 @@ class MCPToolProvider:
                 specs.extend(view.specs)
         return specs
 
+    async def list_ready_tools(
+        self, context: ToolAvailabilityContext | None = None
+    ) -> list[ToolSpec]:
+        """The tools of the servers connected now, without waiting for the others."""
+        views = (self._view(name) for name in self._connections)
+        return [spec for view in views if view is not None for spec in view.specs]
+
+    async def reach(self, server: str, tool_name: str) -> ToolExecutionResult | None:
+        """Wait for ``server`` to connect (or join its connect), at most its connect_timeout.
+
+        Returns:
+            None once it is connected (or is not a server of this provider); else
+            the ``server_unavailable`` failure a call to ``tool_name`` gets, with why.
+        """
+        connection = self._connections.get(server)
+        if connection is None:
+            return None
+        try:
+            await connection.connect()
+        except ServerUnavailableError as exc:
+            message = f"MCP server {server!r} is unavailable: {exc}"
+            return ToolExecutionResult.failure(tool_name, message, "server_unavailable")
+        return None
+
     async def invoke(
         self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
     ) -> ToolExecutionResult:

@@ -7,10 +7,15 @@ up. Until :meth:`WarmStart.go_live`:
 - ``tools/list`` answers the catalogue's tools (:mod:`plughost.mcp.catalogue`:
   only those whose plugin or server is unchanged); with no catalogue (a cold
   start) it waits for the live list;
-- ``tools/call`` runs as soon as the registry can route it (its upstream
-  connected, its plugin loaded), else waits for the host to be live, at most
-  ``call_timeout`` seconds; past the deadline it fails with ``timeout`` saying
-  the host is still starting;
+- ``tools/call`` of a tool the catalogue lists runs as soon as its own source
+  is up, over what is ready then (an upstream's tool once that upstream has
+  connected, whatever the others are doing; a plugin's once its runner loaded
+  it), and only if the registry routes the name to the very tool the catalogue
+  listed; an upstream that fails to connect fails the call at once with
+  ``server_unavailable`` and the reason. A name the catalogue does not list
+  runs once the whole registry can route it. Either waits at most
+  ``call_timeout`` seconds, past which it fails with ``timeout`` saying the
+  host is still starting;
 - resources, prompts, completions and subscriptions wait for the host to be
   live (:mod:`plughost.mcp.warm_content`).
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from plughost.mcp.catalogue import ToolCatalogue
 from plughost.mcp.registry_server import ToolSource
@@ -45,6 +50,9 @@ from plughost_sdk.models import (
     ToolInvocation,
     ToolSpec,
 )
+
+if TYPE_CHECKING:
+    from plughost.tools.registry import ToolRegistry
 
 __all__ = ["WarmStart"]
 
@@ -87,6 +95,9 @@ class WarmStart:
         self._changed = asyncio.Event()
         self._after_start = AfterStart(ContentCatalog(registry), self.live)
         self._upstream = False  # an upstream's list changed since go_live
+        self._listed: dict[str, ToolSpec] = {}
+        self._waiting: set[asyncio.Event] = set()  # calls waiting for their source
+        registry.add_listener(self._wake)
 
     # --- ToolSource ------------------------------------------------------------------------
 
@@ -105,17 +116,79 @@ class WarmStart:
         *,
         listed_all: bool = False,
     ) -> ToolExecutionResult:
-        """Run the call on the registry, once the provider of its tool is up."""
-        if not self.live.is_set() and not await self._routable(invocation.tool_name):
+        """Run the call on the registry, once the source of its tool is up."""
+        if not self.live.is_set():
             try:
-                await asyncio.wait_for(self.live.wait(), self.call_timeout)
+                async with asyncio.timeout(self.call_timeout):
+                    ready = await self._source_up(invocation, context)
             except TimeoutError:
                 message = (
                     f"plughost is still starting after {self.call_timeout:g} s, so "
                     f"{invocation.tool_name} could not run yet; try again shortly"
                 )
                 return ToolExecutionResult.failure(invocation.tool_name, message, "timeout")
+            if isinstance(ready, ToolExecutionResult):
+                return ready
+            if ready:
+                registry = cast("ToolRegistry", self.registry)
+                return await registry.invoke(
+                    invocation, context, listed_all=listed_all, ready_only=True
+                )
         return await self.registry.invoke(invocation, context, listed_all=listed_all)
+
+    async def _source_up(
+        self, invocation: ToolInvocation, context: ToolExecutionContext | None
+    ) -> bool | ToolExecutionResult:
+        """Wait until the call can run, and say how.
+
+        Returns:
+            True to run it now over what is ready, False to run it on the whole
+            registry, or the failure it gets (its upstream could not connect).
+        """
+        name = invocation.tool_name
+        listed = self._listed.get(name)
+        ready_spec = getattr(self.registry, "get_tool_spec", None)
+        if listed is None or ready_spec is None:
+            if not await self._routable(name):
+                await self.live.wait()
+            return False
+        merged = invocation.execution_context(context)
+        availability = merged.availability() if merged is not None else None
+        woken = asyncio.Event()
+        self._waiting.add(woken)
+        try:
+            reached = False
+            while not self.live.is_set():
+                woken.clear()
+                routed = await ready_spec(name, availability, ready_only=True)
+                if routed is not None and _same_tool(routed, listed):
+                    return True
+                if not reached:  # an upstream connects without telling the registry
+                    reached = True
+                    failure = await self._reach(listed)
+                    if failure is not None:
+                        return failure
+                    continue
+                await woken.wait()  # a plugin loaded, an upstream came, or the host is live
+            return False
+        finally:
+            self._waiting.discard(woken)
+
+    async def _reach(self, listed: ToolSpec) -> ToolExecutionResult | None:
+        """Wait for the upstream of an MCP tool to connect; its failure if it cannot."""
+        server = listed.metadata.get("server")
+        if listed.provider_type != "mcp" or not isinstance(server, str):
+            return None
+        for provider in self.registry.providers:
+            reach = getattr(provider, "reach", None)
+            if provider.provider_name == listed.provider_name and reach is not None:
+                failure: ToolExecutionResult | None = await reach(server, listed.name)
+                return failure
+        return None
+
+    def _wake(self, provider_name: str) -> None:
+        for woken in self._waiting:
+            woken.set()
 
     async def _routable(self, name: str) -> bool:
         """Whether the registry, still starting, can already route ``name``.
@@ -176,12 +249,15 @@ class WarmStart:
         loop meanwhile answers signals and whatever else has started.
         """
         self.cached = await asyncio.to_thread(lambda: self.catalogue.load(self.fingerprints()))
+        self._listed = {spec.name: spec for spec in self.cached or ()}
 
     async def go_live(self) -> None:
         """Switch to the live registry: save its list, and announce it if it differs."""
         specs = await self.registry.list_tools()
         self.registry.add_listener(self._note_change)
         self.live.set()
+        self.registry.remove_listener(self._wake)
+        self._wake("")
         await self._save(specs)
         if self._served_cached and _differs(self.cached or [], specs):
             log.info("live tool list differs from the catalogue; telling clients")
@@ -222,6 +298,11 @@ class WarmStart:
         ):
             self._upstream = True
         self._changed.set()
+
+
+def _same_tool(routed: ToolSpec, listed: ToolSpec) -> bool:
+    """Whether the name routes to the tool the catalogue listed, not another that took it."""
+    return routed.tool_id == listed.tool_id and routed.provider_name == listed.provider_name
 
 
 def _differs(served: list[ToolSpec], live: list[ToolSpec]) -> bool:

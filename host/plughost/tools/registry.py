@@ -305,10 +305,15 @@ class ToolRegistry:
         return view.listed()
 
     async def get_tool_spec(
-        self, name: str, context: ToolAvailabilityContext | None = None
+        self,
+        name: str,
+        context: ToolAvailabilityContext | None = None,
+        *,
+        ready_only: bool = False,
     ) -> ToolSpec | None:
         """Return the spec :meth:`invoke` would run for ``name`` (hidden tools included)."""
-        route = (await self._view(context)).routes.get(name)
+        view = await self._build_view(context, ready_only=True) if ready_only else None
+        route = (view or await self._view(context)).routes.get(name)
         return route.spec if route is not None else None
 
     async def has_tool(self, name: str, context: ToolAvailabilityContext | None = None) -> bool:
@@ -359,9 +364,11 @@ class ToolRegistry:
                 self._views.popitem(last=False)
         return view
 
-    async def _build_view(self, context: ToolAvailabilityContext | None) -> _View:
+    async def _build_view(
+        self, context: ToolAvailabilityContext | None, *, ready_only: bool = False
+    ) -> _View:
         providers = list(self._providers)
-        listings = await asyncio.gather(*(_list_safely(p, context) for p in providers))
+        listings = await asyncio.gather(*(_list_safely(p, context, ready_only) for p in providers))
         view = _View()
         host = HostNames.of(
             providers,
@@ -414,6 +421,7 @@ class ToolRegistry:
         trusted: bool = False,
         listed_all: bool = False,
         nested: bool = False,
+        ready_only: bool = False,
     ) -> ToolExecutionResult:
         """Run one tool call; failures come back as failed results, never as exceptions.
 
@@ -427,6 +435,9 @@ class ToolRegistry:
                 skipped, hidden tools are still refused.
             nested: A call made by a tool in flight (``ctx.call_tool``): it runs
                 even while the registry shuts down, so that call can finish.
+            ready_only: Route over what each provider can run now
+                (``list_ready_tools`` where it has one) instead of waiting for
+                all it lists: a host still starting (never cached).
 
         Returns:
             The result, with ``tool_name`` set to the invoked name.
@@ -438,14 +449,15 @@ class ToolRegistry:
         self._inflight += 1
         started = time.perf_counter()
         routed: list[ToolSpec] = []
+        call = (invocation, context, routed, trusted, listed_all, ready_only)
         try:
             if tracing():
                 with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
-                    result = await self._route(invocation, context, routed, trusted, listed_all)
+                    result = await self._route(*call)
                     if span is not None:
                         describe_span(span, routed[0] if routed else None, result)
             else:
-                result = await self._route(invocation, context, routed, trusted, listed_all)
+                result = await self._route(*call)
             if result.tool_name != name:
                 result = result.model_copy(update={"tool_name": name})
             if self._observers:
@@ -506,12 +518,14 @@ class ToolRegistry:
         routed: list[ToolSpec],
         trusted: bool,
         listed_all: bool,
+        ready_only: bool = False,
     ) -> ToolExecutionResult:
         try:
             name = invocation.tool_name
             context = invocation.execution_context(context)
             availability = context.availability() if context is not None else None
-            view = self._cached_view(availability) or await self._view(availability)
+            view = await self._build_view(availability, ready_only=True) if ready_only else None
+            view = view or self._cached_view(availability) or await self._view(availability)
             route = view.routes.get(name)
             if route is None:
                 return not_found(name, [spec.name for spec in view.listed()])
@@ -563,10 +577,11 @@ class ToolRegistry:
 
 
 async def _list_safely(
-    provider: ToolProvider, context: ToolAvailabilityContext | None
+    provider: ToolProvider, context: ToolAvailabilityContext | None, ready_only: bool = False
 ) -> list[ToolSpec] | None:
+    ready = getattr(provider, "list_ready_tools", None) if ready_only else None
     try:
-        return list(await provider.list_tools(context))
+        return list(await (ready or provider.list_tools)(context))
     except Exception:
         log.exception("tool provider failed to list tools provider=%s", provider.provider_name)
         return None

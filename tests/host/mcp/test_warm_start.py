@@ -279,3 +279,53 @@ async def test_the_loop_keeps_running_while_the_plugin_folders_are_digested(
 
     assert answered == [True]
     assert await names(source) == ["a"]
+
+
+class Starting(Registry):
+    """A starting registry whose ready tools route each name to the spec the test set."""
+
+    def __init__(self, *names: str, routed: ToolSpec | None) -> None:
+        super().__init__(*names)
+        self.routed = routed
+        self.ran: list[bool] = []  # ready_only, per call that ran
+
+    async def get_tool_spec(self, name: str, *args: Any, ready_only: bool = False) -> Any:
+        return self.routed if ready_only else None
+
+    async def invoke(
+        self, invocation: ToolInvocation, *args: Any, ready_only: bool = False, **kw: Any
+    ) -> ToolExecutionResult:
+        self.ran.append(ready_only)
+        return ToolExecutionResult(tool_name=invocation.tool_name, content="ran")
+
+
+async def test_a_listed_call_runs_over_the_ready_tools_when_they_route_it_to_that_tool(
+    tmp_path: Path,
+) -> None:
+    registry = Starting("a", routed=tool("a"))
+    source = await warm(tmp_path, registry, "a")
+
+    result = await source.invoke(ToolInvocation(tool_name="a"))
+
+    assert result.content == "ran"
+    assert registry.ran == [True]
+    assert not source.live.is_set()
+
+
+async def test_a_listed_call_that_another_tool_answers_while_starting_waits_for_live(
+    tmp_path: Path,
+) -> None:
+    other = ToolSpec(name="a", provider_type="plugin", tool_id="plugin:q:a")
+    registry = Starting("a", routed=other)
+    source = await warm(tmp_path, registry, "a")
+
+    with anyio.fail_after(10):
+        call = asyncio.ensure_future(source.invoke(ToolInvocation(tool_name="a")))
+        await asyncio.sleep(0)  # the call is waiting now: only a change or live wakes it
+        registry.changed("a")  # a change that still routes "a" to the other tool
+        await asyncio.sleep(0)
+        assert not call.done()
+        await source.go_live()
+        await call
+
+    assert registry.ran == [False]

@@ -492,3 +492,40 @@ async def test_a_failing_call_observer_does_not_fail_the_call(
 
     assert result.success
     assert "observer failed" in caplog.text
+
+
+class StartingProvider(FakeProvider):
+    """A provider still starting: its full list never comes, what is ready already routes."""
+
+    def __init__(self, name: str, ready: list[ToolSpec]) -> None:
+        super().__init__(name)
+        self.ready = ready
+        self.never = asyncio.Event()
+
+    async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
+        await self.never.wait()
+        return []
+
+    async def list_ready_tools(
+        self, context: ToolAvailabilityContext | None = None
+    ) -> list[ToolSpec]:
+        return list(self.ready)
+
+
+async def test_a_ready_only_call_routes_over_what_is_ready_without_waiting_for_the_full_list() -> (
+    None
+):
+    registry = ToolRegistry()
+    provider = StartingProvider("starting", [_spec("up")])
+    registry.register_provider(provider)
+
+    async with asyncio.timeout(10):
+        spec = await registry.get_tool_spec("up", ready_only=True)
+        result = await registry.invoke(
+            ToolInvocation(tool_name="up", arguments={"city": "Oslo"}), ready_only=True
+        )
+        missing = await registry.get_tool_spec("later", ready_only=True)
+
+    assert spec is not None and spec.provider_name == "starting"
+    assert result.success and [call.tool_name for call, _ in provider.calls] == ["up"]
+    assert missing is None
