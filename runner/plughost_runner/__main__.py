@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import faulthandler
+import functools
 import logging
 import os
 import sys
@@ -19,27 +20,40 @@ from plughost_runner.process.credentials import make_undumpable, read_credential
 from plughost_runner.process.lifeline import bind_to_parent
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run a runner until the host stops it; return the exit code."""
-    parser = argparse.ArgumentParser(
+@functools.cache
+def parser() -> argparse.ArgumentParser:
+    """The runner's command line, built once.
+
+    The fork server builds it before it forks (argparse looks up message
+    catalogues on the file system for every parser it makes), so that a forked
+    runner only parses.
+    """
+    made = argparse.ArgumentParser(
         prog="python -m plughost_runner",
         description="plughost runner: loads plugins and serves their tools to a host. "
         "Started by the host, not by hand.",
     )
-    parser.add_argument("--endpoint", required=True, help="the host's ZeroMQ endpoint")
-    parser.add_argument("--runner-id", required=True, help="this runner's id, for logs")
-    parser.add_argument("--parent-pid", type=int, default=os.getppid(), help="exit when it dies")
-    parser.add_argument(
+    made.add_argument("--endpoint", required=True, help="the host's ZeroMQ endpoint")
+    made.add_argument("--runner-id", required=True, help="this runner's id, for logs")
+    made.add_argument("--parent-pid", type=int, default=None, help="exit when it dies")
+    made.add_argument(
         "--nice", type=int, default=0, help="lower this process's CPU priority by this much"
     )
-    parser.add_argument("--sandbox", default="", help="the sandbox policy (JSON), from the host")
-    parser.add_argument(
+    made.add_argument("--sandbox", default="", help="the sandbox policy (JSON), from the host")
+    made.add_argument(
         "--credentials-fd", type=int, default=None, help="a pipe holding this runner's token"
     )
-    parser.add_argument(
+    made.add_argument(
         "--report-fd", type=int, default=None, help="the fork server's pipe: which pid is ours"
     )
-    args = parser.parse_args(argv)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a runner until the host stops it; return the exit code."""
+    args = parser().parse_args(argv)
+    if args.parent_pid is None:  # the default is read now: the parser outlives one process
+        args.parent_pid = os.getppid()
     make_undumpable()
     credentials = read_credentials(args.credentials_fd)
     if args.nice > 0:

@@ -97,6 +97,7 @@ class _Fork:
     request_id: Any
     child: int
     report: int  # the read end of its report pipe
+    session: int | None  # the read end of its in-session pipe, until it leads its session
 
 
 class _Server:
@@ -115,6 +116,7 @@ class _Server:
 
     def serve(self) -> int:
         plughost_runner.sandbox.interpreter_candidates()  # once here, not in every runner
+        runner_main.parser()
         # Move everything imported so far out of the collector's sight: a collection in a
         # runner would otherwise write to (and so copy) every page it shares with us.
         gc.freeze()
@@ -127,7 +129,10 @@ class _Server:
         while True:
             for key, _ in self._selector.select():
                 if isinstance(key.data, _Fork):
-                    self._settle(key.data)
+                    if key.fd == key.data.session:
+                        self._led(key.data)
+                    else:
+                        self._settle(key.data)
                 elif key.data == "child":
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_read, 4096)
@@ -161,7 +166,8 @@ class _Server:
                 os.close(fd)
             return
         # The first reply waits until the child leads its own session: the host may signal
-        # the runner's process group the moment it hears the pid.
+        # the runner's process group the moment it hears the pid. The server does not wait
+        # for it, though: it serves the next request while this child is not yet scheduled.
         in_session, leads = os.pipe()
         report, reporting = os.pipe()
         try:
@@ -177,18 +183,27 @@ class _Server:
             os.close(in_session)
             os.close(report)
             os._exit(self._become_runner(request, [*pipes, reporting]))
-        os.close(leads)
-        os.read(in_session, 1)  # end-of-file once the child has closed its end, after setsid
-        for fd in (in_session, reporting, *pipes):
+        for fd in (leads, reporting, *pipes):
             os.close(fd)
         os.set_blocking(report, False)
-        fork = _Fork(request.get("id"), pid, report)
+        fork = _Fork(request.get("id"), pid, report, in_session)
         self._unsettled[pid] = fork
-        self._selector.register(report, selectors.EVENT_READ, fork)
-        self._send({"id": fork.request_id, "forked": pid})
+        # end-of-file once the child has closed its end, after setsid (or it has exited)
+        self._selector.register(in_session, selectors.EVENT_READ, fork)
+
+    def _led(self, fork: _Fork) -> None:
+        """The child leads its own session (or has exited): say it is forked, await its report."""
+        if fork.session is None:
+            return
+        self._selector.unregister(fork.session)
+        os.close(fork.session)
+        fork.session = None
+        self._selector.register(fork.report, selectors.EVENT_READ, fork)
+        self._send({"id": fork.request_id, "forked": fork.child})
 
     def _settle(self, fork: _Fork, *, exited: bool = False) -> None:
         """Read which pid the child named (itself, or its namespace's init); tell the host."""
+        self._led(fork)  # an exit can be reaped before its end-of-file on the session pipe is read
         try:
             data = os.read(fork.report, _RECORD.size)
         except BlockingIOError:
@@ -222,6 +237,7 @@ class _Server:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             others = [f.report for f in self._unsettled.values()] + [*self._statuses.values()]
+            others += [f.session for f in self._unsettled.values() if f.session is not None]
             for fd in (self._wake_read, self._wake_write, *others):
                 os.close(fd)  # no runner may read, or forge, another runner's report
             self._selector.close()

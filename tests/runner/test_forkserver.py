@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
+
+import msgpack
 
 
 def test_the_fork_server_imports_the_maibot_layer_before_it_forks() -> None:
@@ -20,3 +24,61 @@ def test_the_fork_server_imports_the_maibot_layer_before_it_forks() -> None:
 
     expected = ["plughost_runner.maibot.loader", "plughost_sdk.maibot.plugin", "tomlkit"]
     assert found.stdout.strip() == str(expected)
+
+
+# Runs the fork server with its first child held before it leads its own session.
+_HELD_FIRST_CHILD = """
+import os, sys
+import plughost_runner.forkserver as forkserver
+gate, fork, setsid, forks = int(sys.argv[2]), os.fork, os.setsid, []
+def held_fork():
+    forks.append(1)
+    pid = fork()
+    if pid == 0 and len(forks) == 1:
+        os.setsid = lambda: (os.read(gate, 1), setsid())[1]
+    return pid
+os.fork = held_fork
+sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.getppid())]))
+"""
+
+
+def _request(control: socket.socket, request_id: int) -> None:
+    """Ask for a runner that exits at once (an unknown option)."""
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    credentials, written = os.pipe()
+    os.close(written)
+    packet = msgpack.packb({"id": request_id, "argv": ["--no-such-option"], "env": {}})
+    socket.send_fds(control, [packet], [out_write, err_write, credentials])
+    for fd in (out_read, out_write, err_read, err_write, credentials):
+        os.close(fd)
+
+
+def test_the_fork_server_forks_the_next_runner_while_one_is_not_yet_in_its_session() -> None:
+    # A child not yet scheduled (a busy machine) must not hold up every runner behind it.
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    gate_read, gate_write = os.pipe()
+    command = [sys.executable, "-c", _HELD_FIRST_CHILD, str(theirs.fileno()), str(gate_read)]
+    server = subprocess.Popen(command, pass_fds=[theirs.fileno(), gate_read])
+    theirs.close()
+    os.close(gate_read)
+    ours.settimeout(30)
+    try:
+        assert "ready" in msgpack.unpackb(ours.recv(1 << 16))
+        _request(ours, 1)
+        _request(ours, 2)
+
+        first = msgpack.unpackb(ours.recv(1 << 16))
+        assert first["id"] == 2 and "forked" in first
+        os.write(gate_write, b"go")
+        replies = [msgpack.unpackb(ours.recv(1 << 16)) for _ in range(2)]
+        held = [r for r in replies if r.get("id") == 1]
+        while len(held) < 2:  # the other runner's own replies and exit come in between
+            reply = msgpack.unpackb(ours.recv(1 << 16))
+            held += [reply] if reply.get("id") == 1 else []
+        assert "forked" in held[0] and "pid" in held[1]
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+        ours.close()
+        os.close(gate_write)

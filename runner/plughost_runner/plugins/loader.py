@@ -39,6 +39,8 @@ __all__ = ["LoadFailure", "LoadedPlugin", "PluginSpec", "load_plugin", "unload_p
 _Bound = TypeVar("_Bound")
 
 _counter = 0
+# Compiled at import, which the fork server does once for every runner it forks.
+_NON_WORD = re.compile(r"\W")
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +325,7 @@ def _import(spec: PluginSpec) -> ModuleType:
     entry = spec.path / "plugin.py"
     if not entry.is_file():
         raise _StageError("import", f"{entry} not found; a plugin folder needs a plugin.py")
-    slug = re.sub(r"\W", "_", spec.plugin_id)
+    slug = _NON_WORD.sub("_", spec.plugin_id)
     name = f"plughost_plugin_{slug}_{_counter}"
     module_spec = importlib.util.spec_from_file_location(
         name, entry, submodule_search_locations=[str(spec.path)]
