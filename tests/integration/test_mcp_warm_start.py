@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.mcp_servers.harness import PUBLISHED, plughost_client
+from tests.mcp_servers.harness import PUBLISHED, plughost_client, plughost_serve_http
 
 PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "held" / "gated_start"
 DEADLINE = 60
@@ -169,3 +170,77 @@ async def test_a_call_to_an_upstream_tool_runs_while_a_plugin_is_still_starting(
 
     assert held
     assert not result.is_error
+
+
+async def test_a_warm_start_over_http_lists_tools_before_the_plugin_is_up(config: Path) -> None:
+    assert await a_live_start(config) == ["gated_echo"]
+
+    with anyio.fail_after(DEADLINE):
+        token = config.parent / "token"
+        with plughost_serve_http(token, "--config", str(config)) as served:
+            async with plughost_client(config, served) as client:
+                before = await names(client)  # the plugin's on_load is still waiting
+                held = not gate(config).exists()
+                open_gate(config)
+                result = await client.call_tool("gated_echo", {"text": "hi"})
+
+    assert held
+    assert before == ["gated_echo"]
+    assert [b.text for b in result.content if isinstance(b, types.TextContent)] == ["started: hi"]
+
+
+class Pipes:
+    """A ``plughost serve --mcp-stdio`` process spoken to in newline-delimited JSON-RPC."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.buffer = b""
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    async def answers(self) -> AsyncIterator[dict[str, Any]]:
+        """Every message serve writes, until it closes stdout."""
+        assert self.process.stdout is not None
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                yield json.loads(line)
+            try:
+                self.buffer += await self.process.stdout.receive()
+            except anyio.EndOfStream:
+                return
+
+
+async def test_a_strict_warm_start_lists_the_catalogue_and_runs_no_call_before_refusing(
+    config: Path,
+) -> None:
+    assert await a_live_start(config) == ["gated_echo"]
+    fail = gate(config).with_name("fail")
+    args = ["-m", "plughost", "serve", "--no-watch", "--strict", "--config", str(config)]
+
+    with anyio.fail_after(DEADLINE):
+        async with await anyio.open_process([sys.executable, *args, "--mcp-stdio"]) as process:
+            pipes = Pipes(process)
+            params = {"protocolVersion": "2025-11-25", "capabilities": {}}
+            params["clientInfo"] = {"name": "test", "version": "1"}
+            await pipes.send({"id": 1, "method": "initialize", "params": params})
+            await pipes.send({"method": "notifications/initialized"})
+            await pipes.send({"id": 2, "method": "tools/list"})
+            call = {"name": "gated_echo", "arguments": {"text": "hi"}}
+            await pipes.send({"id": 3, "method": "tools/call", "params": call})
+            answered: dict[Any, Any] = {}
+            async for message in pipes.answers():
+                answered[message.get("id")] = message
+                if message.get("id") == 2:  # listed while the plugin is held: fail it now
+                    listed = [tool["name"] for tool in message["result"]["tools"]]
+                    held = not gate(config).exists() and not fail.exists()
+                    fail.parent.mkdir(parents=True, exist_ok=True)
+                    fail.touch()
+            code = await process.wait()
+
+    assert held
+    assert listed == ["gated_echo"]
+    assert 3 not in answered  # the call was held, and the refused start ran nothing
+    assert code == 3

@@ -130,35 +130,71 @@ async def _serve_started(
 ) -> int:
     """Start the plugins, report them, and run the workers until ``stop``.
 
-    Over stdio the MCP server answers from the start: ``tools/list`` from the
-    catalogue of the last live list while the plugins and upstream servers
-    start (:mod:`plughost.mcp.warm_start`), calls once the host is live.
+    The MCP server (stdio or HTTP) answers from the start: ``tools/list`` from
+    the catalogue of the last live list while the plugins and upstream servers
+    start, a call once its own source is up (:mod:`plughost.mcp.warm_start`).
     """
     stopping, written = asyncio.Event(), asyncio.Event()
-    warm = _warm_start(host, config) if config.serve.mcp == "stdio" and not strict else None
+    warm = _warm_start(host, config, strict) if config.serve.mcp else None
     if warm is not None:
         await warm.load()
-    stdio = None if warm is None else _serve_stdio(warm, config, stopping, written)
+    stdio = http = None
+    if warm is not None and config.serve.mcp == "stdio":
+        stdio = _serve_stdio(warm, config, stopping, written)
+    elif warm is not None:
+        # Before the host starts, so not in the serving task group: owned here, and
+        # cancelled and awaited below whatever happens.
+        http = asyncio.ensure_future(_serve_http(warm, config, token, stopping))
     try:
-        async with _progress(host, config):
-            await _start_with_upstream(host, config)
-    except BaseException:
-        if stdio is not None:
-            stdio.cancel()
-        raise
-    _print_summary(
-        host,
-        config.serve.log_format,
-        watching=_watching(config),
-        gateway_only=not config.host.plugin_dirs,
-    )
-    printer.quiet = False
-    if strict and host.problems:
-        return EXIT_STARTUP_FAILED
-    if config.serve.mcp == "stdio" and stdio is None:
-        stdio = _serve_stdio(host.tools, config, stopping, written)
+        try:
+            async with _progress(host, config):
+                await _start_with_upstream(host, config)
+        except BaseException:
+            if stdio is not None:
+                stdio.cancel()
+            raise
+        _print_summary(
+            host,
+            config.serve.log_format,
+            watching=_watching(config),
+            gateway_only=not config.host.plugin_dirs,
+        )
+        printer.quiet = False
+        if strict and host.problems:
+            if stdio is not None:
+                # Refused: the clients' held calls never ran. serve() ends the process
+                # at once, as after a stop, since the stdin reader never ends.
+                stop.set()
+                stdio.cancel()
+            return EXIT_STARTUP_FAILED
+        if config.serve.mcp == "stdio" and stdio is None:
+            stdio = _serve_stdio(host.tools, config, stopping, written)
+        await _serve_until_stopped(host, config, stop, warm, stdio, http, token, stopping, written)
+    finally:
+        if http is not None and not http.done():
+            http.cancel()
+            await asyncio.wait([http])
+    if stdio is not None and stdio.done() and not stdio.cancelled():
+        stdio.result()  # the client closed stdin: raise what the server raised, if anything
+    if http is not None and http.done() and not http.cancelled():
+        http.result()  # the HTTP server failed: raise what it raised
+    return EXIT_OK
+
+
+async def _serve_until_stopped(
+    host: PluginHost,
+    config: ServeConfig,
+    stop: asyncio.Event,
+    warm: WarmStart | None,
+    stdio: asyncio.Future[None] | None,
+    http: asyncio.Task[None] | None,
+    token: str | None,
+    stopping: asyncio.Event,
+    written: asyncio.Event,
+) -> None:
+    """Run hot reload and the MCP servers until ``stop`` (or stdin's end), then drain."""
     async with asyncio.TaskGroup() as group:
-        workers, servers = _start_workers(group, host, config, token, stopping)
+        workers, servers = _start_workers(group, host, config, token, stopping, http)
         if warm is not None:
             # Once the watcher has started: a client told the host is up may edit a
             # plugin at once, and expects the reload.
@@ -168,8 +204,9 @@ async def _serve_started(
         # name is reported at start, not at the first client's tools/list.
         names = group.create_task(_list_once(host))
         stop_wait = asyncio.ensure_future(stop.wait())
-        # The end of stdin (the client left) ends serving too.
-        firsts: list[asyncio.Future[Any]] = [stop_wait, *([stdio] if stdio is not None else [])]
+        # The end of stdin (the client left), or the HTTP server failing, ends serving too.
+        ends = [server for server in (stdio, http) if server is not None]
+        firsts: list[asyncio.Future[Any]] = [stop_wait, *ends]
         await asyncio.wait(firsts, return_when=asyncio.FIRST_COMPLETED)
         stop_wait.cancel()
         # Drain while the MCP servers still answer: calls in flight finish (or get
@@ -184,9 +221,6 @@ async def _serve_started(
             await asyncio.wait(waits, timeout=grace)
         for worker in [*workers, *waits, names]:
             worker.cancel()
-    if stdio is not None and stdio.done() and not stdio.cancelled():
-        stdio.result()  # the client closed stdin: raise what the server raised, if anything
-    return EXIT_OK
 
 
 def _serve_stdio(
@@ -209,13 +243,40 @@ def _serve_stdio(
     )
 
 
-def _warm_start(host: PluginHost, config: ServeConfig) -> WarmStart:
-    """The registry as served before it is live, from the catalogue in the data directory."""
+async def _serve_http(
+    source: ToolSource, config: ServeConfig, token: str | None, stopping: asyncio.Event
+) -> None:
+    """Serve MCP over streamable HTTP until cancelled, or until ``stopping`` and its calls end."""
+    address, _, port = config.serve.mcp_http.rpartition(":")
+    url = f"http://{config.serve.mcp_http}/mcp"
+    _notice(config, f"MCP over streamable HTTP on {url}", event="serve.mcp_http", url=url)
+    await serve_http(
+        source,
+        address or "127.0.0.1",
+        int(port),
+        allow_remote=config.serve.allow_remote,
+        bearer_token=token,
+        session_idle_timeout=config.serve.mcp_session_idle_timeout,
+        max_sessions=config.serve.mcp_max_sessions,
+        page_size=config.serve.mcp_page_size,
+        input_timeout=config.serve.mcp_input_timeout,
+        max_parked=config.serve.mcp_max_parked_calls,
+        stopping=stopping,
+    )
+
+
+def _warm_start(host: PluginHost, config: ServeConfig, strict: bool) -> WarmStart:
+    """The registry as served before it is live, from the catalogue in the data directory.
+
+    ``--strict`` may still refuse to serve when a plugin fails, so then no call
+    runs before the host is live: a refused start has run nothing.
+    """
     return WarmStart(
         host.tools,
         catalogue_for(config),
         functools.partial(fingerprints, config),
         call_timeout=config.host.call_timeout,
+        hold_calls=strict,
     )
 
 
@@ -318,8 +379,13 @@ def _start_workers(
     config: ServeConfig,
     token: str | None,
     stopping: asyncio.Event,
+    http: asyncio.Task[None] | None = None,
 ) -> tuple[list[asyncio.Task[None]], list[asyncio.Task[None]]]:
-    """Start hot reload and the MCP HTTP server; return (every worker, the MCP servers)."""
+    """Start hot reload and the MCP HTTP server (unless ``http`` serves already).
+
+    Returns:
+        Every worker, and the MCP servers among them.
+    """
     workers = []
     if _watching(config):
         workers.append(
@@ -327,29 +393,10 @@ def _start_workers(
                 host.watch(force_polling=config.watch.poll, step_ms=config.watch.step_ms)
             )
         )
-    if config.serve.mcp == "http":
-        address, _, port = config.serve.mcp_http.rpartition(":")
-        workers.append(
-            group.create_task(
-                serve_http(
-                    host.tools,
-                    address or "127.0.0.1",
-                    int(port),
-                    allow_remote=config.serve.allow_remote,
-                    bearer_token=token,
-                    session_idle_timeout=config.serve.mcp_session_idle_timeout,
-                    max_sessions=config.serve.mcp_max_sessions,
-                    page_size=config.serve.mcp_page_size,
-                    input_timeout=config.serve.mcp_input_timeout,
-                    max_parked=config.serve.mcp_max_parked_calls,
-                    stopping=stopping,
-                )
-            )
-        )
-        url = f"http://{config.serve.mcp_http}/mcp"
-        _notice(config, f"MCP over streamable HTTP on {url}", event="serve.mcp_http", url=url)
-    servers = workers[1:] if _watching(config) else workers
-    return workers, servers
+    if config.serve.mcp == "http" and http is None:
+        http = group.create_task(_serve_http(host.tools, config, token, stopping))
+    servers = [] if http is None else [http]
+    return [*workers, *servers], servers
 
 
 def _watching(config: ServeConfig) -> bool:

@@ -15,7 +15,8 @@ up. Until :meth:`WarmStart.go_live`:
   ``server_unavailable`` and the reason. A name the catalogue does not list
   runs once the whole registry can route it. Either waits at most
   ``call_timeout`` seconds, past which it fails with ``timeout`` saying the
-  host is still starting;
+  host is still starting. With ``hold_calls`` (``--strict``, which may yet
+  refuse to serve) no call runs before the host is live;
 - resources, prompts, completions and subscriptions wait for the host to be
   live (:mod:`plughost.mcp.warm_content`).
 
@@ -72,6 +73,8 @@ class WarmStart:
             It reads and hashes every plugin folder, so it only ever runs in a
             worker thread: once in :meth:`load`, then before each save.
         call_timeout: Seconds a call made during start-up waits for the host.
+        hold_calls: Run no call before :meth:`go_live`, even one whose source is
+            up (``plughost serve --strict``, which may yet refuse to serve).
 
     Until :meth:`load` has read the catalogue, the start is cold.
     """
@@ -83,8 +86,10 @@ class WarmStart:
         fingerprints: Callable[[], Mapping[str, str]],
         *,
         call_timeout: float,
+        hold_calls: bool = False,
     ) -> None:
         self.registry = registry
+        self.hold_calls = hold_calls
         self.catalogue = catalogue
         self.fingerprints = fingerprints
         self.call_timeout = call_timeout
@@ -148,6 +153,9 @@ class WarmStart:
         name = invocation.tool_name
         listed = self._listed.get(name)
         ready_spec = getattr(self.registry, "get_tool_spec", None)
+        if self.hold_calls:
+            await self.live.wait()
+            return False
         if listed is None or ready_spec is None:
             if not await self._routable(name):
                 await self.live.wait()

@@ -329,3 +329,24 @@ async def test_a_listed_call_that_another_tool_answers_while_starting_waits_for_
         await call
 
     assert registry.ran == [False]
+
+
+async def test_with_calls_held_a_call_whose_tool_is_ready_still_waits_for_live(
+    tmp_path: Path,
+) -> None:
+    registry = Starting("a", routed=tool("a"))
+    catalogue = ToolCatalogue(tmp_path / "tool-catalogue.json")
+    catalogue.save([tool("a")], PRINTS)
+    source = WarmStart(registry, catalogue, lambda: PRINTS, call_timeout=30, hold_calls=True)
+    await source.load()
+
+    with anyio.fail_after(10):
+        call = asyncio.ensure_future(source.invoke(ToolInvocation(tool_name="a")))
+        await asyncio.sleep(0)  # the call is waiting now: only live lets it run
+        registry.changed("a")
+        await asyncio.sleep(0)
+        assert not call.done()
+        await source.go_live()
+        await call
+
+    assert registry.ran == [False]
