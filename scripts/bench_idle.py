@@ -6,6 +6,10 @@ sandboxed runner per plugin (the default), one with ``runner_grouping =
 "single"``. Each round, for each grouping in turn:
 
 - start: ``PluginHost.start()`` until every plugin has answered a call;
+- start CPU: the CPU time the whole process tree spent on that start (the
+  host, the fork server, every runner, its helpers and the processes that
+  ended meanwhile), per plugin: on a busy machine the wall clock mostly
+  measures the other processes, this much less;
 - idle CPU: the CPU time of the whole process tree (the host, the fork
   server, every runner and its pid-namespace helpers) over an idle window,
   as a share of one core;
@@ -18,7 +22,11 @@ sandboxed runner per plugin (the default), one with ``runner_grouping =
 Medians of the rounds are written to the section ``idle`` of
 docs/benchmarks.md, with the ratios per-plugin / single.
 
+``--start-only`` measures the start alone (no idle window), and prints
+without writing.
+
 Usage: .venv/bin/python scripts/bench_idle.py [--plugins N] [--rounds N] [--window S] [--no-write]
+       [--start-only]
 """
 
 from __future__ import annotations
@@ -46,12 +54,14 @@ ECHO_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "echo"
 MAIBOT_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "maibot" / "legacy_greeter"
 GROUPINGS = ("per_plugin", "single")
 TARGETS = {"idle CPU": 3.0, "total PSS": 3.0, "start until every plugin answers": 2.0}
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 SETTLE_S = 2.0  # after start: let start-up work (trims, first beats) finish before measuring
 
 
 @dataclass
 class Results:
     start_s: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
+    start_cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     cpu_pct: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     wakeups: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     pss_mib: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
@@ -142,6 +152,26 @@ def on_cpu_ns(pid: int) -> int:
     return total
 
 
+def reaped_cpu_s(pid: int) -> float:
+    """CPU seconds of the children ``pid`` has reaped (``cutime`` and ``cstime``)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return 0.0  # gone meanwhile
+    fields = text[text.rfind(")") + 2 :].split()
+    return (int(fields[13]) + int(fields[14])) * TICK_S
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds this process, everything below it and all they have reaped have used.
+
+    A process that ended and was reaped counts in its parent's ``cutime``: the
+    pid-namespace helpers that hand a runner over and exit are in the fork
+    server's.
+    """
+    return sum(on_cpu_ns(p.pid) / 1e9 + reaped_cpu_s(p.pid) for p in tree(os.getpid()))
+
+
 def snapshot(processes: list[psutil.Process]) -> tuple[float, int]:
     """CPU seconds and voluntary context switches (every thread's) of ``processes``, summed.
 
@@ -182,6 +212,7 @@ async def one_round(
         group_capability_plugins=True,  # one runner for all: the test plugins ask for some
     )
     host = PluginHost(folders, settings=settings)
+    cpu_began = tree_cpu_s()
     began = time.perf_counter()
     try:
         await host.start()
@@ -190,6 +221,11 @@ async def one_round(
             raise RuntimeError(f"{len(host.problems)} plugins failed: {plugin_id}: {problem}")
         await answer_all(host, probes)
         out.start_s[grouping].append(time.perf_counter() - began)
+        cpu_spent = tree_cpu_s() - cpu_began
+        out.start_cpu_ms[grouping].append(cpu_spent / len(folders) * 1000)
+        out.processes[grouping] = len(tree(os.getpid()))
+        if window <= 0:  # --start-only
+            return
         await asyncio.sleep(SETTLE_S)  # a measuring pause, not synchronisation
         processes = tree(os.getpid())
         cpu_before, switches_before = snapshot(processes[::-1])
@@ -222,9 +258,19 @@ async def run(args: argparse.Namespace) -> Results:
         for index in range(args.rounds):
             order = GROUPINGS if index % 2 == 0 else GROUPINGS[::-1]
             for grouping in order:
-                await one_round(root, grouping, folders, probes, args.window, results)
+                window = 0.0 if args.start_only else args.window
+                await one_round(root, grouping, folders, probes, window, results)
+                if args.start_only:
+                    print(
+                        f"round {index + 1} {grouping}: start "
+                        f"{results.start_s[grouping][-1]:.2f} s, "
+                        f"{results.start_cpu_ms[grouping][-1]:.1f} ms CPU per plugin",
+                        file=sys.stderr,
+                    )
+                    continue
                 print(
                     f"round {index + 1} {grouping}: start {results.start_s[grouping][-1]:.2f} s, "
+                    f"{results.start_cpu_ms[grouping][-1]:.1f} ms CPU per plugin, "
                     f"idle {results.cpu_pct[grouping][-1]:.2f}% CPU, "
                     f"{results.wakeups[grouping][-1]:.1f} wake-ups/s per runner, "
                     f"PSS {results.pss_mib[grouping][-1]:.0f} MiB",
@@ -241,13 +287,16 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
             ("wake-ups", results.wakeups),
             ("total PSS", results.pss_mib),
             ("start until every plugin answers", results.start_s),
+            ("CPU spent starting, per plugin", results.start_cpu_ms),
         )
+        if not args.start_only or name.startswith(("start", "CPU spent"))
     }
     units = {
         "idle CPU": lambda v: f"{v:.2f}% of a core",
         "wake-ups": lambda v: f"{v:.1f} /s",
         "total PSS": lambda v: f"{v:.0f} MiB",
         "start until every plugin answers": lambda v: f"{v:.2f} s",
+        "CPU spent starting, per plugin": lambda v: f"{v:.1f} ms",
     }
     rows = []
     for name, values in m.items():
@@ -287,7 +336,9 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
         )
         + ".",
         "",
-        "Start is `PluginHost.start()` until every plugin has answered a call. Idle CPU is the "
+        "Start is `PluginHost.start()` until every plugin has answered a call; the CPU spent "
+        "starting is the on-CPU time of the whole process tree over that start, the processes "
+        "that ended meanwhile included, divided by the number of plugins. Idle CPU is the "
         "time on a CPU (`/proc/<pid>/task/*/schedstat`) of the whole process tree over "
         f"{args.window:g} s, {SETTLE_S:g} s after "
         "start, as a share of one core; wake-ups are the tree's voluntary context switches "
@@ -309,12 +360,15 @@ def main() -> None:
         help="idle window, seconds (a resting runner beats every 30 s by default)",
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--start-only", action="store_true", help="measure the start alone; print only"
+    )
     args = parser.parse_args()
     results = asyncio.run(run(args))
     command = " ".join([".venv/bin/python scripts/bench_idle.py", *sys.argv[1:]])
     markdown = report(results, args, command)
     print(markdown)
-    if not args.no_write:
+    if not (args.no_write or args.start_only):
         benchlib.write_section("idle", markdown)
 
 
