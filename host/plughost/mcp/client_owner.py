@@ -45,6 +45,7 @@ from plughost.mcp.session import (
     open_client,
 )
 from plughost.mcp.status import ServerState
+from plughost.mcp.upstream_tap import UpstreamTap
 
 __all__ = ["Command", "ConnectionOwner"]
 
@@ -88,6 +89,7 @@ class ConnectionOwner:
         self._failures = 0
         self._retry_at = 0.0
         self._client: Client | None = None
+        self._tap: UpstreamTap | None = None
         self._protocol_version: str | None = None
         self._catalog: Catalog | None = None
         self._published: Catalog | None = None
@@ -107,6 +109,16 @@ class ConnectionOwner:
         if self._state in (ServerState.FAILED, ServerState.CLOSED):
             return None
         return self._catalog
+
+    def tap_of(self, client: Client) -> UpstreamTap | None:
+        """The channel for forwarded calls beside ``client``, while it is live and handshake-era.
+
+        Only a stdio server's connection has one (:mod:`plughost.mcp.upstream_tap`).
+        """
+        tap = self._tap
+        if tap is None or client is not self._client or not tap.live:
+            return None
+        return None if client.protocol_version in MODERN_PROTOCOL_VERSIONS else tap
 
     # --- ways in from other tasks ---------------------------------------------------------
 
@@ -160,6 +172,7 @@ class ConnectionOwner:
         """
         timeout = self.config.connect_timeout
         connected, failure = False, ""
+        tap = UpstreamTap()
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             try:
                 async with open_client(
@@ -169,11 +182,13 @@ class ConnectionOwner:
                     callbacks=self._callbacks,
                     name=self.name,
                     sandbox=self.sandbox,
+                    tap=tap,
                 ) as client:
                     try:
                         catalog = await fetch_catalog(client, self.config)
                         scope.deadline = math.inf
                         connected = True
+                        self._tap = tap
                         self._set_connected(client, catalog)
                         if self._on_connected is not None:
                             await self._on_connected(self.name, client)
@@ -181,6 +196,7 @@ class ConnectionOwner:
                     finally:
                         # Before anything closes, so no caller picks up a half-closed client.
                         self._client = None
+                        self._tap = None
             except Exception as exc:
                 failure = describe_error(exc)
                 if self._exit_reason and is_connection_lost(exc):

@@ -57,10 +57,12 @@ from plughost.mcp.provider_content import UpstreamContent
 from plughost.mcp.session import Catalog, describe_error
 from plughost.mcp.upstream_requests import UpstreamRequests
 from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
+from plughost.mcp.upstream_tap import forwarded_call
 from plughost.tools import progress
 from plughost.tools.naming import qualified_name
 from plughost.tools.progress import Progress
 from plughost.tools.resources import PromptInfo, PromptResult, ResourceContent, ResourceInfo
+from plughost.tracing import tracing
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -337,7 +339,7 @@ class MCPToolProvider:
         idempotent = route.kind != "tool"
         try:
             return await connection.request(
-                _operation(route, invocation), timeout=timeout, idempotent=idempotent
+                _operation(route, invocation, connection), timeout=timeout, idempotent=idempotent
             )
         except OutcomeUnknownError as exc:
             message = f"MCP server {server!r} lost the connection during {route.target!r}: {exc}"
@@ -369,7 +371,7 @@ class MCPToolProvider:
 
 
 def _operation(
-    route: _Route, invocation: ToolInvocation
+    route: _Route, invocation: ToolInvocation, connection: MCPConnection
 ) -> Callable[[Client], Awaitable[ToolExecutionResult]]:
     name, target = invocation.tool_name, route.target
     arguments = _arguments(invocation)
@@ -392,6 +394,11 @@ def _operation(
     relay = None if receiver is None else _relay_to(receiver)
 
     async def call(client: Client) -> ToolExecutionResult:
+        tap = connection.tap_of(client)
+        if tap is not None and not tracing():  # traced calls keep the SDK's spans
+            params = {"name": target, "arguments": arguments, "_meta": meta or {}}
+            forwarded = await forwarded_call(client, tap, params, relay)
+            return result_from_mcp(name, forwarded)
         result = await client.call_tool(target, arguments, progress_callback=relay, meta=meta)
         return result_from_mcp(name, result)
 

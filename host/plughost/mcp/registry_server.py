@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import metadata
 from typing import Any, Protocol
 
@@ -63,7 +63,7 @@ from plughost.mcp.server_content import (
 )
 from plughost.mcp.shutdown import CallCounter
 from plughost.tools import progress
-from plughost.tools.client_link import current_client
+from plughost.tools.client_link import ClientLink, current_client
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.resources import ContentCatalog
 from plughost_sdk.models import (
@@ -73,12 +73,22 @@ from plughost_sdk.models import (
     ToolSpec,
 )
 
-__all__ = ["RegistryMCPServer", "ToolSource"]
+__all__ = ["RegistryMCPServer", "Reporter", "ServedLink", "ToolSource"]
 
 log = logging.getLogger(__name__)
 
 _NOTIFY_TIMEOUT = 2.0
 _TRACKED = "plughost.tools_list_changed"
+
+
+Reporter = Callable[[progress.Progress], Awaitable[None]]
+"""Sends one progress report of a call to the client that made it."""
+
+
+class ServedLink(ClientLink, Protocol):
+    """A client link that is served around a call (:meth:`MCPClientLink.serving`)."""
+
+    def serving(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
 
 class ToolSource(Protocol):
@@ -238,18 +248,36 @@ class RegistryMCPServer:
         params: types.CallToolRequestParams,
         link: MCPClientLink,
     ) -> ToolExecutionResult:
-        name = params.name
+        call_id = "" if ctx.request_id is None else str(ctx.request_id)
+        report = None if _progress_token(ctx) is None else _reporter(ctx)
+        return await self.run_call(params.name, params.arguments, call_id, link, report)
+
+    async def run_call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        call_id: str,
+        link: ServedLink,
+        report: Reporter | None,
+    ) -> ToolExecutionResult:
+        """Run one ``tools/call`` on the registry; every fault comes back as a failed result.
+
+        Args:
+            name: The tool the client called.
+            arguments: Its arguments, as the client sent them.
+            call_id: The client's request id.
+            link: The client, for the plugin's logs, sampling and elicitation.
+            report: Sends a progress report to the client; None when it asked for none.
+        """
         invocation = ToolInvocation(
-            tool_name=name,
-            arguments=dict(params.arguments or {}),
-            call_id="" if ctx.request_id is None else str(ctx.request_id),
+            tool_name=name, arguments=dict(arguments or {}), call_id=call_id
         )
         token = current_client.set(link)  # seen by the plugin's logs, sampling, elicitation
         try:
             async with link.serving():
-                if _progress_token(ctx) is None:
+                if report is None:
                     return await self._invoke(invocation)
-                return await self._invoke_with_progress(ctx, invocation)
+                return await self._invoke_with_progress(report, invocation)
         except Exception as exc:  # a tool fault is never a protocol error
             log.exception("mcp tool call failed in the registry tool=%s", name)
             message = f"Tool {name} could not be run: {type(exc).__name__}: {exc}"
@@ -284,7 +312,7 @@ class RegistryMCPServer:
         return await self.registry.invoke(invocation, context, listed_all=True)
 
     async def _invoke_with_progress(
-        self, ctx: ServerRequestContext[Any], invocation: ToolInvocation
+        self, report: Reporter, invocation: ToolInvocation
     ) -> ToolExecutionResult:
         """Invoke, relaying the tool's progress reports as notifications/progress.
 
@@ -293,7 +321,7 @@ class RegistryMCPServer:
         """
         send, receive = anyio.create_memory_object_stream[progress.Progress](math.inf)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_relay_progress, ctx, receive)
+            tg.start_soon(_relay_progress, report, receive)
             try:
                 with progress.reporting(send.send_nowait):
                     result = await self._invoke(invocation)
@@ -349,14 +377,20 @@ def _progress_token(ctx: ServerRequestContext[Any, Any]) -> Any:
     return meta.get("progress_token", meta.get("progressToken"))
 
 
+def _reporter(ctx: ServerRequestContext[Any, Any]) -> Reporter:
+    async def report(report: progress.Progress) -> None:
+        await ctx.session.report_progress(report.progress, report.total, report.message)
+
+    return report
+
+
 async def _relay_progress(
-    ctx: ServerRequestContext[Any, Any],
-    reports: MemoryObjectReceiveStream[progress.Progress],
+    send: Reporter, reports: MemoryObjectReceiveStream[progress.Progress]
 ) -> None:
     with reports:
         async for report in reports:
             try:
-                await ctx.session.report_progress(report.progress, report.total, report.message)
+                await send(report)
             except Exception as exc:  # the client went away: the call itself goes on
                 log.debug("mcp progress not sent reason=%s", exc)
 

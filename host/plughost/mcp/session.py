@@ -31,6 +31,7 @@ from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.delivery import TrackingHTTPTransport
 from plughost.mcp.sandbox import LaunchPlan, SandboxState, read_report, sandboxed
 from plughost.mcp.stdio import stdio_transport
+from plughost.mcp.upstream_tap import UpstreamTap
 
 __all__ = [
     "Catalog",
@@ -73,6 +74,7 @@ async def open_client(
     callbacks: Mapping[str, Any] | None = None,
     name: str = "server",
     sandbox: SandboxState | None = None,
+    tap: UpstreamTap | None = None,
 ) -> AsyncIterator[Client]:
     """Enter a client session with the server; to be entered and exited by one task.
 
@@ -84,6 +86,8 @@ async def open_client(
             ``list_roots_callback``; each one given is advertised as a capability.
         name: The server's name (its data directory under ``data/mcp``).
         sandbox: Filled with what a stdio server's sandbox turned out to be.
+        tap: Wraps a stdio server's transport, so gateway calls can be forwarded beside
+            the session (:mod:`plughost.mcp.upstream_tap`).
     """
     async with contextlib.AsyncExitStack() as stack:
         server: Any
@@ -100,6 +104,8 @@ async def open_client(
                 on_exit=on_exit,
                 pass_fds=(plan.passed,),
             )
+            if tap is not None:
+                server = tap.wrap(server)
         elif kind == "sse":
             server = sse_client(
                 config.url or "",

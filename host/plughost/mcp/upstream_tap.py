@@ -1,0 +1,252 @@
+"""UpstreamTap: tools/call requests sent to an upstream MCP server beside its SDK session.
+
+A gateway call that needs nothing of the SDK's client session (see
+:mod:`plughost.mcp.forwarding`) is written straight to the upstream's transport
+and its answer taken off the transport's read stream before the session sees it.
+The tap sits between the transport and :class:`mcp.Client`:
+
+- :meth:`UpstreamTap.wrap` wraps the transport; its read stream passes every
+  message on to the session, except the responses and progress notifications
+  that answer a request the tap sent;
+- :meth:`UpstreamTap.call` sends one ``tools/call`` under a fresh id of the
+  tap's own (``plughost-<random>-<n>``, a string the SDK never issues) and
+  waits for its outcome: the raw result, or the server's error as
+  :class:`~mcp.MCPError`.
+
+Nothing from the server is believed beyond that: a response whose id the tap did
+not issue, or issued and already settled, goes to the session as before (which
+drops ids it does not know); a response is delivered only to the call that sent
+its id; a progress notification only to the call whose token it names, and only
+with numeric fields. When the read stream ends (the server died or closed), every
+waiting call fails with ``CONNECTION_CLOSED``, as the SDK's own requests do, and
+a call that is cancelled (its client cancelled, or its deadline passed) tells the
+server with ``notifications/cancelled`` under the id the server saw.
+
+What does not live here: deciding which calls go this way and answering the
+client (:mod:`plughost.mcp.forwarding`); the transport itself
+(:mod:`plughost.mcp.stdio`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import Client, MCPError
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.message import SessionMessage
+from mcp_types.methods import validate_server_result
+
+from plughost.mcp.stream_filters import FilteredReceive
+
+__all__ = ["Progress", "ProgressRelay", "UpstreamTap", "forwarded_call"]
+
+log = logging.getLogger(__name__)
+
+_CANCEL_WRITE_TIMEOUT = 2.0
+_CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
+# tools/call result fields of the 2026-07-28 revision, outside a handshake-era contract:
+# dropped before validation, as the SDK's own session does.
+_LATER_FIELDS = frozenset({"resultType", "inputRequests", "requestState"})
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One ``notifications/progress`` of the server, for the call whose token it names."""
+
+    progress: float
+    total: float | None
+    message: str | None
+
+
+_Outcome = dict[str, Any] | types.ErrorData | Progress
+ProgressRelay = ProgressFnT
+"""Awaited with each report's progress, total and message (the SDK's progress callback)."""
+
+
+class UpstreamTap:
+    """One upstream connection's side channel for forwarded calls (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._prefix = f"plughost-{secrets.token_hex(4)}-"
+        self._ids = itertools.count(1)
+        self._waiting: dict[str, MemoryObjectSendStream[_Outcome]] = {}
+        self._write: Any = None
+        self._closed = False
+
+    @property
+    def live(self) -> bool:
+        """Whether the transport is open, so a call can be sent."""
+        return self._write is not None and not self._closed
+
+    def wrap(self, transport: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The transport, with its read stream filtered through this tap."""
+
+        @contextlib.asynccontextmanager
+        async def tapped() -> AsyncIterator[Any]:
+            async with transport as streams:
+                read, write = streams[0], streams[1]
+                self._write = write
+                try:
+                    yield (FilteredReceive(read, self.claim, self.close), write, *streams[2:])
+                finally:
+                    self.close()
+
+        return tapped()
+
+    def close(self) -> None:
+        """Fail every waiting call with ``CONNECTION_CLOSED``; no call is sent from now on."""
+        self._closed = True
+        for waiter in list(self._waiting.values()):
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                waiter.send_nowait(_CLOSED)
+
+    async def call(self, params: Mapping[str, Any], relay: ProgressRelay | None) -> dict[str, Any]:
+        """Send ``tools/call`` with ``params`` and return the server's raw result.
+
+        With ``relay``, the request asks for progress and each report is awaited
+        through ``relay`` in the order the server sent it, before the result.
+
+        Raises:
+            MCPError: The server answered with an error, or the connection closed
+                (``CONNECTION_CLOSED``) before it answered.
+        """
+        if not self.live:
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        request_id = f"{self._prefix}{next(self._ids)}"
+        send, receive = anyio.create_memory_object_stream[_Outcome](math.inf)
+        self._waiting[request_id] = send
+        out = dict(params)
+        meta = dict(out.pop("_meta", None) or {})
+        if relay is not None:
+            meta["progressToken"] = request_id  # as the SDK does: the id is the token
+        if meta:
+            out["_meta"] = meta
+        request = types.JSONRPCRequest(
+            jsonrpc="2.0", id=request_id, method="tools/call", params=out
+        )
+        written = False
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            written = True  # a write interrupted by a cancel may still have reached the server
+            try:
+                await self._write.send(SessionMessage(request))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
+            return await _outcome(receive, relay)
+        except anyio.get_cancelled_exc_class():
+            if written and request_id in self._waiting:
+                await self._cancel(request_id)
+            raise
+        finally:
+            self._waiting.pop(request_id, None)
+            send.close()
+            receive.close()
+
+    async def _cancel(self, request_id: str) -> None:
+        """Tell the server a call it received is abandoned: shielded, and bounded."""
+        notification = types.JSONRPCNotification(
+            jsonrpc="2.0",
+            method="notifications/cancelled",
+            params={"requestId": request_id, "reason": "the caller cancelled the call"},
+        )
+        with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT, shield=True):
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self._write.send(SessionMessage(notification))
+
+    def claim(self, message: types.JSONRPCMessage) -> bool:
+        """Deliver ``message`` if it answers a call of this tap; False passes it on."""
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            request_id = message.id
+            if not isinstance(request_id, str) or not request_id.startswith(self._prefix):
+                return False
+            waiter = self._waiting.get(request_id)
+            if waiter is None:
+                log.debug("mcp response for no call in progress dropped id=%s", request_id)
+                return True  # an id of ours that is settled, or never was: nobody's answer
+            outcome = (
+                message.result if isinstance(message, types.JSONRPCResponse) else message.error
+            )
+            self._waiting.pop(request_id)
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                waiter.send_nowait(outcome)
+            return True
+        if (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/progress"
+        ):
+            return self._progress(message.params or {})
+        return False
+
+    def _progress(self, params: Mapping[str, Any]) -> bool:
+        token = params.get("progressToken")
+        if not isinstance(token, str) or not token.startswith(self._prefix):
+            return False
+        waiter = self._waiting.get(token)
+        report = _progress_of(params)
+        if waiter is not None and report is not None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                waiter.send_nowait(report)
+        return True
+
+
+async def forwarded_call(
+    client: Client, tap: UpstreamTap, params: dict[str, Any], relay: ProgressRelay | None
+) -> types.CallToolResult:
+    """Send ``tools/call`` with ``params`` through ``tap``; checked as ``client.call_tool`` checks.
+
+    The raw result is validated against the connection's protocol version, typed,
+    and (unless it is an error) its structured content checked against the tool's
+    output schema by the client's session, so a server's answer is believed no
+    further than on the SDK's own path.
+
+    Raises:
+        MCPError: The server's error, or ``CONNECTION_CLOSED``.
+        pydantic.ValidationError: The server's result is malformed.
+        RuntimeError: The structured content does not match the output schema.
+    """
+    raw = await tap.call(params, relay)
+    validate_server_result("tools/call", client.protocol_version, raw)
+    raw = {key: value for key, value in raw.items() if key not in _LATER_FIELDS}
+    ttl = raw.get("ttlMs")
+    if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
+        raw["ttlMs"] = 0
+    result = types.CallToolResult.model_validate(raw, by_name=False)
+    if not result.is_error:
+        await client.session.validate_tool_result(params["name"], result)
+    return result
+
+
+async def _outcome(
+    receive: MemoryObjectReceiveStream[_Outcome], relay: ProgressRelay | None
+) -> dict[str, Any]:
+    async for item in receive:
+        if isinstance(item, Progress):
+            if relay is not None:
+                await relay(item.progress, item.total, item.message)
+            continue
+        if isinstance(item, types.ErrorData):
+            raise MCPError(code=item.code, message=item.message, data=item.data)
+        return item
+    raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+
+
+def _progress_of(params: Mapping[str, Any]) -> Progress | None:
+    progress, total, message = params.get("progress"), params.get("total"), params.get("message")
+    if not isinstance(progress, int | float) or isinstance(progress, bool):
+        return None
+    return Progress(
+        float(progress),
+        float(total) if isinstance(total, int | float) and not isinstance(total, bool) else None,
+        message if isinstance(message, str) else None,
+    )

@@ -1,0 +1,89 @@
+"""An MCP server (official SDK, stdio) that shows how a gateway's calls reach it.
+
+Run as ``python forwarding_server.py FOLDER``. Lines in ``FOLDER/events`` are ``<event> <label>``:
+``start`` when a ``wait`` call begins, ``cancelled`` when its handler is
+cancelled, ``done`` when it finishes.
+
+Tools:
+
+- ``request_id()``: the JSON-RPC id the call arrived under;
+- ``wait(label, seconds, steps)``: reports ``steps`` progress notifications, then
+  sleeps ``seconds``, recording start, end or cancellation;
+- ``forge(request_ids)``: first writes, straight to stdout, a response carrying
+  the text ``forged`` for each of ``request_ids`` (ids its client never sent,
+  or did), then answers ``real``;
+- ``die()``: the process exits (code 3) in the middle of the call;
+- ``whoami()``: a token drawn when the process started (its pid is the same in every
+  sandbox's pid namespace).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+
+LOG = Path(sys.argv[1]) / "events"
+server = MCPServer("forwarding")
+BOOT = secrets.token_hex(8)
+
+
+def _note(event: str, label: str) -> None:
+    with LOG.open("a", encoding="utf-8") as log:
+        log.write(f"{event} {label}\n")
+
+
+@server.tool()
+def request_id(ctx: Context) -> str:
+    """The id of this request, as it arrived."""
+    return json.dumps(ctx.request_id)
+
+
+@server.tool()
+async def wait(label: str, ctx: Context, seconds: float = 0.0, steps: int = 0) -> str:
+    """Report progress, then sleep; record the start and how it ended."""
+    _note("start", label)
+    ended = "cancelled"
+    try:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        await anyio.sleep(seconds)
+        ended = "done"
+    finally:
+        _note(ended, label)
+    return f"waited {label}"
+
+
+@server.tool()
+def forge(request_ids: list[str | int]) -> str:
+    """Write a forged response for each id, then answer for real."""
+    for forged in request_ids:
+        line = {
+            "jsonrpc": "2.0",
+            "id": forged,
+            "result": {"content": [{"type": "text", "text": "forged"}]},
+        }
+        os.write(1, (json.dumps(line) + "\n").encode())
+    return "real"
+
+
+@server.tool()
+def die() -> str:
+    """End the process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+def whoami() -> str:
+    """This process's token."""
+    return BOOT
+
+
+if __name__ == "__main__":
+    server.run()
