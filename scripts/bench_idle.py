@@ -68,6 +68,9 @@ class Results:
     processes: dict[str, int] = field(default_factory=dict)
     # per-plugin grouping: PSS MiB by kind of process (host, fork server, runner, helpers)
     kinds: dict[str, list[float]] = field(default_factory=dict)
+    # per-plugin grouping: one runner's PSS and its own pages (Private_Dirty), MiB, medians
+    runner_pss: list[float] = field(default_factory=list)
+    runner_private: list[float] = field(default_factory=list)
     runners: dict[str, int] = field(default_factory=dict)
 
 
@@ -116,13 +119,14 @@ def kind_of(process: psutil.Process) -> str:
         return "gone"
 
 
-def pss_bytes(pid: int) -> int:
+def pss_bytes(pid: int, line_name: str = "Pss") -> int:
+    """One figure of ``/proc/<pid>/smaps_rollup`` in bytes (``Pss`` unless ``line_name`` says)."""
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="ascii")
     except OSError:
         return 0  # gone meanwhile
     for line in text.splitlines():
-        if line.startswith("Pss:"):
+        if line.startswith(f"{line_name}:"):
             return int(line.split()[1]) * 1024
     return 0
 
@@ -243,6 +247,12 @@ async def one_round(
                 by_kind[kind] = by_kind.get(kind, 0.0) + pss_bytes(member.pid) / 2**20
             for kind, mib in by_kind.items():
                 out.kinds.setdefault(kind, []).append(mib)
+            runner_pids = [m.pid for m in members if kind_of(m) == "runner"]
+            if runner_pids:
+                pss = [pss_bytes(pid) / 2**20 for pid in runner_pids]
+                own = [pss_bytes(pid, "Private_Dirty") / 2**20 for pid in runner_pids]
+                out.runner_pss.append(benchlib.median(pss))
+                out.runner_private.append(benchlib.median(own))
         out.processes[grouping] = len(processes)
         out.runners[grouping] = runners
         await answer_all(host, probes)  # still answering after the idle window
@@ -336,6 +346,18 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
         )
         + ".",
         "",
+        *(
+            [
+                f"One runner (median): {benchlib.median(results.runner_pss):.1f} MiB PSS, of "
+                f"which {benchlib.median(results.runner_private):.1f} MiB its own pages "
+                "(`Private_Dirty`: the fork server's pages it wrote to, each copied, and what "
+                "it allocated); the rest is its share of the pages it still shares with the "
+                "fork server and its siblings.",
+                "",
+            ]
+            if results.runner_pss
+            else []
+        ),
         "Start is `PluginHost.start()` until every plugin has answered a call; the CPU spent "
         "starting is the on-CPU time of the whole process tree over that start, the processes "
         "that ended meanwhile included, divided by the number of plugins. Idle CPU is the "
