@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp.client.session
 import mcp_types as types
@@ -228,10 +229,8 @@ async def test_clients_of_older_protocols_are_served_sampling_and_elicitation_wh
         assert peer.asked == []
 
 
-async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(
-    http_server: tuple[str, str],
-) -> None:
-    http_url, token = http_server
+async def raw_session(http: httpx2.AsyncClient, url: str, token: str) -> dict[str, str]:
+    """Open a session of a 2025-11-25 client by hand; return the headers its requests carry."""
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -247,27 +246,82 @@ async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(
         "Content-Type": "application/json",
         "Authorization": f"Bearer {token}",
     }
-    async with httpx2.AsyncClient(timeout=10) as http:
-        response = await http.post(http_url, json=initialize, headers=headers)
-        session = response.headers["mcp-session-id"]
-        headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
-        await http.post(
-            http_url,
-            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-            headers=headers,
-        )
-        call = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "test_simple_text"},
-        }
-        response = await http.post(http_url, json=call, headers=headers)
+    response = await http.post(url, json=initialize, headers=headers)
+    headers |= {"mcp-session-id": response.headers["mcp-session-id"]}
+    headers |= {"mcp-protocol-version": "2025-11-25"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post(url, json=initialized, headers=headers)
+    return headers
 
-    stream = response.text.replace("\r\n", "\n").strip()
-    events = [block.split("\n") for block in stream.split("\n\n")]
-    first = {k: v.strip() for k, v in (line.split(":", 1) for line in events[0] if ":" in line)}
+
+def sse_events(text: str) -> list[dict[str, str]]:
+    blocks = text.replace("\r\n", "\n").strip().split("\n\n")
+    return [
+        {k: v.strip() for k, v in (line.split(":", 1) for line in block.split("\n") if ":" in line)}
+        for block in blocks
+    ]
+
+
+def call(name: str, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+
+
+async def answer_in_new_session(http_server: tuple[str, str], request: Any) -> httpx2.Response:
+    http_url, token = http_server
+    async with httpx2.AsyncClient(timeout=10) as http:
+        headers = await raw_session(http, http_url, token)
+        return await http.post(http_url, json=request, headers=headers)
+
+
+async def test_http_streams_open_with_a_priming_event_and_a_retry_hint(
+    http_server: tuple[str, str],
+) -> None:
+    progressing = call("test_tool_with_progress", {}, progressToken="p")
+    response = await answer_in_new_session(http_server, progressing)
+
+    events = sse_events(response.text)
     assert response.headers["content-type"].startswith("text/event-stream")
-    assert first["id"] and first["data"] == ""
-    assert first["retry"] == "1000"
-    assert "This is a simple text response" in response.text
+    assert events[0]["id"] and events[0]["data"] == ""
+    assert events[0]["retry"] == "1000"
+    assert "notifications/progress" in events[1]["data"]  # the progress, then the answer
+    assert "Progress tool completed" in events[-1]["data"]
+
+
+async def test_a_quick_http_answer_with_nothing_before_it_comes_as_one_json_body(
+    http_server: tuple[str, str],
+) -> None:
+    response = await answer_in_new_session(http_server, call("test_simple_text", {}))
+
+    assert response.headers["content-type"] == "application/json"
+    answer = response.json()
+    assert answer["id"] == 2
+    assert answer["result"]["content"][0]["text"] == "This is a simple text response for testing."
+
+
+async def test_a_client_that_lost_a_slow_calls_stream_resumes_it_with_last_event_id(
+    http_server: tuple[str, str],
+) -> None:
+    http_url, token = http_server
+    slow = call("mcp_everything_trigger-long-running-operation", {"duration": 0.5, "steps": 1})
+    async with httpx2.AsyncClient(timeout=10) as http:
+        headers = await raw_session(http, http_url, token)
+        async with http.stream("POST", http_url, json=slow, headers=headers) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            async for line in response.aiter_lines():  # the priming event, then drop the line
+                if line.startswith("id:"):
+                    last_event_id = line.split(":", 1)[1].strip()
+                    break
+        resumed = headers | {"Last-Event-ID": last_event_id}
+        answer: dict[str, Any] = {}
+        with anyio.fail_after(30):
+            while not answer:  # a resume that raced the dropped stream's cleanup ends empty
+                async with http.stream("GET", http_url, headers=resumed) as replay:
+                    async for line in replay.aiter_lines():
+                        if line.startswith("data:") and '"id":2' in line.replace(" ", ""):
+                            answer = json.loads(line.split(":", 1)[1])
+                            break
+
+    assert "Long running operation completed" in answer["result"]["content"][0]["text"]

@@ -10,6 +10,9 @@ server whose streams may close before the response.
 Memory is bounded: each stream keeps its last :data:`EVENTS_PER_STREAM` events
 and the store keeps its last :data:`MAX_STREAMS` streams; a reconnect after
 older events were dropped replays nothing (the client re-sends its request).
+A request answered with one JSON body instead of a stream
+(:mod:`plughost.mcp.quick_answers`) has its stream dropped at once: its client
+never learnt one of its event ids, so nothing can resume it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections import OrderedDict, deque
 from typing import Final
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
-from mcp_types import JSONRPCMessage
+from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
 
 __all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore"]
 
@@ -69,3 +72,19 @@ class MemoryEventStore(EventStore):
             if number > after and message is not None:
                 await send_callback(EventMessage(message, str(number)))
         return stream_id
+
+    def is_answer(self, event_id: EventId) -> bool:
+        """Whether ``event_id`` names a stored answer (a response or an error) to a request."""
+        events = self._streams.get(self._stream_id(event_id) or "")
+        if not events:
+            return False
+        number, message = events[-1]  # an answer is the last event of its stream
+        return str(number) == event_id and isinstance(message, JSONRPCResponse | JSONRPCError)
+
+    def forget_stream_of(self, event_id: EventId) -> None:
+        """Drop the stream that ``event_id`` belongs to, with all its events."""
+        for number, _ in self._streams.pop(self._stream_id(event_id) or "", ()):
+            self._stream_of.pop(number, None)
+
+    def _stream_id(self, event_id: EventId) -> StreamId | None:
+        return self._stream_of.get(int(event_id)) if event_id.isdigit() else None
