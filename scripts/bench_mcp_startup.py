@@ -1,11 +1,11 @@
-"""Start-up of ``plughost serve --mcp-stdio``, cold and warm, next to its upstream alone.
+"""Start-up of ``plughost serve`` over MCP, cold and warm, next to its upstream alone.
 
 What a client that starts a new server per session (langchain-mcp-adapters and
 llama-index do so per call by default) waits for: from spawning the process to
 the answer of its first ``tools/list``, and to the result of its first
-``tools/call``. Two commands, started in turn (interleaved, so machine noise hits
-both alike), each driven over its pipes with newline-delimited JSON-RPC (the
-handshake-era protocol most clients speak):
+``tools/call``. The commands are started in turn (interleaved, so machine noise
+hits all alike), each driven over its pipes with newline-delimited JSON-RPC, or
+over HTTP (the handshake-era protocol most clients speak):
 
 - ``direct``: server-everything (npm), run with node;
 - ``gateway``: ``plughost serve --mcp-stdio --no-watch --config up.toml``, whose
@@ -14,7 +14,9 @@ handshake-era protocol most clients speak):
 - ``cold`` and ``warm``: ``plughost serve --mcp-stdio`` with the example plugins
   (plugins_example/) and two upstreams (server-everything and mcp-server-time),
   without a tool catalogue (deleted before each start) and with the one the
-  previous start left.
+  previous start left;
+- ``http cold`` and ``http warm``: the same over streamable HTTP (``--mcp-http``),
+  the client polling the port until it accepts.
 
 Every first ``tools/list`` answer must list the upstream's tools.
 
@@ -28,10 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import selectors
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +128,94 @@ def one_start(argv: list[str], tool: str, forget: Path | None = None) -> tuple[f
             process.wait()
 
 
+def one_http_start(
+    argv: list[str], tool: str, forget: Path | None = None
+) -> tuple[float, float, int]:
+    """As :func:`one_start`, over streamable HTTP: ``argv`` is ``serve`` without the transport.
+
+    The client polls the port until it accepts, as a client started beside the
+    server would, then sends the same requests as HTTP POSTs.
+    """
+    import httpx
+
+    if forget is not None:
+        forget.unlink(missing_ok=True)
+    port = _free_port()
+    token_file = Path(argv[-1]).parent / "mcp-token"
+    address = f"127.0.0.1:{port}"
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [*argv, "--mcp-http", address, "--mcp-token-file", str(token_file)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(port, process)
+        headers = {
+            "Authorization": f"Bearer {token_file.read_text().strip()}",
+            "Accept": "application/json, text/event-stream",
+        }
+        url = f"http://{address}/mcp"
+        with httpx.Client(headers=headers, timeout=DEADLINE_S) as http:
+            reply = http.post(url, json=INITIALIZE)
+            http.headers["mcp-session-id"] = reply.headers["mcp-session-id"]
+            http.headers["mcp-protocol-version"] = "2025-11-25"
+            http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            listed = _http_answer(
+                http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            )
+            to_list = time.perf_counter() - started
+            call = {"name": tool, "arguments": {"message": "hello"}}
+            message = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}
+            result = _http_answer(http.post(url, json=message))
+            to_result = time.perf_counter() - started
+        if "error" in result or result["result"].get("isError"):
+            raise SystemExit(f"{tool} failed over HTTP: {result}")
+        return to_list, to_result, len(listed["result"]["tools"])
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _http_answer(reply: Any) -> dict[str, Any]:
+    """The JSON-RPC response in a streamable HTTP reply: a JSON body or SSE ``data:`` lines."""
+    reply.raise_for_status()
+    if reply.headers.get("content-type", "").startswith("application/json"):
+        return reply.json()  # type: ignore[no-any-return]
+    for line in reply.text.splitlines():
+        data = line[5:].strip() if line.startswith("data:") else ""
+        if data:  # an event without data primes the stream
+            message = json.loads(data)
+            if "id" in message:
+                return message  # type: ignore[no-any-return]
+    raise SystemExit(f"no JSON-RPC response in the reply: {reply.text[:200]!r}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"serve exited with {process.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.005)  # a client's poll for the port, not a synchronisation
+    raise SystemExit(f"nothing listened on port {port} within {DEADLINE_S:g} s")
+
+
 def _config(folder: Path, plugins: Path | None, servers: str) -> Path:
     """A serve config in ``folder``, whose data (and tool catalogue) stay in it."""
     folder.mkdir()
@@ -136,7 +228,10 @@ def _config(folder: Path, plugins: Path | None, servers: str) -> Path:
     return path
 
 
-def _starts(folder: Path) -> dict[str, tuple[list[str], str, Path | None]]:
+Start = tuple[Callable[..., tuple[float, float, int]], list[str], str, Path | None]
+
+
+def _starts(folder: Path) -> dict[str, Start]:
     """Each contender: its command, the tool it calls, and what to delete before it starts."""
     everything = f'command = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
     upstreams = f"[mcp.servers.time]\ncommand = {json.dumps(str(TIME))}\n"
@@ -144,14 +239,24 @@ def _starts(folder: Path) -> dict[str, tuple[list[str], str, Path | None]]:
     both = f"[mcp.servers.everything]\n{everything}{upstreams}"
     cold = _config(folder / "cold", EXAMPLES, both)
     warm = _config(folder / "warm", EXAMPLES, both)
-    serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--mcp-stdio", "--config"]
+    http_cold = _config(folder / "http-cold", EXAMPLES, both)
+    http_warm = _config(folder / "http-warm", EXAMPLES, both)
+    serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--config"]
+    stdio, http = one_start, one_http_start
     tool = "mcp_everything_echo"
     return {
-        "direct": (["node", str(EVERYTHING)], "echo", None),
-        "gateway": ([*serve, str(gateway)], tool, gateway.parent / "data" / CATALOGUE),
-        "cold": ([*serve, str(cold)], tool, cold.parent / "data" / CATALOGUE),
-        "warm": ([*serve, str(warm)], tool, None),
+        "direct": (stdio, ["node", str(EVERYTHING)], "echo", None),
+        "gateway": (stdio, [*serve, str(gateway), "--mcp-stdio"], tool, _forget(gateway)),
+        "cold": (stdio, [*serve, str(cold), "--mcp-stdio"], tool, _forget(cold)),
+        "warm": (stdio, [*serve, str(warm), "--mcp-stdio"], tool, None),
+        "http cold": (http, [*serve, str(http_cold)], tool, _forget(http_cold)),
+        "http warm": (http, [*serve, str(http_warm)], tool, None),
     }
+
+
+def _forget(config: Path) -> Path:
+    """The tool catalogue of ``config``, deleted before each start for a cold one."""
+    return config.parent / "data" / CATALOGUE
 
 
 def main() -> None:
@@ -166,11 +271,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         starts = _starts(Path(folder))
         samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in starts}
-        for start in starts.values():
-            one_start(*start)  # warm the disk caches once, unmeasured; leaves a catalogue
+        for run, *start in starts.values():
+            run(*start)  # warm the disk caches once, unmeasured; leaves a catalogue
         for _ in range(options.runs):
-            for name, start in starts.items():
-                samples[name].append(one_start(*start))
+            for name, (run, *start) in starts.items():
+                samples[name].append(run(*start))
     rows = []
     base_list = median([s[0] for s in samples["direct"]])
     base_result = median([s[1] for s in samples["direct"]])
@@ -190,20 +295,24 @@ def main() -> None:
             "",
             f"`{COMMAND}` — median of {options.runs} starts each, interleaved: from",
             "spawning the process to the answer of its first `tools/list`, and to the result",
-            "of its first `tools/call` (`echo`), over stdio with the handshake-era protocol.",
+            "of its first `tools/call` (`echo`), with the handshake-era protocol.",
             "`direct` is server-everything (npm, run with node) alone; `gateway` is",
             "`plughost serve --mcp-stdio` with a config holding only an `[mcp]` table that",
             "names the same server (started sandboxed, as every stdio server plughost starts),",
             "without a tool catalogue; `cold` and `warm` serve the example plugins",
             "(plugins_example/) and two upstreams (server-everything and mcp-server-time),",
             "`cold` with its tool catalogue deleted before each start, `warm` with the one",
-            "the previous start left.",
+            "the previous start left. `http cold` and `http warm` are the same two over",
+            "streamable HTTP (`--mcp-http`): the client polls the port until it accepts,",
+            "then posts the same requests.",
             "",
             "Warm, `tools/list` is answered from the catalogue while the runners and the",
-            "upstream connections start; the first `tools/call` runs once the registry can",
-            "route it, which for an upstream's tool is when every upstream has connected",
-            "(the provider lists them together): here mcp-server-time, a Python server",
-            "started sandboxed, is the slower. Cold, `tools/list` waits for the live list:",
+            "upstream connections start, over stdio and HTTP alike (the port is open from",
+            "the start); the first `tools/call`, to server-everything, runs as soon as",
+            "server-everything has connected, whatever mcp-server-time (a Python server",
+            "started sandboxed, the slower) and the plugins' runners are doing: its result",
+            "is bounded by that one upstream's start, which competes for the CPUs with the",
+            "runners'. Cold, `tools/list` waits for the live list:",
             "the runners' start and the slowest upstream's connection. What a pure gateway still",
             "pays is mostly the interpreter importing pydantic and the MCP SDK, and the",
             "upstream's start under plughost's sandbox launcher (`python -X importtime -m",
