@@ -121,11 +121,16 @@ def one_start(argv: list[str], tool: str, forget: Path | None = None) -> tuple[f
     finally:
         assert process.stdin is not None
         process.stdin.close()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _reap(process, 10)
+
+
+def _reap(process: subprocess.Popen[bytes], seconds: float) -> None:
+    """Wait for a server told to end; kill it past ``seconds``."""
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def one_http_start(
@@ -175,11 +180,7 @@ def one_http_start(
         return to_list, to_result, len(listed["result"]["tools"])
     finally:
         process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _reap(process, 30)
 
 
 def _http_answer(reply: Any) -> dict[str, Any]:
