@@ -22,9 +22,9 @@ from plughost_sdk import Plugin, Tool
 
 def private_dirty_kib() -> int:
     """This process's pages written since the fork (or never shared), in KiB."""
-    with open("/proc/self/smaps_rollup", encoding="ascii") as rollup:
+    with open("/proc/self/smaps_rollup", "rb") as rollup:  # bytes: no codec to import
         for line in rollup:
-            if line.startswith("Private_Dirty:"):
+            if line.startswith(b"Private_Dirty:"):
                 return int(line.split()[1])
     raise RuntimeError("no Private_Dirty line in /proc/self/smaps_rollup")
 
