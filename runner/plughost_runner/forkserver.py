@@ -57,7 +57,7 @@ import plughost_runner.maibot.loader  # the MaiBot layer and tomlkit: ~5 MiB a r
 # Imported here, before any fork, so that every runner finds them loaded.
 import plughost_runner.process.capture
 import plughost_runner.sandbox
-import plughost_runner.sandbox.egress_proxy  # a runner granted network: ~2.5 MiB with urllib's
+import plughost_runner.sandbox.egress_proxy  # with urllib: 1.6 MiB less a networked runner
 import plughost_runner.service
 from plughost_runner import __main__ as runner_main
 from plughost_runner.process.credentials import make_undumpable
