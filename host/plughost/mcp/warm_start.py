@@ -27,7 +27,8 @@ tools changed. After that every request goes straight to the registry, and
 the registry (a plugin reloaded, an upstream's ``list_changed``). An upstream
 that changed its list while serving is dynamic: its list at the next start is
 unknown, so from then on the file no longer vouches for it and that start is
-cold.
+cold. So is one that was not connected when the list was saved (it failed to
+connect): the list lacks its tools.
 
 What does not live here: the file (:mod:`plughost.mcp.catalogue`), and what
 goes into a source's fingerprint (:mod:`plughost.cli.serve_catalogue`).
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, cast
 
 from plughost.mcp.catalogue import ToolCatalogue
 from plughost.mcp.registry_server import ToolSource
+from plughost.mcp.status import ServerState
 from plughost.mcp.warm_content import AfterStart
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.resources import ContentCatalog
@@ -297,7 +299,22 @@ class WarmStart:
             # An upstream whose list changed while serving may differ again at the next
             # start whatever its configuration: without its fingerprint, that start is cold.
             fingerprints = {k: v for k, v in fingerprints.items() if not k.startswith("mcp:")}
+        # An upstream that is not connected listed nothing: a catalogue without its
+        # tools would be a partial list, so without its fingerprint the next start is cold.
+        unlisted = self._unlisted_upstreams()
+        fingerprints = {k: v for k, v in fingerprints.items() if k not in unlisted}
         await asyncio.to_thread(self.catalogue.save, specs, fingerprints)
+
+    def _unlisted_upstreams(self) -> set[str]:
+        """The catalogue keys (``mcp:NAME``) of the upstreams whose tools are not listed now."""
+        unlisted: set[str] = set()
+        for provider in self.registry.providers:
+            status = getattr(provider, "status", None)
+            if provider.provider_type == "mcp" and callable(status):
+                for name, server in status().items():
+                    if server.state not in (ServerState.CONNECTED, ServerState.DISCONNECTED):
+                        unlisted.add(f"mcp:{name}")
+        return unlisted
 
     def _note_change(self, provider_name: str) -> None:
         if any(

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from plughost.mcp.catalogue import ToolCatalogue
+from plughost.mcp.status import ServerState, ServerStatus
 from plughost.mcp.warm_start import WarmStart
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.resources import ContentCatalog, ResourceInfo
@@ -350,3 +351,36 @@ async def test_with_calls_held_a_call_whose_tool_is_ready_still_waits_for_live(
         await call
 
     assert registry.ran == [False]
+
+
+class Upstreams:
+    """An upstream provider whose servers are in the states the test gives."""
+
+    provider_name = "mcp"
+    provider_type = "mcp"
+
+    def __init__(self, **states: ServerState) -> None:
+        self.states = states
+
+    def status(self) -> dict[str, ServerStatus]:
+        return {
+            name: ServerStatus(state=state, transport="stdio")
+            for name, state in self.states.items()
+        }
+
+
+@pytest.mark.parametrize(
+    ("state", "warm_next"), [(ServerState.CONNECTED, True), (ServerState.FAILED, False)]
+)
+async def test_an_upstream_not_connected_when_the_list_is_saved_makes_the_next_start_cold(
+    tmp_path: Path, state: ServerState, warm_next: bool
+) -> None:
+    prints = {**PRINTS, "mcp:up": "u"}
+    registry = Registry("a")
+    registry.own = (Upstreams(up=state),)
+    catalogue = ToolCatalogue(tmp_path / "tool-catalogue.json")
+    source = WarmStart(registry, catalogue, lambda: prints, call_timeout=30)
+
+    await source.go_live()
+
+    assert (catalogue.load(prints) is not None) is warm_next
