@@ -26,6 +26,7 @@ serving (:mod:`plughost.mcp.server`).
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from typing import Final
 
@@ -61,12 +62,14 @@ def quick_answers(app: ASGIApp, store: MemoryEventStore, window: float = QUICK_W
             return
         answer = _Answer(send, store)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(answer.release_after, window)
+            # A timer, not a sleeping task: most answers come first, and a task costs more.
+            timer = asyncio.get_running_loop().call_later(window, tg.start_soon, answer.release)
             try:
                 await app(scope, receive, answer.send)
             finally:
-                tg.cancel_scope.cancel()
-        await answer.release()  # a stream that ended while held (nothing was written yet)
+                timer.cancel()
+        if answer.holding:  # a stream that ended while held (nothing was written yet)
+            await answer.release()
 
     return wrapped
 
@@ -79,7 +82,13 @@ class _Answer:
         self._store = store
         self._state = _State.HOLDING
         self._held: list[Message] = []
-        self._lock = anyio.Lock()
+        # Without a checkpoint when free: each held message takes it, and it is rarely contended.
+        self._lock = anyio.Lock(fast_acquire=True)
+
+    @property
+    def holding(self) -> bool:
+        """Whether the response is still held back."""
+        return self._state is _State.HOLDING
 
     async def send(self, message: Message) -> None:
         if self._state is _State.HOLDING or self._state is _State.RELEASING:
@@ -130,11 +139,6 @@ class _Answer:
             {"type": "http.response.start", "status": start["status"], "headers": headers}
         )
         await self._send({"type": "http.response.body", "body": body})
-
-    async def release_after(self, window: float) -> None:
-        """Let the held stream go out as SSE once ``window`` seconds passed without an answer."""
-        await anyio.sleep(window)
-        await self.release()
 
     async def release(self) -> None:
         """Write out what is held and pass everything after it, unless already answered."""
