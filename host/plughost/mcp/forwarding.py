@@ -167,13 +167,23 @@ class CallForwarder:
         report = None if token is None else self._reporter(token)
         try:
             with self._bridge.calls, scope:
-                result = await self._bridge.run_call(
-                    params["name"], params.get("arguments"), str(request_id), _QuietLink(), report
-                )
-                message = self._response(request_id, result_to_mcp(result))
+                try:
+                    result = await self._bridge.run_call(
+                        params["name"],
+                        params.get("arguments"),
+                        str(request_id),
+                        _QuietLink(),
+                        report,
+                    )
+                    message = self._response(request_id, result_to_mcp(result))
+                except Exception as exc:  # run_call turns faults into results: a bug of ours
+                    log.exception("mcp tool call failed beside the session")
+                    error = types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
+                    message = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
                 await self._send(message)
         finally:
-            self._calls.pop(request_id, None)
+            if self._calls.get(request_id) is scope:  # a reused id may belong to a newer call
+                del self._calls[request_id]
 
     def _response(
         self, request_id: types.RequestId, result: types.CallToolResult

@@ -55,7 +55,8 @@ async def served(**client_options: Any) -> AsyncIterator[tuple[Client, CallForwa
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(bridge.server.run, read, write, options)
-        async with Client(transport(), mode="legacy", cache=None, **client_options) as client:
+        client_options.setdefault("mode", "legacy")
+        async with Client(transport(), cache=None, **client_options) as client:
             yield client, forwarder, observed
         tg.cancel_scope.cancel()
 
@@ -104,3 +105,12 @@ async def test_a_client_that_set_a_log_level_is_answered_by_the_session_from_the
         await client.call_tool("greet", {"name": "Ada"})
 
     assert forwarder.forwarded == 1
+
+
+async def test_a_2026_client_is_answered_by_the_session() -> None:
+    async with served(mode="2026-07-28") as (client, forwarder, observed):
+        greeted = await client.call_tool("greet", {"name": "Ada"})
+
+    assert greeted.content == [types.TextContent(text="Hello, Ada!")]
+    assert forwarder.forwarded == 0
+    assert observed == [("greet", True)]
