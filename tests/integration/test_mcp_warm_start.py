@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import shutil
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -244,3 +245,22 @@ async def test_a_strict_warm_start_lists_the_catalogue_and_runs_no_call_before_r
     assert listed == ["gated_echo"]
     assert 3 not in answered  # the call was held, and the refused start ran nothing
     assert code == 3
+
+
+async def test_serve_over_http_on_a_port_in_use_says_so_before_any_plugin_starts(
+    config: Path,
+) -> None:
+    args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config)]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        token = ["--mcp-token-file", str(config.parent / "token")]
+        with anyio.fail_after(DEADLINE):  # the plugin's gate never opens: no start ends
+            done = await anyio.run_process(
+                [sys.executable, *args, "--mcp-http", address, *token], check=False
+            )
+
+    assert done.returncode == 3
+    assert "cannot serve MCP over HTTP" in done.stderr.decode()
+    assert "in use" in done.stderr.decode()

@@ -134,7 +134,7 @@ async def _serve_started(
     the catalogue of the last live list while the plugins and upstream servers
     start, a call once its own source is up (:mod:`plughost.mcp.warm_start`).
     """
-    stopping, written = asyncio.Event(), asyncio.Event()
+    stopping, written, listening = asyncio.Event(), asyncio.Event(), asyncio.Event()
     warm = _warm_start(host, config, strict) if config.serve.mcp else None
     if warm is not None:
         await warm.load()
@@ -144,8 +144,10 @@ async def _serve_started(
     elif warm is not None:
         # Before the host starts, so not in the serving task group: owned here, and
         # cancelled and awaited below whatever happens.
-        http = asyncio.ensure_future(_serve_http(warm, config, token, stopping))
+        http = asyncio.ensure_future(_serve_http(warm, config, token, stopping, listening))
     try:
+        if http is not None and not await _listening(http, listening):
+            return EXIT_STARTUP_FAILED
         try:
             async with _progress(host, config):
                 await _start_with_upstream(host, config)
@@ -167,9 +169,7 @@ async def _serve_started(
                 stop.set()
                 stdio.cancel()
             return EXIT_STARTUP_FAILED
-        if config.serve.mcp == "stdio" and stdio is None:
-            stdio = _serve_stdio(host.tools, config, stopping, written)
-        await _serve_until_stopped(host, config, stop, warm, stdio, http, token, stopping, written)
+        await _serve_until_stopped(host, config, stop, warm, stdio, http, stopping, written)
     finally:
         if http is not None and not http.done():
             http.cancel()
@@ -188,13 +188,12 @@ async def _serve_until_stopped(
     warm: WarmStart | None,
     stdio: asyncio.Future[None] | None,
     http: asyncio.Task[None] | None,
-    token: str | None,
     stopping: asyncio.Event,
     written: asyncio.Event,
 ) -> None:
     """Run hot reload and the MCP servers until ``stop`` (or stdin's end), then drain."""
     async with asyncio.TaskGroup() as group:
-        workers, servers = _start_workers(group, host, config, token, stopping, http)
+        workers, servers = _start_workers(group, host, config, http)
         if warm is not None:
             # Once the watcher has started: a client told the host is up may edit a
             # plugin at once, and expects the reload.
@@ -243,8 +242,27 @@ def _serve_stdio(
     )
 
 
+async def _listening(http: asyncio.Task[None], listening: asyncio.Event) -> bool:
+    """Wait until the MCP HTTP server listens; False, said on stderr, if it cannot.
+
+    Before any plugin starts: a port in use or a refused address ends serve at once.
+    """
+    ready = asyncio.ensure_future(listening.wait())
+    await asyncio.wait([http, ready], return_when=asyncio.FIRST_COMPLETED)
+    ready.cancel()
+    if not http.done():
+        return True
+    reason = http.exception() or "the server ended before listening"
+    stderr.print(f"[bold red]cannot serve MCP over HTTP:[/bold red] {reason}")
+    return False
+
+
 async def _serve_http(
-    source: ToolSource, config: ServeConfig, token: str | None, stopping: asyncio.Event
+    source: ToolSource,
+    config: ServeConfig,
+    token: str | None,
+    stopping: asyncio.Event,
+    listening: asyncio.Event,
 ) -> None:
     """Serve MCP over streamable HTTP until cancelled, or until ``stopping`` and its calls end."""
     address, _, port = config.serve.mcp_http.rpartition(":")
@@ -262,6 +280,7 @@ async def _serve_http(
         input_timeout=config.serve.mcp_input_timeout,
         max_parked=config.serve.mcp_max_parked_calls,
         stopping=stopping,
+        ready=listening,
     )
 
 
@@ -377,11 +396,9 @@ def _start_workers(
     group: asyncio.TaskGroup,
     host: PluginHost,
     config: ServeConfig,
-    token: str | None,
-    stopping: asyncio.Event,
-    http: asyncio.Task[None] | None = None,
+    http: asyncio.Task[None] | None,
 ) -> tuple[list[asyncio.Task[None]], list[asyncio.Task[None]]]:
-    """Start hot reload and the MCP HTTP server (unless ``http`` serves already).
+    """Start hot reload beside the MCP HTTP server ``http`` (serving since the start).
 
     Returns:
         Every worker, and the MCP servers among them.
@@ -393,8 +410,6 @@ def _start_workers(
                 host.watch(force_polling=config.watch.poll, step_ms=config.watch.step_ms)
             )
         )
-    if config.serve.mcp == "http" and http is None:
-        http = group.create_task(_serve_http(host.tools, config, token, stopping))
     servers = [] if http is None else [http]
     return [*workers, *servers], servers
 
