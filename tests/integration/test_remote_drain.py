@@ -205,14 +205,25 @@ async def test_a_runner_stopped_before_it_joined_exits_0_at_once(
         runner = start_runner(silent, credential, plugin_dir(tmp_path / "p"), tmp_path)
         runners.append(runner)
         log = next(tmp_path.glob("runner-*.log"))
+        # Its signal handlers go in as it starts asking for its host: not its first ask's
+        # 10 s timeout, the moment it would handle a SIGTERM at all.
         await wait_until(
-            lambda: "no answer from the host yet" in log.read_text(),
+            lambda: catches(runner.pid, signal.SIGTERM),
             timeout=30,
-            what="the runner waiting for its host",
+            what="the runner handling SIGTERM while it waits for its host",
         )
         os.kill(runner.pid, signal.SIGTERM)
         assert await exited(runner, timeout=10) == 0
-    assert "SIGTERM before joining: stopping" in log.read_text()
+    text = log.read_text()
+    assert "SIGTERM before joining: stopping" in text
+    assert "draining" not in text
+
+
+def catches(pid: int, signum: signal.Signals) -> bool:
+    """Whether a process has a handler for ``signum`` (the SigCgt mask of its status)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (mask,) = [line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")]
+    return bool(int(mask, 16) & (1 << (signum - 1)))
 
 
 async def test_an_edit_during_the_drain_loads_nothing(
