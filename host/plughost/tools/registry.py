@@ -51,8 +51,9 @@ Rules:
   ``bind_registry(registry)`` receives the registry when it is registered.
 - **Cached view.** The merged ``name -> (provider, spec)`` view is cached per
   (version, availability context), for the 64 most recent contexts, so a
-  call does not list every provider again; a provider that failed to list
-  makes the view uncacheable, so it is retried on the next call.
+  call does not list every provider again, and calls that arrive while it is
+  being built share that build (:mod:`plughost.tools.views`); a provider that
+  failed to list makes the view uncacheable, so it is retried on the next call.
 
 What does not live here: argument checking (:mod:`plughost.tools.arguments`) and
 declared defaults (:mod:`plughost.tools.defaults`), filled in here before each call;
@@ -66,9 +67,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from plughost.tools.arguments import ArgumentErrors, prepare_arguments
@@ -82,6 +81,7 @@ from plughost.tools.defaults import fill_defaults
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.reserved import HostNames, NameGuard
+from plughost.tools.views import Route, View, ViewCache
 from plughost.tracing import start_span, tracing
 from plughost_sdk.models import (
     ToolAvailabilityContext,
@@ -105,23 +105,6 @@ CallGate = Callable[[ToolSpec, ToolExecutionContext | None], Awaitable[ToolExecu
 """Asked before an untrusted call runs: a failed result refuses the call, None lets it run."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
-    provider: ToolProvider
-    spec: ToolSpec
-
-
-@dataclass(slots=True)
-class _View:
-    """The merged tools of every provider in one availability context."""
-
-    routes: dict[str, _Route] = field(default_factory=dict)
-    complete: bool = True
-
-    def listed(self) -> list[ToolSpec]:
-        return [r.spec for r in self.routes.values() if r.spec.visibility != "hidden"]
-
-
 class ToolRegistry:
     """Holds tool providers in order and routes every call to the right one."""
 
@@ -138,7 +121,7 @@ class ToolRegistry:
         self._providers: list[ToolProvider] = []
         self._listeners: list[ChangeListener] = []
         self._resource_listeners: list[Callable[[str], None]] = []
-        self._views: OrderedDict[tuple[int, ToolAvailabilityContext | None], _View] = OrderedDict()
+        self._views = ViewCache(_VIEW_CACHE_SIZE)
         self._warned: set[tuple[str, str, str]] = set()
         self.name_guard = NameGuard()
         """Refuses plugin tools that take the host's names; add a listener to hear of it."""
@@ -344,32 +327,21 @@ class ToolRegistry:
             specs = [spec for spec in specs if spec.name in wanted]
         return to_definitions(specs, format)
 
-    def _cached_view(self, context: ToolAvailabilityContext | None) -> _View | None:
+    def _cached_view(self, context: ToolAvailabilityContext | None) -> View | None:
         """The view for ``context`` if it is built: a call finds it without awaiting."""
-        key = (self._version, context)
-        cached = self._views.get(key)
-        if cached is not None:
-            self._views.move_to_end(key)
-        return cached
+        return self._views.cached((self._version, context))
 
-    async def _view(self, context: ToolAvailabilityContext | None) -> _View:
-        cached = self._cached_view(context)
-        if cached is not None:
-            return cached
-        key = (self._version, context)
-        view = await self._build_view(context)
-        if view.complete and key[0] == self._version:
-            self._views[key] = view
-            while len(self._views) > _VIEW_CACHE_SIZE:
-                self._views.popitem(last=False)
-        return view
+    async def _view(self, context: ToolAvailabilityContext | None) -> View:
+        return await self._views.get(
+            (self._version, context), lambda: self._build_view(context), lambda: self._version
+        )
 
     async def _build_view(
         self, context: ToolAvailabilityContext | None, *, ready_only: bool = False
-    ) -> _View:
+    ) -> View:
         providers = list(self._providers)
         listings = await asyncio.gather(*(_list_safely(p, context, ready_only) for p in providers))
-        view = _View()
+        view = View()
         host = HostNames.of(
             providers,
             [[s.name for s in specs if s.enabled] if specs else None for specs in listings],
@@ -383,7 +355,7 @@ class ToolRegistry:
         return view
 
     def _add_route(
-        self, view: _View, provider: ToolProvider, spec: ToolSpec, host: HostNames
+        self, view: View, provider: ToolProvider, spec: ToolSpec, host: HostNames
     ) -> None:
         if not spec.enabled:
             return
@@ -395,7 +367,7 @@ class ToolRegistry:
             return
         first = view.routes.get(spec.name)
         if first is None:
-            view.routes[spec.name] = _Route(provider, spec)
+            view.routes[spec.name] = Route(provider, spec)
             return
         collision = (spec.name, first.spec.tool_id, spec.tool_id)
         if collision not in self._warned:
