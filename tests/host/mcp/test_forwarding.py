@@ -83,12 +83,20 @@ async def test_calls_answered_beside_the_session_are_observed_by_the_registry() 
     assert observed == [("greet", True), ("greet", False), (None, False)]
 
 
-async def test_a_client_that_can_be_asked_is_answered_by_the_session_alike() -> None:
+async def elicitation(context: Any, params: Any) -> Any:
+    return types.ElicitResult(action="decline")
+
+
+@pytest.mark.parametrize("offer", ["sampling", "elicitation"])
+async def test_a_client_that_can_be_asked_is_answered_by_the_session_alike(offer: str) -> None:
     calls = [("greet", {"name": "Ada"}), ("pixel", {}), ("explode", {}), ("crash", {})]
+    callbacks = {"sampling": {"sampling_callback": sampling}}.get(offer) or {
+        "elicitation_callback": elicitation
+    }
     async with served() as (client, forwarder, _):
         quiet = [as_json(await client.call_tool(name, args)) for name, args in calls]
         taken_quiet = forwarder.forwarded
-    async with served(sampling_callback=sampling) as (client, forwarder, observed):
+    async with served(**callbacks) as (client, forwarder, observed):
         asking = [as_json(await client.call_tool(name, args)) for name, args in calls]
         taken_asking = forwarder.forwarded
 
