@@ -26,6 +26,7 @@ What does not live here: the session on top of it (:mod:`plughost.mcp.session`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -105,7 +106,8 @@ class _Writer:
     def __init__(self, process: anyio.abc.Process, ended: _ExitReport) -> None:
         self._process = process
         self._ended = ended
-        self._lock = anyio.Lock()
+        # asyncio's lock takes no turn of the loop when it is free (anyio's does, every time).
+        self._lock = asyncio.Lock()
         self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:

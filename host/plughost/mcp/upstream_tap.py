@@ -29,10 +29,11 @@ client (:mod:`plughost.mcp.forwarding`); the transport itself
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 import itertools
 import logging
-import math
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -41,7 +42,6 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
@@ -80,7 +80,7 @@ class UpstreamTap:
     def __init__(self) -> None:
         self._prefix = f"plughost-{secrets.token_hex(4)}-"
         self._ids = itertools.count(1)
-        self._waiting: dict[str, MemoryObjectSendStream[_Outcome]] = {}
+        self._waiting: dict[str, _Waiter] = {}
         self._write: Any = None
         self._closed = False
 
@@ -108,8 +108,7 @@ class UpstreamTap:
         """Fail every waiting call with ``CONNECTION_CLOSED``; no call is sent from now on."""
         self._closed = True
         for waiter in list(self._waiting.values()):
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                waiter.send_nowait(_CLOSED)
+            waiter.put(_CLOSED)
 
     async def call(self, params: Mapping[str, Any], relay: ProgressRelay | None) -> dict[str, Any]:
         """Send ``tools/call`` with ``params`` and return the server's raw result.
@@ -124,8 +123,8 @@ class UpstreamTap:
         if not self.live:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
         request_id = f"{self._prefix}{next(self._ids)}"
-        send, receive = anyio.create_memory_object_stream[_Outcome](math.inf)
-        self._waiting[request_id] = send
+        waiter = _Waiter()
+        self._waiting[request_id] = waiter
         out = dict(params)
         meta = dict(out.pop("_meta", None) or {})
         if relay is not None:
@@ -143,15 +142,13 @@ class UpstreamTap:
                 await self._write.send(SessionMessage(request))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
-            return await _outcome(receive, relay)
+            return await _outcome(waiter, relay)
         except anyio.get_cancelled_exc_class():
             if written and request_id in self._waiting:
                 await self._cancel(request_id)
             raise
         finally:
             self._waiting.pop(request_id, None)
-            send.close()
-            receive.close()
 
     async def _cancel(self, request_id: str) -> None:
         """Tell the server a call it received is abandoned: shielded, and bounded."""
@@ -178,8 +175,7 @@ class UpstreamTap:
                 message.result if isinstance(message, types.JSONRPCResponse) else message.error
             )
             self._waiting.pop(request_id)
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                waiter.send_nowait(outcome)
+            waiter.put(outcome)
             return True
         if (
             isinstance(message, types.JSONRPCNotification)
@@ -195,8 +191,7 @@ class UpstreamTap:
         waiter = self._waiting.get(token)
         report = _progress_of(params)
         if waiter is not None and report is not None:
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                waiter.send_nowait(report)
+            waiter.put(report)
         return True
 
 
@@ -227,10 +222,27 @@ async def forwarded_call(
     return result
 
 
-async def _outcome(
-    receive: MemoryObjectReceiveStream[_Outcome], relay: ProgressRelay | None
-) -> dict[str, Any]:
-    async for item in receive:
+class _Waiter:
+    """What the server sent for one call, in order: asyncio's, so a ready item costs no turn."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[_Outcome] = collections.deque()
+        self._ready = asyncio.Event()
+
+    def put(self, item: _Outcome) -> None:
+        self._items.append(item)
+        self._ready.set()
+
+    async def get(self) -> _Outcome:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+
+async def _outcome(waiter: _Waiter, relay: ProgressRelay | None) -> dict[str, Any]:
+    while True:
+        item = await waiter.get()
         if isinstance(item, Progress):
             if relay is not None:
                 await relay(item.progress, item.total, item.message)
@@ -238,7 +250,6 @@ async def _outcome(
         if isinstance(item, types.ErrorData):
             raise MCPError(code=item.code, message=item.message, data=item.data)
         return item
-    raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
 
 
 def _progress_of(params: Mapping[str, Any]) -> Progress | None:
