@@ -201,15 +201,20 @@ def server_pids(fragment: str) -> list[int]:
     A stdio server runs in a pid namespace of its own (it reports itself as pid
     2), under the sandbox's two helpers, whose command lines name it too; the
     server itself is the process that no longer runs the sandbox's launcher.
+    Only this test process's descendants count: the same server started by a
+    test in another worker is not this test's.
     """
     import psutil
 
     found = []
-    for process in psutil.process_iter(["pid", "cmdline", "status"]):
-        line = " ".join(process.info["cmdline"] or [])
-        ours = fragment in line and "plughost_runner.sandbox.launch" not in line
-        if ours and process.info["status"] != psutil.STATUS_ZOMBIE and process.pid != os.getpid():
-            found.append(process.pid)
+    for process in psutil.Process().children(recursive=True):
+        try:
+            line = " ".join(process.cmdline())
+            ours = fragment in line and "plughost_runner.sandbox.launch" not in line
+            if ours and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.NoSuchProcess:
+            continue  # ended since it was listed
     return found
 
 
