@@ -11,8 +11,9 @@ Memory is bounded: each stream keeps its last :data:`EVENTS_PER_STREAM` events
 and the store keeps its last :data:`MAX_STREAMS` streams; a reconnect after
 older events were dropped replays nothing (the client re-sends its request).
 A request answered with one JSON body instead of a stream
-(:mod:`plughost.mcp.quick_answers`) has its stream dropped at once: its client
-never learnt one of its event ids, so nothing can resume it.
+(:mod:`plughost.mcp.quick_answers`) has its events dropped at once: its client
+never learnt one of their ids, so nothing can resume them. Only those events go:
+request ids name streams, and another session's request may share the id.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import OrderedDict, deque
 from typing import Final
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
-from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
+from mcp_types import JSONRPCMessage
 
 __all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore"]
 
@@ -73,18 +74,19 @@ class MemoryEventStore(EventStore):
                 await send_callback(EventMessage(message, str(number)))
         return stream_id
 
-    def is_answer(self, event_id: EventId) -> bool:
-        """Whether ``event_id`` names a stored answer (a response or an error) to a request."""
-        events = self._streams.get(self._stream_id(event_id) or "")
-        if not events:
-            return False
-        number, message = events[-1]  # an answer is the last event of its stream
-        return str(number) == event_id and isinstance(message, JSONRPCResponse | JSONRPCError)
-
-    def forget_stream_of(self, event_id: EventId) -> None:
-        """Drop the stream that ``event_id`` belongs to, with all its events."""
-        for number, _ in self._streams.pop(self._stream_id(event_id) or "", ()):
-            self._stream_of.pop(number, None)
+    def forget(self, *event_ids: EventId) -> None:
+        """Drop the events ``event_ids``, and a stream once it holds none."""
+        for event_id in event_ids:
+            stream_id = self._stream_id(event_id)
+            if stream_id is None:
+                continue
+            number = int(event_id)
+            del self._stream_of[number]
+            kept = deque(event for event in self._streams[stream_id] if event[0] != number)
+            if kept:
+                self._streams[stream_id] = kept
+            else:
+                del self._streams[stream_id]
 
     def _stream_id(self, event_id: EventId) -> StreamId | None:
         return self._stream_of.get(int(event_id)) if event_id.isdigit() else None

@@ -1,24 +1,36 @@
-"""Quick answers: a request answered at once gets its answer as one JSON body, not an SSE stream.
+"""Quick answers: a request answered at once gets one JSON body; only a slower one gets a stream.
 
 The SDK's streamable HTTP transport answers every request ``POST`` with an SSE
-stream: response headers and a priming event at once, then the request's
-events, then the answer. That stream is what carries a call's progress, its
-logs and the server's own requests (sampling, elicitation), and what a client
-that lost the connection resumes with ``Last-Event-ID``. But most requests
-stream nothing: ``tools/list``, ``initialize``, a quick tool call. For them the
-stream costs four writes instead of two, a client that parses SSE, and a new
-connection per request (a client stops reading once it has the answer, before
-the stream's last chunk, so the connection cannot be reused).
+stream, built before the request is dispatched: a task group, an
+``EventSourceResponse`` with its own tasks, a priming event. That stream is what
+carries a call's progress, its logs and the server's own requests (sampling,
+elicitation), and what a client that lost the connection resumes with
+``Last-Event-ID``. But most requests stream nothing: ``tools/list``, a quick tool
+call. For them the stream costs the server its tasks, the client an SSE parser,
+and both a new connection per request (a client stops reading once it has the
+answer, before the stream's last chunk, so the connection cannot be reused).
 
-:func:`quick_answers` holds a request's stream back for :data:`QUICK_WINDOW`
-seconds. When the first thing the stream has to say within the window is the
-answer, the answer goes out as one ``application/json`` body (which the
-specification lets a server choose for any request) and its stream is dropped
-from the event store: the client never saw one of its event ids, so nothing can
-resume it. When anything else comes first (a progress notification, a log, a
-question to the client), when the window passes, or when the stream is not one
-this module can read, the held headers and events go out as they were and the
-stream carries on as SSE, resumable from its priming event.
+:class:`QuickAnswersTransport` decides per request, before it builds anything. It
+stores the priming event and dispatches the request, then waits up to
+:data:`QUICK_WINDOW` seconds for the first event of the request's own stream.
+When that is the answer, it goes out as one ``application/json`` body (which the
+specification lets a server choose for any request), and the priming event and
+the answer are dropped from the event store: the client never saw either id, so
+nothing can resume them. When something else comes first (a progress
+notification, a log, a question to the client), or the window passes, the SSE
+stream starts as the SDK's would: the priming event first (stored before the
+request ran, so a resume from it replays everything after), then every event of
+the request, ending with its answer.
+
+Everything else is the SDK's own path: ``initialize``, notifications and responses
+from the client, a ``GET`` stream, ``DELETE``, and any request the SDK would refuse
+(wrong headers, a bad body, a foreign session id), which the SDK answers with its
+usual error. 2026-07-28 requests never reach this transport (the SDK serves them
+statelessly, deciding JSON or SSE the same way).
+
+The transport overrides private members of the SDK, which
+tests/host/mcp/test_quick_answers.py pins (naming the SDK version when they move);
+host/pyproject.toml bounds the SDK to the minor versions checked.
 
 What does not live here: the event store (:mod:`plughost.mcp.event_store`) and
 serving (:mod:`plughost.mcp.server`).
@@ -27,151 +39,262 @@ serving (:mod:`plughost.mcp.server`).
 from __future__ import annotations
 
 import asyncio
-import enum
-from typing import Final
+import contextlib
+import logging
+from functools import partial
+from typing import Any, Final
 
 import anyio
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http import (
+    CONTENT_TYPE_JSON,
+    CONTENT_TYPE_SSE,
+    MCP_SESSION_ID_HEADER,
+    REQUEST_STREAM_BUFFER_SIZE,
+    EventMessage,
+    SSEEvent,
+    StreamableHTTPServerTransport,
+    check_accept_headers,
+)
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types import (
+    DEFAULT_NEGOTIATED_VERSION,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from plughost.mcp.event_store import MemoryEventStore
 
-__all__ = ["QUICK_WINDOW", "quick_answers"]
+__all__ = [
+    "QUICK_WINDOW",
+    "QuickAnswersSessionManager",
+    "QuickAnswersTransport",
+    "quick_answers_app",
+]
+
+log = logging.getLogger(__name__)
 
 QUICK_WINDOW: Final = 0.1
 """Seconds a request's answer may take to go out as one JSON body; past them, it streams."""
 
-_SSE = b"text/event-stream"
-_DROPPED_HEADERS = frozenset(
-    {b"content-type", b"content-length", b"cache-control", b"connection", b"x-accel-buffering"}
-)
+# Put on a request's own stream when its window passes with nothing said, so the wait
+# ends without a cancellation (which could lose an event handed over at that moment).
+_WINDOW_PASSED: Final = EventMessage(JSONRPCNotification(jsonrpc="2.0", method="window-passed"))
+_SSE_HEADERS: Final = {
+    "Cache-Control": "no-cache, no-transform",
+    "Connection": "keep-alive",
+    "Content-Type": CONTENT_TYPE_SSE,
+}
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 
 
-class _State(enum.Enum):
-    HOLDING = "holding"  # headers and the priming event held back, waiting for the answer
-    RELEASING = "releasing"  # writing out what was held; later writes wait for it
-    STREAMING = "streaming"  # an SSE stream (or not SSE at all): everything passes
-    ANSWERED = "answered"  # the answer went out as JSON: the stream's tail is dropped
+def quick_answers_app(
+    server: Server[Any],
+    *,
+    path: str,
+    host: str,
+    event_store: MemoryEventStore,
+    retry_interval: int,
+    session_idle_timeout: float | None,
+    max_sessions: int | None,
+    window: float = QUICK_WINDOW,
+) -> Starlette:
+    """Serve ``server`` over streamable HTTP at ``path``, each request answered as JSON or SSE.
+
+    On a loopback ``host`` foreign ``Host`` and ``Origin`` headers are refused
+    (DNS rebinding protection), as the SDK's own app does.
+    """
+    security = None
+    if host in _LOOPBACK_HOSTS:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = QuickAnswersSessionManager(
+        server,
+        event_store=event_store,
+        security_settings=security,
+        retry_interval=retry_interval,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
+        window=window,
+    )
+    return Starlette(
+        routes=[Route(path, endpoint=StreamableHTTPASGIApp(manager))],
+        lifespan=lambda _app: manager.run(),
+    )
 
 
-def quick_answers(app: ASGIApp, store: MemoryEventStore, window: float = QUICK_WINDOW) -> ASGIApp:
-    """Wrap ``app`` so that a ``POST`` answered within ``window`` seconds gets a JSON body."""
+class QuickAnswersSessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, whose sessions' transports are :class:`QuickAnswersTransport`."""
 
-    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await app(scope, receive, send)
+    def __init__(self, app: Server[Any], *, window: float = QUICK_WINDOW, **options: Any) -> None:
+        super().__init__(app, **options)
+        self.window = window
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        transport = super()._admit_session(requestor)
+        if transport is not None:
+            # The SDK builds the transport by name; the subclass only overrides methods,
+            # so the built one becomes it with everything the SDK set up kept.
+            transport.__class__ = QuickAnswersTransport
+            transport.quick_window = self.window  # type: ignore[attr-defined]
+        return transport
+
+
+class QuickAnswersTransport(StreamableHTTPServerTransport):
+    """A session's transport that sends a quick answer as JSON and streams the rest."""
+
+    quick_window: float = QUICK_WINDOW
+
+    async def _handle_post_request(
+        self, scope: Scope, request: Request, receive: Receive, send: Send
+    ) -> None:
+        message = await self._plain_request(request)
+        if message is None:  # the SDK's path: what it refuses, it refuses as it always did
+            await super()._handle_post_request(scope, request, receive, send)
             return
-        answer = _Answer(send, store)
-        async with anyio.create_task_group() as tg:
-            # A timer, not a sleeping task: most answers come first, and a task costs more.
-            timer = asyncio.get_running_loop().call_later(window, tg.start_soon, answer.release)
+        await self._answer(message, request, scope, receive, send)
+
+    async def _plain_request(self, request: Request) -> JSONRPCRequest | None:
+        """The request this POST carries, when the SDK would dispatch it as it is; else None."""
+        has_json, has_sse = check_accept_headers(request)
+        if not (has_json and has_sse) or not self._check_content_type(request):
+            return None
+        session = request.headers.get(MCP_SESSION_ID_HEADER)
+        if self.mcp_session_id is None or session != self.mcp_session_id:
+            return None
+        try:
+            message = jsonrpc_message_adapter.validate_json(await request.body(), by_name=False)
+        except ValidationError:  # the SDK says what is wrong with it
+            return None
+        if not isinstance(message, JSONRPCRequest) or message.method == "initialize":
+            return None
+        return message
+
+    async def _answer(
+        self, message: JSONRPCRequest, request: Request, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Dispatch ``message``; answer as JSON if its answer comes first and soon, else stream."""
+        writer = self._read_stream_writer
+        if writer is None:
+            raise RuntimeError("the transport serves requests only once connected")
+        request_id = str(message.id)
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
+        priming = await self._mint_priming_event(request_id, version)
+        events, reader = anyio.create_memory_object_stream[EventMessage](REQUEST_STREAM_BUFFER_SIZE)
+        self._request_streams[request_id] = (events, reader)
+        streaming = False
+        try:
+            timer = asyncio.get_running_loop().call_later(self.quick_window, _end_wait, events)
             try:
-                await app(scope, receive, answer.send)
+                await writer.send(
+                    self._create_session_message(message, request, request_id, version)
+                )
+                first = await _first_event(reader)
             finally:
                 timer.cancel()
-        if answer.holding:  # a stream that ended while held (nothing was written yet)
-            await answer.release()
-
-    return wrapped
-
-
-class _Answer:
-    """One ``POST``'s response, held back until it is known to be a quick answer or a stream."""
-
-    def __init__(self, send: Send, store: MemoryEventStore) -> None:
-        self._send = send
-        self._store = store
-        self._state = _State.HOLDING
-        self._held: list[Message] = []
-        # Without a checkpoint when free: each held message takes it, and it is rarely contended.
-        self._lock = anyio.Lock(fast_acquire=True)
-
-    @property
-    def holding(self) -> bool:
-        """Whether the response is still held back."""
-        return self._state is _State.HOLDING
-
-    async def send(self, message: Message) -> None:
-        if self._state is _State.HOLDING or self._state is _State.RELEASING:
-            async with self._lock:  # waits while what was held is written out
-                if await self._held_back(message):
-                    return
-        if self._state is _State.STREAMING:
-            await self._send(message)
-        # Once answered, what follows is the SSE stream's end or a keep-alive ping: dropped.
-
-    async def _held_back(self, message: Message) -> bool:
-        """Hold ``message``, answer with it, or write it out after what was held."""
-        if self._state is not _State.HOLDING:
-            return False
-        if not await self._hold(message):
-            self._held.append(message)
-            await self._release_held()
-        return True
-
-    async def _hold(self, message: Message) -> bool:
-        """Hold ``message`` or answer with it as JSON; False if the stream must go out as it is."""
-        if message["type"] == "http.response.start":
-            if _content_type(message) != _SSE:
-                return False
-            self._held.append(message)
-            return True
-        if message["type"] != "http.response.body" or not message.get("more_body", False):
-            return False
-        fields = _event_fields(message.get("body", b""))
-        if fields is None:
-            return False
-        event_id, data = fields.get(b"id", b"").decode(), fields.get(b"data", b"")
-        if not data and b"event" not in fields:
-            self._held.append(message)  # the priming event: only worth sending with a stream
-            return True
-        if not self._held or not event_id or not self._store.is_answer(event_id):
-            return False
-        await self._answer(self._held[0], data)
-        self._store.forget_stream_of(event_id)
-        return True
-
-    async def _answer(self, start: Message, body: bytes) -> None:
-        headers = [(k, v) for k, v in start["headers"] if k.lower() not in _DROPPED_HEADERS]
-        headers += [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        self._state = _State.ANSWERED
-        self._held.clear()
-        await self._send(
-            {"type": "http.response.start", "status": start["status"], "headers": headers}
-        )
-        await self._send({"type": "http.response.body", "body": body})
-
-    async def release(self) -> None:
-        """Write out what is held and pass everything after it, unless already answered."""
-        async with self._lock:
-            if self._state is _State.HOLDING:
-                await self._release_held()
-
-    async def _release_held(self) -> None:
-        self._state = _State.RELEASING
-        try:
-            for message in self._held:
-                await self._send(message)
+            if first is not None and isinstance(first.message, JSONRPCResponse | JSONRPCError):
+                self._forget(priming, first)
+                response = Response(
+                    first.message.model_dump_json(by_alias=True, exclude_unset=True),
+                    media_type=CONTENT_TYPE_JSON,
+                    headers={MCP_SESSION_ID_HEADER: self.mcp_session_id or ""},
+                )
+                await response(scope, receive, send)
+                return
+            leading = [priming] if priming is not None else []
+            if first is not None:
+                leading.append(self._create_event_data(first))
+            streaming = True  # from here the stream's writer cleans up
+            await self._stream(request_id, reader, leading, scope, receive, send)
         finally:
-            self._held.clear()
-            self._state = _State.STREAMING
+            if not streaming:
+                await self._clean_up_memory_streams(request_id)
+
+    def _forget(self, priming: SSEEvent | None, answer: EventMessage) -> None:
+        """Drop the events of a request answered as JSON: no client can resume them."""
+        if isinstance(self._event_store, MemoryEventStore):
+            ids = [answer.event_id, priming["id"] if priming is not None else None]
+            self._event_store.forget(*(i for i in ids if i is not None))
+
+    async def _stream(
+        self,
+        request_id: str,
+        reader: MemoryObjectReceiveStream[EventMessage],
+        leading: list[SSEEvent],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Answer with an SSE stream: ``leading``, then the request's events up to its answer."""
+        sse_writer, sse_reader = anyio.create_memory_object_stream[SSEEvent](0)
+        self._sse_stream_writers[request_id] = sse_writer  # close_sse_stream() closes it
+        headers = dict(_SSE_HEADERS)
+        if self.mcp_session_id:
+            headers[MCP_SESSION_ID_HEADER] = self.mcp_session_id
+        forward = partial(self._forward, request_id, sse_writer, reader, leading)
+        response = EventSourceResponse(
+            content=sse_reader, data_sender_callable=forward, headers=headers
+        )
+        try:
+            await response(scope, receive, send)
+        finally:
+            await sse_writer.aclose()
+            await sse_reader.aclose()
+
+    async def _forward(
+        self,
+        request_id: str,
+        sse_writer: MemoryObjectSendStream[SSEEvent],
+        reader: MemoryObjectReceiveStream[EventMessage],
+        leading: list[SSEEvent],
+    ) -> None:
+        try:
+            async with sse_writer, reader:
+                for event in leading:
+                    await sse_writer.send(event)
+                async for event_message in reader:
+                    await sse_writer.send(self._create_event_data(event_message))
+                    if isinstance(event_message.message, JSONRPCResponse | JSONRPCError):
+                        break
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.debug("mcp http stream closed early request=%s", request_id)
+        finally:
+            self._sse_stream_writers.pop(request_id, None)
+            await self._clean_up_memory_streams(request_id)
 
 
-def _content_type(start: Message) -> bytes:
-    for key, value in start["headers"]:
-        if key.lower() == b"content-type":
-            return bytes(value).split(b";", 1)[0].strip().lower()
-    return b""
+async def _first_event(reader: MemoryObjectReceiveStream[EventMessage]) -> EventMessage | None:
+    """The first event of a request's stream; None if its window passed or the stream closed."""
+    try:
+        event = await reader.receive()
+    except (anyio.EndOfStream, anyio.ClosedResourceError):
+        return None  # the session ended, or the stream was closed for the client to resume
+    return None if event is _WINDOW_PASSED else event
 
 
-def _event_fields(chunk: bytes) -> dict[bytes, bytes] | None:
-    """The fields of the one SSE event in ``chunk``, or None if it holds anything else."""
-    lines = chunk.replace(b"\r\n", b"\n").split(b"\n")
-    if len(lines) < 3 or lines[-2:] != [b"", b""]:
-        return None  # not exactly one event ended by a blank line
-    fields: dict[bytes, bytes] = {}
-    for line in lines[:-2]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name in fields:
-            return None  # a comment, a bare field or multi-line data: leave it to SSE
-        fields[name] = value[1:] if value.startswith(b" ") else value
-    return fields
+def _end_wait(events: MemoryObjectSendStream[EventMessage]) -> None:
+    """End a request's wait for its first event, unless an event is already on its way to it."""
+    # The wait is a receive on the request's stream; only while it is still waiting can the
+    # marker reach it directly, and so never sit in the stream's buffer behind an event.
+    if events.statistics().tasks_waiting_receive:
+        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
+            events.send_nowait(_WINDOW_PASSED)

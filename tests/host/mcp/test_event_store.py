@@ -47,30 +47,22 @@ async def test_old_events_are_dropped_so_memory_stays_bounded() -> None:
     assert len(sent) == event_store.EVENTS_PER_STREAM - 1
 
 
-async def test_only_a_response_or_an_error_is_an_answer_and_forgetting_drops_its_stream() -> None:
+async def test_forgetting_drops_only_the_events_named_and_a_stream_left_empty() -> None:
     store = MemoryEventStore()
     priming = await store.store_event("a", None)
     progress = await store.store_event("a", message(1))
     answer = await store.store_event("a", types.JSONRPCResponse(jsonrpc="2.0", id=1, result={}))
-    other = await store.store_event("b", message(2))
-    failed = await store.store_event(
-        "c", types.JSONRPCError(jsonrpc="2.0", id=2, error={"code": -1, "message": "x"})
-    )
-
-    assert [store.is_answer(i) for i in (priming, progress, answer, failed)] == [
-        False,
-        False,
-        True,
-        True,
-    ]
-    assert not store.is_answer("unknown")
-    store.forget_stream_of(progress)
+    other = await store.store_event("b", None)
+    other_answer = await store.store_event("b", message(2))
     sent: list[EventMessage] = []
 
     async def send(event: EventMessage) -> None:
         sent.append(event)
 
-    assert not store.is_answer(answer)
-    assert await store.replay_events_after(priming, send) is None  # the whole stream is gone
-    assert await store.replay_events_after(other, send) == "b"  # the others stay
-    store.forget_stream_of("unknown")
+    store.forget(progress, other, other_answer, "unknown", "12x")
+
+    assert await store.replay_events_after(priming, send) == "a"
+    assert [event.event_id for event in sent] == [answer]  # the rest of its stream stays
+    assert await store.replay_events_after(progress, send) is None
+    assert await store.replay_events_after(other, send) is None  # its stream is gone
+    assert len(sent) == 1

@@ -1,165 +1,283 @@
-"""quick_answers: an answer with nothing before it goes as one JSON body; anything else streams.
+"""Quick answers: an answer that comes first and at once is one JSON body; anything else streams.
 
-The wrapped app here plays the SDK's part (an SSE response: headers, a priming
-event, the request's events) over a real MemoryEventStore, so each test pins
-one rule of what reaches the client. tests/integration/test_mcp_server_features.py
-checks the same rules against a real ``plughost serve``.
+A real registry is served over real HTTP by uvicorn with quick_answers_app and a
+MemoryEventStore the tests can look into; requests are written by hand, so each
+test sees exactly what reaches the wire. tests/integration/test_mcp_server_features.py
+checks the same rules against a real ``plughost serve`` (progress before the
+answer, resuming a slow call's stream).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
-from starlette.types import Message, Receive, Scope, Send
+import pytest
+import uvicorn
+from mcp.server.streamable_http import EventMessage, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from plughost.mcp.event_store import MemoryEventStore
-from plughost.mcp.quick_answers import quick_answers
+from plughost.mcp.quick_answers import QUICK_WINDOW, _end_wait, _first_event, quick_answers_app
+from plughost.mcp.registry_server import RegistryMCPServer
+from plughost.mcp.uvicorn_embed import EmbeddedUvicorn, bind, run_uvicorn, signal_startup
+from plughost.tools.registry import ToolRegistry
+from plughost_sdk.models import (
+    ToolAvailabilityContext,
+    ToolExecutionContext,
+    ToolExecutionResult,
+    ToolInvocation,
+    ToolSpec,
+)
 
-SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"connection", b"keep-alive"),
-    (b"mcp-session-id", b"s1"),
-]
-ANSWER = types.JSONRPCResponse(jsonrpc="2.0", id=7, result={"content": []})
-PROGRESS = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress")
-
-
-def event(event_id: str, message: types.JSONRPCMessage | None) -> Message:
-    if message is None:
-        body = f"id: {event_id}\r\ndata: \r\nretry: 1000\r\n\r\n"
-    else:
-        data = message.model_dump_json(by_alias=True, exclude_unset=True)
-        body = f"id: {event_id}\r\nevent: message\r\ndata: {data}\r\n\r\n"
-    return {"type": "http.response.body", "body": body.encode(), "more_body": True}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-START: Message = {"type": "http.response.start", "status": 200, "headers": SSE_HEADERS}
-END: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+class HeldProvider:
+    """``quick`` answers at once; ``held`` answers once the test releases it."""
+
+    provider_name = "held"
+    provider_type = "builtin"
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.holding = asyncio.Event()
+
+    async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
+        return [ToolSpec(name="quick", description="Quick."), ToolSpec(name="held", description="")]
+
+    async def invoke(
+        self, invocation: ToolInvocation, context: ToolExecutionContext | None = None
+    ) -> ToolExecutionResult:
+        if invocation.tool_name == "held":
+            self.holding.set()
+            await self.release.wait()
+        return ToolExecutionResult(tool_name=invocation.tool_name, content="done")
+
+    async def close(self) -> None:
+        pass
 
 
-def sse_app(
-    store: MemoryEventStore,
-    messages: list[types.JSONRPCMessage],
-    before: Callable[[types.JSONRPCMessage], Awaitable[None]] | None = None,
-    ids: list[str] | None = None,
-) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """An app that answers like the SDK: headers, priming event, each message stored, end."""
-    stored = ids if ids is not None else []
+@dataclass
+class Served:
+    url: str
+    store: MemoryEventStore
+    provider: HeldProvider
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        await send(START)
-        stored.append(await store.store_event("7", None))
-        await send(event(stored[-1], None))
-        for message in messages:
-            if before is not None:
-                await before(message)
-            stored.append(await store.store_event("7", message))
-            await send(event(stored[-1], message))
-        await send(END)
-
-    return app
+    async def probe(self) -> int:
+        """Store a marker event and return its id: the store numbers events in order."""
+        return int(await self.store.store_event("probe", None))
 
 
-async def serve(app: Callable[..., Awaitable[None]], method: str = "POST") -> list[Message]:
-    sent: list[Message] = []
-
-    async def receive() -> Message:
-        raise AssertionError("the request body is not read here")
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    await app({"type": "http", "method": method, "headers": []}, receive, send)
-    return sent
-
-
-async def test_an_answer_with_nothing_before_it_goes_as_one_json_body() -> None:
+@asynccontextmanager
+async def serving(window: float = QUICK_WINDOW) -> AsyncIterator[Served]:
+    registry = ToolRegistry()
+    provider = HeldProvider()
+    registry.register_provider(provider)
+    bridge = RegistryMCPServer(registry)
     store = MemoryEventStore()
+    app = quick_answers_app(
+        bridge.server,
+        path="/mcp",
+        host="127.0.0.1",
+        event_store=store,
+        retry_interval=1000,
+        session_idle_timeout=None,
+        max_sessions=None,
+        window=window,
+    )
+    started, stopped = anyio.Event(), anyio.Event()
+    server = EmbeddedUvicorn(
+        uvicorn.Config(signal_startup(app, started), log_config=None, lifespan="on")
+    )
+    sock = bind("127.0.0.1", 0)
+    async with bridge.running(), anyio.create_task_group() as tg:
+        tg.start_soon(run_uvicorn, server, sock, stopped)
+        with anyio.fail_after(10):
+            await started.wait()
+        try:
+            yield Served(f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", store, provider)
+        finally:
+            provider.release.set()
+            server.should_exit = True
+    sock.close()
 
-    sent = await serve(quick_answers(sse_app(store, [ANSWER]), store))
 
-    start, body = sent
-    headers = dict(start["headers"])
-    assert start["status"] == 200
-    assert headers[b"content-type"] == b"application/json"
-    assert headers[b"mcp-session-id"] == b"s1"  # the session's header is kept
-    assert b"cache-control" not in headers and b"connection" not in headers
-    assert json.loads(body["body"]) == {"jsonrpc": "2.0", "id": 7, "result": {"content": []}}
-    assert int(headers[b"content-length"]) == len(body["body"])
-    assert not body.get("more_body", False)
+async def open_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """Open a 2025-11-25 session by hand; return the headers its requests carry."""
+    params = types.InitializeRequestParams(
+        protocol_version="2025-11-25",
+        capabilities=types.ClientCapabilities(),
+        client_info=types.Implementation(name="raw", version="1"),
+    )
+    initialize = types.JSONRPCRequest(
+        jsonrpc="2.0", id=1, method="initialize", params=params.model_dump(by_alias=True)
+    )
+    body = initialize.model_dump_json(by_alias=True, exclude_none=True)
+    response = await http.post(url, content=body, headers=HEADERS)
+    headers = HEADERS | {
+        "mcp-session-id": response.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=initialized, headers=headers)).status_code == 202
+    return headers
 
 
-async def test_a_quick_answers_stream_is_dropped_from_the_event_store() -> None:
-    store = MemoryEventStore()
-    ids: list[str] = []
+def call(name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name}}
 
-    await serve(quick_answers(sse_app(store, [ANSWER], ids=ids), store))
 
-    replayed: list[object] = []
+def answer_in(line: str) -> dict[str, Any] | None:
+    if line.startswith("data:") and line[5:].strip():
+        message: dict[str, Any] = json.loads(line[5:])
+        return message if "result" in message else None
+    return None
 
-    async def collect(item: object) -> None:
-        replayed.append(item)
 
-    priming, answer = ids
-    assert not store.is_answer(answer)
-    assert await store.replay_events_after(priming, collect) is None  # nothing to resume
+async def test_a_quick_answer_is_one_json_body_and_leaves_nothing_to_resume() -> None:
+    # A window no busy machine overruns: the answer ends the wait the moment it comes.
+    async with serving(window=30) as served, httpx2.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, served.url)
+        before = await served.probe()
+
+        response = await http.post(served.url, json=call("quick"), headers=headers)
+        after = await served.probe()
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["mcp-session-id"] == headers["mcp-session-id"]
+    assert response.json()["result"]["content"][0]["text"] == "done"
+    assert after - before == 3  # the call stored its priming event and its answer
+    replayed: list[EventMessage] = []
+
+    async def collect(event: EventMessage) -> None:
+        replayed.append(event)
+
+    for event_id in range(before + 1, after):  # both are gone: no client ever saw their ids
+        assert await served.store.replay_events_after(str(event_id), collect) is None
     assert replayed == []
 
 
-async def test_a_stream_that_says_anything_before_its_answer_goes_out_as_sse_unchanged() -> None:
-    store = MemoryEventStore()
-    app = sse_app(store, [PROGRESS, ANSWER])
+async def test_a_late_answer_streams_from_its_priming_event_and_resumes_past_a_quick_one() -> None:
+    async with serving() as served, httpx2.AsyncClient(timeout=10) as http:
+        slow, other = await open_session(http, served.url), await open_session(http, served.url)
+        async with http.stream("POST", served.url, json=call("held"), headers=slow) as response:
+            # The headers come only once the window passed without the answer.
+            assert response.headers["content-type"].startswith("text/event-stream")
+            lines = response.aiter_lines()
+            first = await anext(lines)
+            assert first.startswith("id:")
+            priming = first.split(":", 1)[1].strip()
+            # Another session's request with the same id is answered as JSON meanwhile,
+            # and forgetting its events leaves this stream's alone.
+            quick = await http.post(served.url, json=call("quick"), headers=other)
+            assert quick.status_code == 200
+            served.provider.release.set()
+            streamed = [answer async for line in lines if (answer := answer_in(line))]
+        resumed = slow | {"Last-Event-ID": priming}
+        async with http.stream("GET", served.url, headers=resumed) as replay:
+            replayed = []
+            async for line in replay.aiter_lines():
+                if answer := answer_in(line):
+                    replayed.append(answer)
+                    break
 
-    sent = await serve(quick_answers(app, store))
-    expected = await serve(sse_app(MemoryEventStore(), [PROGRESS, ANSWER]))
-
-    assert sent == expected
-    assert dict(sent[0]["headers"])[b"content-type"] == b"text/event-stream"
-    assert b"data: \r\n" in sent[1]["body"]  # the priming event comes first
-
-
-async def test_a_stream_still_without_its_answer_after_the_window_goes_out_as_sse() -> None:
-    store = MemoryEventStore()
-    released = anyio.Event()
-    sent: list[Message] = []
-
-    async def wait_for_release(message: types.JSONRPCMessage) -> None:
-        with anyio.fail_after(5):
-            await released.wait()  # the answer comes only once the headers went out
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-        if message["type"] == "http.response.body":
-            released.set()
-
-    async def receive() -> Message:
-        raise AssertionError("the request body is not read here")
-
-    app = quick_answers(sse_app(store, [ANSWER], wait_for_release), store, window=0.01)
-    await app({"type": "http", "method": "POST", "headers": []}, receive, send)
-
-    assert [m["type"] for m in sent] == ["http.response.start"] + ["http.response.body"] * 3
-    assert dict(sent[0]["headers"])[b"content-type"] == b"text/event-stream"
-    assert b"data: \r\n" in sent[1]["body"] and b'"result"' in sent[2]["body"]
-    answer_id = sent[2]["body"].split(b"\r\n", 1)[0].removeprefix(b"id: ").decode()
-    assert store.is_answer(answer_id)  # kept: the client can resume this stream
+    assert [answer["id"] for answer in streamed] == [2]
+    assert replayed == streamed  # the answer, and nothing of the other session's
 
 
-async def test_responses_that_are_not_sse_and_other_methods_pass_untouched() -> None:
-    store = MemoryEventStore()
-    accepted: list[Message] = [
-        {"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"x/y")]},
-        {"type": "http.response.body", "body": b""},
-    ]
+async def test_requests_the_sdk_refuses_get_its_errors_unchanged() -> None:
+    async with serving() as served, httpx2.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, served.url)
+        json_only = headers | {"Accept": "application/json"}
+        no_session = {k: v for k, v in headers.items() if k != "mcp-session-id"}
 
-    async def plain(scope: Scope, receive: Receive, send: Send) -> None:
-        for message in accepted:
-            await send(message)
+        unacceptable = await http.post(served.url, json=call("quick"), headers=json_only)
+        unparsable = await http.post(served.url, content=b"{", headers=headers)
+        sessionless = await http.post(served.url, json=call("quick"), headers=no_session)
 
-    assert await serve(quick_answers(plain, store)) == accepted
-    get_stream = await serve(quick_answers(sse_app(store, [ANSWER]), store), method="GET")
-    assert dict(get_stream[0]["headers"])[b"content-type"] == b"text/event-stream"
+    assert unacceptable.status_code == 406
+    assert unparsable.status_code == 400 and "Parse error" in unparsable.text
+    assert sessionless.status_code == 400 and "Missing session ID" in sessionless.text
+
+
+async def test_the_window_ends_a_wait_but_never_follows_an_event_already_handed_over() -> None:
+    events, reader = anyio.create_memory_object_stream[EventMessage](16)
+    answer = EventMessage(types.JSONRPCResponse(jsonrpc="2.0", id=2, result={}), "9")
+    async with events, reader, anyio.create_task_group() as tg:
+        got: list[EventMessage | None] = []
+
+        async def wait() -> None:
+            got.append(await _first_event(reader))
+
+        tg.start_soon(wait)
+        await anyio.wait_all_tasks_blocked()
+        _end_wait(events)  # nothing came: the wait ends with nothing
+        tg.start_soon(wait)  # a second wait, this time for an event that comes
+        await anyio.wait_all_tasks_blocked()
+        events.send_nowait(answer)  # handed to the waiting receive...
+        _end_wait(events)  # ...so the window, passing at that moment, adds nothing
+        await anyio.wait_all_tasks_blocked()
+        left = events.statistics().current_buffer_used
+
+    assert got == [None, answer]
+    assert left == 0
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "parameters"),
+    [
+        (StreamableHTTPSessionManager, "_admit_session", ["self", "requestor"]),
+        (
+            StreamableHTTPServerTransport,
+            "_handle_post_request",
+            ["self", "scope", "request", "receive", "send"],
+        ),
+        (StreamableHTTPServerTransport, "_check_content_type", ["self", "request"]),
+        (
+            StreamableHTTPServerTransport,
+            "_mint_priming_event",
+            ["self", "stream_id", "protocol_version"],
+        ),
+        (
+            StreamableHTTPServerTransport,
+            "_create_session_message",
+            ["self", "message", "request", "request_id", "protocol_version"],
+        ),
+        (StreamableHTTPServerTransport, "_create_event_data", ["self", "event_message"]),
+        (StreamableHTTPServerTransport, "_clean_up_memory_streams", ["self", "request_id"]),
+    ],
+)
+def test_the_sdk_members_quick_answers_overrides_or_calls_are_unchanged(
+    owner: type, name: str, parameters: list[str]
+) -> None:
+    version = metadata.version("mcp")
+    member = getattr(owner, name, None)
+    assert member is not None, f"mcp {version} has no {owner.__name__}.{name}: see quick_answers"
+    found = list(inspect.signature(member).parameters)
+    assert found == parameters, f"mcp {version} changed {owner.__name__}.{name}{found}"
+
+
+async def test_a_transport_the_sdk_builds_has_the_state_quick_answers_uses() -> None:
+    version = metadata.version("mcp")
+    transport = StreamableHTTPServerTransport("s1", event_store=MemoryEventStore())
+    async with transport.connect():
+        for attribute in (
+            "_read_stream_writer",
+            "_request_streams",
+            "_sse_stream_writers",
+            "_event_store",
+        ):
+            assert getattr(transport, attribute, None) is not None, (
+                f"mcp {version} has no StreamableHTTPServerTransport.{attribute}: see quick_answers"
+            )
