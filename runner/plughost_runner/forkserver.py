@@ -69,6 +69,8 @@ _PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 _MAX_PACKET = 1 << 20
 _RECORD = struct.Struct("=i")  # on a report pipe: the pid to know, then (init) a wait status
+# Made once, here: a handle made in each forked child costs it a third of a millisecond.
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,11 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control-fd", type=int, required=True, help="the host's socket")
     parser.add_argument("--parent-pid", type=int, required=True, help="exit when it dies")
     args = parser.parse_args(argv)
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        libc.prctl(_PR_SET_NAME, b"plughost-forks", 0, 0, 0)  # ps -o comm, top
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # pid-namespace inits come to us
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        _libc.prctl(_PR_SET_NAME, b"plughost-forks", 0, 0, 0)  # ps -o comm, top
+        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # pid-namespace inits come to us
     if os.getppid() != args.parent_pid:
         return 70
     make_undumpable()  # and so are its runners until they exec
@@ -117,7 +118,7 @@ class _Server:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def serve(self) -> int:
-        plughost_runner.sandbox.interpreter_candidates()  # once here, not in every runner
+        plughost_runner.sandbox.prepare()  # once here, not in every runner
         runner_main.parser()
         # Move everything imported so far out of the collector's sight: a collection in a
         # runner would otherwise write to (and so copy) every page it shares with us.
@@ -228,12 +229,11 @@ class _Server:
     def _become_runner(self, request: dict[str, Any], pipes: list[int]) -> int:
         """In the child: a new session, the runner's streams and environment, then its main."""
         try:
-            if sys.platform.startswith("linux"):
-                libc = ctypes.CDLL(None)
+            if _libc is not None:
                 # Until the runner binds itself to its parent: a child that forks a pid
                 # namespace's init must not outlive us, or that init would watch another.
-                libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-                libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)  # `ps -o comm`, top
+                _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+                _libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)  # `ps -o comm`, top
             if os.getppid() != self._pid:
                 return 70  # we died while it started
             signal.set_wakeup_fd(-1)

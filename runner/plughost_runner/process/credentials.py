@@ -26,6 +26,7 @@ __all__ = ["Credentials", "make_undumpable", "read_credentials"]
 
 _PR_SET_DUMPABLE = 4
 _MAX_BYTES = 64 * 1024
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 @dataclass(slots=True)
@@ -42,8 +43,8 @@ class Credentials:
 
 def make_undumpable() -> None:
     """Forbid core dumps and same-user reads of this process's memory (Linux)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if _libc is not None:
+        _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def read_credentials(fd: int | None) -> Credentials:

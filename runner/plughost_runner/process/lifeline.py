@@ -21,6 +21,9 @@ import threading
 __all__ = ["bind_to_parent"]
 
 _PR_SET_PDEATHSIG = 1
+# The interpreter's own symbols include libc's: no ctypes.util.find_library, which costs an
+# import chain and an ``ldconfig`` subprocess. Made once: a forked runner only calls it.
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def bind_to_parent(parent_pid: int, poll_interval: float = 0.25) -> bool:
@@ -30,11 +33,8 @@ def bind_to_parent(parent_pid: int, poll_interval: float = 0.25) -> bool:
         Whether a watcher thread polls for it (where the kernel cannot be asked to).
     """
     signalled = False
-    if sys.platform.startswith("linux"):
-        # The interpreter's own symbols include libc's: no ctypes.util.find_library, which
-        # costs an import chain and an ``ldconfig`` subprocess on every runner start.
-        libc = ctypes.CDLL(None, use_errno=True)
-        signalled = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    if _libc is not None:
+        signalled = _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
     if os.getppid() != parent_pid:
         os._exit(70)
     if signalled:

@@ -58,6 +58,7 @@ __all__ = [
     "apply",
     "interpreter_candidates",
     "interpreter_paths",
+    "prepare",
     "set_no_new_privs",
 ]
 
@@ -72,6 +73,7 @@ SYSTEM_READ = (
     "/etc/ld.so.cache", "/etc/alternatives", "/etc/fonts", "/etc/gitconfig",
 )  # fmt: skip
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class SandboxError(OSError):
@@ -229,6 +231,17 @@ def interpreter_candidates() -> tuple[str, ...]:
     return tuple(sorted(p for p in resolved if os.path.isdir(p) or os.path.isfile(p)))
 
 
+def prepare() -> None:
+    """Do once, before forking runners, the work each runner's :func:`apply` would repeat.
+
+    The fork server calls it: the interpreter's paths are resolved and the
+    seccomp filter is built, so a forked runner only hands them to the kernel.
+    """
+    interpreter_candidates()
+    if seccomp.supported():
+        seccomp.compiled()
+
+
 def _limit_processes(count: int) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
     if hard != resource.RLIM_INFINITY:
@@ -237,7 +250,6 @@ def _limit_processes(count: int) -> None:
 
 
 def set_no_new_privs() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"no_new_privs: {os.strerror(code)}")

@@ -12,7 +12,6 @@ alone hides a process's ``environ`` and ``mem``, not its command line or status)
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import stat
@@ -87,11 +86,7 @@ def hide_shared_directories(keep: Iterable[str]) -> list[str]:
     Returns:
         The directories now private to this runner.
     """
-    kept = []
-    for path in sorted({os.path.realpath(p) for p in keep}, key=len):
-        if any(path == d or path.startswith(d + "/") for d in SHARED_DIRECTORIES):
-            with contextlib.suppress(OSError):  # a path that is not there is not kept
-                kept.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+    kept = sorted(_resolved_below(keep, SHARED_DIRECTORIES).items(), key=lambda item: len(item[0]))
     covered = []
     for directory in SHARED_DIRECTORIES:
         if os.path.isdir(directory) and not os.path.islink(directory):
@@ -112,6 +107,35 @@ def hide_shared_directories(keep: Iterable[str]) -> list[str]:
         for _, fd in kept:
             os.close(fd)
     return covered
+
+
+def _resolved_below(paths: Iterable[str], directories: Iterable[str]) -> dict[str, int]:
+    """Each of ``paths`` that exists and resolves below one of ``directories``, opened.
+
+    The kernel resolves each path (an ``O_PATH`` open, then its
+    ``/proc/self/fd`` link): three system calls a path, where
+    :func:`os.path.realpath` makes one per component. A path that is not
+    there is left out.
+
+    Returns:
+        The resolved path -> an ``O_PATH`` descriptor of it (the caller closes them).
+    """
+    prefixes = tuple(os.path.join(d, "") for d in directories)
+    found: dict[str, int] = {}
+    for path in set(paths):
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            resolved = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            resolved = ""
+        if resolved in found or not os.path.join(resolved, "").startswith(prefixes):
+            os.close(fd)  # not below a covered directory (or unlinked, or already kept)
+        else:
+            found[resolved] = fd
+    return found
 
 
 def overlay_folder(folder: str, upper: str, work: str) -> None:

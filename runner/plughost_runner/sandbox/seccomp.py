@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import platform
 
-__all__ = ["SeccompError", "install", "supported"]
+__all__ = ["SeccompError", "compiled", "install", "supported"]
 
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _RET_KILL_PROCESS, _RET_ALLOW = 0x80000000, 0x7FFF0000
@@ -85,6 +86,9 @@ class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instruction))]
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 def supported() -> bool:
     """Whether this module has a filter for this machine's architecture."""
     return platform.machine() in _ARCH
@@ -126,6 +130,27 @@ def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
     return code
 
 
+def compiled() -> _Program:
+    """This machine's filter as the structure the kernel loads, built once.
+
+    The fork server builds it before it forks, so that a runner only hands it
+    to the kernel; the instructions are the same for every runner.
+
+    Raises:
+        SeccompError: no filter for this architecture.
+    """
+    if not supported():
+        raise SeccompError(errno.EOPNOTSUPP, f"no seccomp filter for {platform.machine()}")
+    return _build(platform.machine())[0]
+
+
+@functools.cache
+def _build(machine: str) -> tuple[_Program, ctypes.Array[_Instruction]]:
+    code = program(machine)
+    instructions = (_Instruction * len(code))(*(_Instruction(*i) for i in code))
+    return _Program(len(code), instructions), instructions  # the array outlives the pointer
+
+
 def install() -> int:
     """Install the filter on this process (``no_new_privs`` must be set first).
 
@@ -135,13 +160,8 @@ def install() -> int:
     Raises:
         SeccompError: no filter for this architecture, or the kernel refused it.
     """
-    if not supported():
-        raise SeccompError(errno.EOPNOTSUPP, f"no seccomp filter for {platform.machine()}")
-    code = program()
-    instructions = (_Instruction * len(code))(*(_Instruction(*i) for i in code))
-    prog = _Program(len(code), instructions)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+    prog = compiled()
+    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         error = ctypes.get_errno()
         raise SeccompError(error, f"seccomp filter refused: {errno.errorcode.get(error, error)}")
-    return len(code)
+    return int(prog.len)

@@ -7,6 +7,7 @@ message) from an ordinary result.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -129,6 +130,17 @@ class Intruder(Plugin):
             "detail": len(children),
             "refused": refused,
         }
+
+    @Tool("intrude_unshare", brief_description="Enter a new user namespace (unshare(2))")
+    async def unshare(self, **kwargs: Any) -> dict[str, Any]:
+        def action() -> int:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+                code = ctypes.get_errno()
+                raise OSError(code, os.strerror(code))
+            return 0
+
+        return _verdict(action)
 
     @Tool("intrude_environ", brief_description="Read the own environment's variable names")
     async def environ(self, **kwargs: Any) -> dict[str, Any]:
