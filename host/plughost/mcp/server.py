@@ -28,8 +28,10 @@ from starlette.types import ASGIApp
 
 from plughost.mcp.bearer import require_bearer
 from plughost.mcp.event_store import MemoryEventStore
+from plughost.mcp.forwarding import CallForwarder
 from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_PARKED
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE
+from plughost.mcp.quick_answers import quick_answers_app
 from plughost.mcp.registry_server import RegistryMCPServer, ToolSource
 from plughost.mcp.shutdown import HttpActivity, stop_requested
 from plughost.mcp.shutdown import written as written_out
@@ -98,15 +100,17 @@ async def serve_stdio(
         max_parked=max_parked,
     )
     log.info("mcp server serving on stdio name=%s", name)
+    forwarder = CallForwarder(bridge)  # answers the calls that need nothing of the session
     async with (
         bridge.running(),
         stdio_streams() as (read_stream, write_stream),
+        forwarder.serving(read_stream, write_stream) as (to_server, from_server),
         anyio.create_task_group() as tg,
     ):
 
         async def run() -> None:
             await bridge.server.run(
-                read_stream, write_stream, bridge.server.create_initialization_options()
+                to_server, from_server, bridge.server.create_initialization_options()
             )
             tg.cancel_scope.cancel()  # stdin closed
 
@@ -184,8 +188,10 @@ async def serve_http(
     # (DNS rebinding protection).
     # The event store makes every SSE stream open with a priming event and a retry
     # hint, and lets a client that lost a stream resume it with Last-Event-ID.
-    app: ASGIApp = bridge.server.streamable_http_app(
-        streamable_http_path=MCP_HTTP_PATH,
+    # A request whose answer comes first and at once gets it as one JSON body.
+    app: ASGIApp = quick_answers_app(
+        bridge.server,
+        path=MCP_HTTP_PATH,
         host=host,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
@@ -199,6 +205,7 @@ async def serve_http(
     started = anyio.Event()
     config = uvicorn.Config(
         signal_startup(app, started),
+        http="httptools",  # C, not h11's pure Python: about 7% less CPU per call
         log_config=None,
         access_log=False,
         lifespan="on",

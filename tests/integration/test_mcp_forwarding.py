@@ -1,0 +1,196 @@
+"""Gateway calls through ``plughost serve --mcp-stdio`` are forwarded beside both SDK sessions.
+
+A real ``plughost serve`` process (debug logs on) fronts upstreams over stdio:
+``tests/mcp_servers/forwarding_server.py``, which shows the id a call reached it
+under, records its starts, ends and cancellations and can forge responses or die
+mid-call, and (in the first test) server-everything (npm). The official MCP client
+drives it. The serve process says in its log which calls it answered beside its
+server session, and the upstream shows which it received beside plughost's client
+session (an id of plughost's own, ``plughost-...``); what the client gets is
+compared with what it gets directly.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.mcp_servers.harness import HERE, PUBLISHED
+from tests.waiting import wait_until
+
+EVERYTHING = PUBLISHED / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+UPSTREAM = HERE / "forwarding_server.py"
+TAKEN = "mcp call answered beside the session tool="
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> dict[str, Path]:
+    """A configuration with the recording upstream only (``fwd``)."""
+    folder = tmp_path / "upstream"
+    folder.mkdir()
+    config = tmp_path / "plughost.toml"
+    config.write_text(
+        f"[host]\ndata_dir = {json.dumps(str(tmp_path / 'data'))}\n"
+        f"[mcp.servers.fwd]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(UPSTREAM))}, {json.dumps(str(folder))}]\n"
+        'protocol = "legacy"\n'  # the tap serves handshake-era upstreams
+    )
+    return {"config": config, "events": folder / "events", "log": tmp_path / "serve.log"}
+
+
+@pytest.fixture
+def with_everything(places: dict[str, Path]) -> dict[str, Path]:
+    """The same, with server-everything as ``everything`` and the recording upstream
+    again as ``modern``, connected with the 2026-07-28 protocol."""
+    if not EVERYTHING.exists() or shutil.which("node") is None:
+        pytest.skip(
+            "node and server-everything are needed: run scripts/install_test_mcp_servers.sh"
+        )
+    modern = places["events"].parent.parent / "modern"
+    modern.mkdir()
+    with places["config"].open("a") as config:
+        config.write(
+            f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
+            f"[mcp.servers.modern]\ncommand = {json.dumps(sys.executable)}\n"
+            f"args = [{json.dumps(str(UPSTREAM))}, {json.dumps(str(modern))}]\n"
+        )
+    return places
+
+
+@asynccontextmanager
+async def served(places: dict[str, Path]) -> AsyncIterator[Client]:
+    args = ["-m", "plughost", "-vv", "serve", "--no-watch", "--config", str(places["config"])]
+    target = StdioServerParameters(command=sys.executable, args=[*args, "--mcp-stdio"])
+    with places["log"].open("w") as errlog:
+        async with Client(stdio_client(target, errlog=errlog), mode="legacy", cache=None) as c:
+            yield c
+
+
+def taken(places: dict[str, Path]) -> list[str]:
+    """The tools of the calls the serve process answered beside its server session."""
+    lines = places["log"].read_text().splitlines()
+    return [line.split(TAKEN, 1)[1].split()[0] for line in lines if TAKEN in line]
+
+
+def events(places: dict[str, Path]) -> list[str]:
+    path = places["events"]
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def as_json(result: types.CallToolResult) -> Any:
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+EVERYTHING_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("echo", {"message": "forwarded"}),
+    ("get-tiny-image", {}),
+    ("get-annotated-message", {"messageType": "error", "includeImage": True}),
+    ("get-structured-content", {"location": "New York"}),
+    ("get-sum", {"a": 1}),  # refused by the registry's argument check: never forwarded
+]
+
+
+async def test_gateway_calls_are_forwarded_and_answer_as_the_direct_call(
+    with_everything: dict[str, Path],
+) -> None:
+    places = with_everything
+    direct = StdioServerParameters(command="node", args=[str(EVERYTHING)])
+    async with Client(direct, mode="legacy", cache=None) as client:
+        expected = [as_json(await client.call_tool(t, a)) for t, a in EVERYTHING_CALLS[:4]]
+    reports: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        reports.append((done, total, message))
+
+    async with served(places) as client:
+        got = [
+            as_json(await client.call_tool(f"mcp_everything_{t}", a)) for t, a in EVERYTHING_CALLS
+        ]
+        seen = await client.call_tool("mcp_fwd_request_id", {})
+        session = await client.call_tool("mcp_modern_request_id", {})
+        waited = await client.call_tool(
+            "mcp_fwd_wait", {"label": "p", "steps": 3}, progress_callback=progress
+        )
+        forged, unissued, later = await forge_responses(client)
+
+    assert got[:4] == expected
+    assert got[4]["isError"] is True and "b" in got[4]["content"][0]["text"]
+    assert json.loads(seen.content[0].text).startswith("plughost-")  # not the SDK's numbering
+    assert str(json.loads(session.content[0].text)).isdigit()  # the SDK session's numbering
+    assert waited.content[0].text == "waited p"
+    assert reports == [(n + 1.0, 3.0, f"step {n + 1} of 3") for n in range(3)]
+    assert forged.content[0].text == "real"
+    assert later == unissued  # each answered by the server itself, not by the forgery
+    assert taken(places) == [
+        *(f"mcp_everything_{t}" for t, _ in EVERYTHING_CALLS),
+        "mcp_fwd_request_id",
+        "mcp_modern_request_id",
+        "mcp_fwd_wait",
+        *["mcp_fwd_request_id", "mcp_fwd_forge", "mcp_fwd_request_id", "mcp_fwd_request_id"],
+    ]
+
+
+async def forge_responses(client: Client) -> tuple[types.CallToolResult, list[str], list[str]]:
+    """Have the upstream send responses to ids plughost did not issue (yet, or ever).
+
+    Returns:
+        The forging call's result, the ids of ours it forged answers for before they
+        were issued, and the ids the next two calls then reached the upstream under.
+    """
+    first = json.loads((await client.call_tool("mcp_fwd_request_id", {})).content[0].text)
+    prefix, number = first.rsplit("-", 1)
+    # The forging call itself goes under the next id; the two after it are not issued yet.
+    unissued = [f"{prefix}-{int(number) + 2}", f"{prefix}-{int(number) + 3}"]
+    strangers: list[str | int] = ["plughost-00000000-1", 424242]
+    forged = await client.call_tool("mcp_fwd_forge", {"request_ids": unissued + strangers})
+    later = []
+    for _ in range(2):
+        result = await client.call_tool("mcp_fwd_request_id", {})
+        later.append(json.loads(result.content[0].text))
+    return forged, unissued, later
+
+
+async def test_a_cancelled_gateway_call_is_cancelled_at_the_upstream(
+    places: dict[str, Path],
+) -> None:
+    async with served(places) as client:
+        with anyio.move_on_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "mcp_fwd_wait", {"label": "c", "seconds": 60})
+                await wait_until(lambda: "start c" in events(places), timeout=30, what="start")
+                tg.cancel_scope.cancel()  # the client sends notifications/cancelled
+        await wait_until(lambda: "cancelled c" in events(places), timeout=30, what="cancel")
+        after = await client.call_tool("mcp_fwd_wait", {"label": "d"})
+
+    assert after.content[0].text == "waited d"
+    assert "done c" not in events(places)
+    assert taken(places) == ["mcp_fwd_wait", "mcp_fwd_wait"]
+
+
+async def test_an_upstream_that_dies_mid_call_fails_the_call_and_the_next_call_restarts_it(
+    places: dict[str, Path],
+) -> None:
+    async with served(places) as client:
+        before = (await client.call_tool("mcp_fwd_whoami", {})).content[0].text
+        died = await client.call_tool("mcp_fwd_die", {})
+        after = (await client.call_tool("mcp_fwd_whoami", {})).content[0].text
+
+    assert died.is_error is True
+    assert died.content[0].text == (
+        "MCP server 'fwd' lost the connection during 'die': the connection was lost while "
+        "the request was with the server (command exited with code 3); it may or may not "
+        "have run, so it was not sent again"
+    )
+    assert after != before  # a new process answered
+    assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_die", "mcp_fwd_whoami"]
