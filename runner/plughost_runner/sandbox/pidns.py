@@ -127,33 +127,26 @@ def _split_adopted(report_fd: int, server: int) -> None:
     os.setsid()
     os.close(session_read)
     os.close(session_write)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    signal.set_wakeup_fd(wake_write)  # before the fork: the runner's end cannot be missed
-    signal.signal(signal.SIGCHLD, lambda *_: None)
     runner = os.fork()
     if runner == 0:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in (wake_read, wake_write, report_fd, server):
+        for fd in (report_fd, server):
             os.close(fd)  # the runner can neither speak for init nor signal the fork server
         return
-    _exec_native_init(runner, report_fd, server, keep=(wake_read, wake_write))
-    _end_with(lambda child, pipe: _serve_adopted(child, pipe, server, wake_read), runner, report_fd)
+    _exec_native_init(runner, report_fd, server)
+    _end_with(lambda child, pipe: _serve_adopted(child, pipe, server), runner, report_fd)
 
 
-def _exec_native_init(runner: int, report_fd: int, server: int, keep: tuple[int, ...]) -> None:
+def _exec_native_init(runner: int, report_fd: int, server: int) -> None:
     """Become the native init, which carries on as :func:`_serve_adopted`; return if it cannot.
 
     Only ``report_fd`` and ``server`` cross the exec; every other descriptor
-    this process inherited is closed first (``keep``, this init's own, close on
-    exec, and serve the Python init should the exec fail).
+    this process inherited is closed first.
     """
     path = native_init()
     if path is None:
         return
     passed = (report_fd, server)
-    kept = sorted({*passed, *keep})
+    kept = sorted(passed)
     for low, high in zip([-1, *kept], [*kept, os.sysconf("SC_OPEN_MAX")], strict=True):
         os.closerange(low + 1, high)
     for fd in passed:
@@ -164,22 +157,23 @@ def _exec_native_init(runner: int, report_fd: int, server: int, keep: tuple[int,
         os.set_inheritable(fd, False)
 
 
-def _serve_adopted(runner: int, report_fd: int, server: int, wake: int) -> int:
+def _serve_adopted(runner: int, report_fd: int, server: int) -> int:
     """Pid 1 under the fork server: reap, forward; report the runner's end and exit.
 
     No parent-death signal: the parent that forked init exits at once. Init
     watches the fork server through a pidfd instead, and ends the namespace
-    when it is gone.
+    when it is gone. Only this fallback (no native init) needs the wake-up
+    pipe, so it is made here: a runner that ended before it is reaped by the
+    first pass, before any wait.
     """
     _libc.prctl(_PR_SET_NAME, b"plughost-init", 0, 0, 0)
+    wake, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     _forward_to(runner)
     while True:
-        ready, _, _ = select.select([wake, server], [], [])
-        if server in ready:
-            return 1
-        with contextlib.suppress(BlockingIOError):
-            os.read(wake, 4096)
-        while True:
+        while True:  # reap first: the runner may have ended before the handler was set
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:  # cannot happen while the runner lives; be safe
@@ -192,6 +186,11 @@ def _serve_adopted(runner: int, report_fd: int, server: int, wake: int) -> int:
                 if os.WIFSIGNALED(status):  # pid 1 cannot signal itself: the usual code
                     return 128 + os.WTERMSIG(status)
                 return os.waitstatus_to_exitcode(status)
+        ready, _, _ = select.select([wake, server], [], [])
+        if server in ready:
+            return 1
+        with contextlib.suppress(BlockingIOError):
+            os.read(wake, 4096)
 
 
 def _end_with(role: Callable[[int, int], int], child: int, pipe: int) -> NoReturn:
