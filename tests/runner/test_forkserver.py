@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -82,3 +83,35 @@ def test_the_fork_server_forks_the_next_runner_while_one_is_not_yet_in_its_sessi
         server.wait(timeout=30)
         ours.close()
         os.close(gate_write)
+
+
+_ENVIRONMENT_REPLACED = """
+import ctypes, json, os
+from plughost_runner import forkserver
+os.environ["ONLY_THE_SERVERS"] = "1"
+os.environ["CHANGED"] = "server"
+os.environ["KEPT"] = "same"
+forkserver._replace_environment({"KEPT": "same", "CHANGED": "runner", "NEW": "runner"})
+native = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+entries = []
+while native[len(entries)] is not None:
+    entries.append(native[len(entries)].decode())
+print(json.dumps({"python": dict(os.environ), "native": dict(e.split("=", 1) for e in entries)}))
+"""
+
+
+def test_a_forked_runners_environment_is_exactly_the_one_requested_in_python_and_in_c() -> None:
+    # What a plugin's subprocess inherits is the C library's environment, not os.environ.
+    found = subprocess.run(
+        [sys.executable, "-c", _ENVIRONMENT_REPLACED],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    seen = json.loads(found.stdout)
+
+    expected = {"KEPT": "same", "CHANGED": "runner", "NEW": "runner"}
+    assert seen["python"] == expected
+    assert seen["native"] == expected
