@@ -10,6 +10,10 @@ server whose streams may close before the response.
 Memory is bounded: each stream keeps its last :data:`EVENTS_PER_STREAM` events
 and the store keeps its last :data:`MAX_STREAMS` streams; a reconnect after
 older events were dropped replays nothing (the client re-sends its request).
+The SDK names a request's stream by the request's id, which every session numbers
+from 1, so each session writes through a :class:`SessionEvents` view
+(:meth:`MemoryEventStore.session`) that keeps its streams apart: a session
+resumes only its own streams, never another's that shares a request id.
 A request answered with one JSON body instead of a stream
 (:mod:`plughost.mcp.quick_answers`) has its events dropped at once: its client
 never learnt one of their ids, so nothing can resume them. Only those events go:
@@ -25,7 +29,7 @@ from typing import Final
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp_types import JSONRPCMessage
 
-__all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore"]
+__all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore", "SessionEvents"]
 
 EVENTS_PER_STREAM: Final = 256
 MAX_STREAMS: Final = 1024
@@ -74,6 +78,14 @@ class MemoryEventStore(EventStore):
                 await send_callback(EventMessage(message, str(number)))
         return stream_id
 
+    def session(self, session_id: str) -> SessionEvents:
+        """A view of this store for one session: the streams it writes and resumes are its own."""
+        return SessionEvents(self, session_id)
+
+    def stream_of(self, event_id: EventId) -> StreamId | None:
+        """The stream ``event_id`` belongs to, while the store keeps it."""
+        return self._stream_id(event_id)
+
     def forget(self, *event_ids: EventId) -> None:
         """Drop the events ``event_ids``, and a stream once it holds none."""
         for event_id in event_ids:
@@ -90,3 +102,30 @@ class MemoryEventStore(EventStore):
 
     def _stream_id(self, event_id: EventId) -> StreamId | None:
         return self._stream_of.get(int(event_id)) if event_id.isdigit() else None
+
+
+class SessionEvents(EventStore):
+    """One session's part of a :class:`MemoryEventStore`, its stream ids kept apart from others'."""
+
+    def __init__(self, store: MemoryEventStore, session_id: str) -> None:
+        self._store = store
+        self._prefix = f"{session_id}/"
+
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
+        """Store one event of this session's stream ``stream_id`` and return its id."""
+        return await self._store.store_event(self._prefix + stream_id, message)
+
+    async def replay_events_after(
+        self, last_event_id: EventId, send_callback: EventCallback
+    ) -> StreamId | None:
+        """Replay the stream after ``last_event_id``; None unless it is this session's."""
+        stream_id = self._store.stream_of(last_event_id)
+        if stream_id is None or not stream_id.startswith(self._prefix):
+            return None
+        await self._store.replay_events_after(last_event_id, send_callback)
+        return stream_id.removeprefix(self._prefix)
+
+    def forget(self, *event_ids: EventId) -> None:
+        """Drop this session's events ``event_ids``."""
+        own = [i for i in event_ids if (self._store.stream_of(i) or "").startswith(self._prefix)]
+        self._store.forget(*own)

@@ -77,7 +77,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from plughost.mcp.event_store import MemoryEventStore
+from plughost.mcp.event_store import MemoryEventStore, SessionEvents
 
 __all__ = [
     "QUICK_WINDOW",
@@ -156,6 +156,10 @@ class QuickAnswersSessionManager(StreamableHTTPSessionManager):
             # so the built one becomes it with everything the SDK set up kept.
             transport.__class__ = QuickAnswersTransport
             transport.quick_window = self.window  # type: ignore[attr-defined]
+            # Request ids name the SDK's streams and every session counts from 1: each
+            # session stores and resumes only its own streams.
+            if isinstance(self.event_store, MemoryEventStore) and transport.mcp_session_id:
+                transport._event_store = self.event_store.session(transport.mcp_session_id)
         return transport
 
 
@@ -231,7 +235,7 @@ class QuickAnswersTransport(StreamableHTTPServerTransport):
 
     def _forget(self, priming: SSEEvent | None, answer: EventMessage) -> None:
         """Drop the events of a request answered as JSON: no client can resume them."""
-        if isinstance(self._event_store, MemoryEventStore):
+        if isinstance(self._event_store, MemoryEventStore | SessionEvents):
             ids = [answer.event_id, priming["id"] if priming is not None else None]
             self._event_store.forget(*(i for i in ids if i is not None))
 

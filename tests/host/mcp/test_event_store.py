@@ -66,3 +66,24 @@ async def test_forgetting_drops_only_the_events_named_and_a_stream_left_empty() 
     assert await store.replay_events_after(progress, send) is None
     assert await store.replay_events_after(other, send) is None  # its stream is gone
     assert len(sent) == 1
+
+
+async def test_sessions_resume_and_forget_only_their_own_streams_of_the_same_request_id() -> None:
+    store = MemoryEventStore()
+    mine, theirs = store.session("s1"), store.session("s2")
+    my_priming = await mine.store_event("2", None)
+    their_priming = await theirs.store_event("2", None)
+    their_answer = await theirs.store_event("2", message(2))
+    my_answer = await mine.store_event("2", message(2))
+    sent: list[EventMessage] = []
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event)
+
+    mine.forget(their_answer)  # not this session's: kept
+
+    assert await mine.replay_events_after(my_priming, send) == "2"
+    assert [event.event_id for event in sent] == [my_answer]
+    assert await mine.replay_events_after(their_priming, send) is None
+    assert await theirs.replay_events_after(their_priming, send) == "2"
+    assert [event.event_id for event in sent] == [my_answer, their_answer]

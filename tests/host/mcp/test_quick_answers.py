@@ -10,6 +10,7 @@ answer, resuming a slow call's stream).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 from collections.abc import AsyncIterator
@@ -194,6 +195,33 @@ async def test_a_late_answer_streams_from_its_priming_event_and_resumes_past_a_q
 
     assert [answer["id"] for answer in streamed] == [2]
     assert replayed == streamed  # the answer, and nothing of the other session's
+
+
+async def test_a_resumed_stream_replays_its_own_events_not_another_sessions_with_its_id() -> None:
+    async with serving() as served, httpx2.AsyncClient(timeout=10) as http:
+        sessions = [await open_session(http, served.url) for _ in range(2)]
+        async with contextlib.AsyncExitStack() as stack:
+            streams = [
+                await stack.enter_async_context(
+                    http.stream("POST", served.url, json=call("held"), headers=headers)
+                )
+                for headers in sessions  # both requests have the id 2
+            ]
+            lines = [stream.aiter_lines() for stream in streams]
+            primings = [(await anext(each)).split(":", 1)[1].strip() for each in lines]
+            served.provider.release.set()
+            for each in lines:
+                assert [answer async for line in each if (answer := answer_in(line))]
+        resumed = sessions[0] | {"Last-Event-ID": primings[0]}
+        events: list[dict[str, str]] = []
+        async with http.stream("GET", served.url, headers=resumed) as replay:
+            async for line in replay.aiter_lines():
+                if line.startswith("data:"):
+                    events.append({"data": line[5:].strip()})
+                    if not events[-1]["data"]:
+                        break  # the resumed stream's own priming event: the replay is over
+
+    assert [json.loads(event["data"])["id"] for event in events[:-1]] == [2]
 
 
 async def test_requests_the_sdk_refuses_get_its_errors_unchanged() -> None:
