@@ -25,7 +25,7 @@ import pytest_asyncio
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
-from plughost.settings import HostSettings, WebSettings
+from plughost.settings import HostSettings, RunnerSettings, WebSettings
 from plughost.web import WebConsole
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.security.sandboxed import require
@@ -103,10 +103,19 @@ async def granted(
 
 
 def _plant(root: Path) -> tuple[Path, HostSettings]:
-    """A copy of ``net_client`` under ``root``, and fast settings whose data lives there."""
+    """A copy of ``net_client`` under ``root``, and fast settings whose data lives there.
+
+    The heartbeat is the production one: these tests are about the network, and a busy
+    machine can hold a runner's start past the tests' half-second window.
+    """
     folder = root / "plugins" / "net_client"
     shutil.copytree(TEST_PLUGINS / "net_client", folder)
-    return folder, fast_settings(root)
+    production = RunnerSettings()
+    heartbeat = {
+        "heartbeat_interval": production.heartbeat_interval,
+        "heartbeat_misses": production.heartbeat_misses,
+    }
+    return folder, fast_settings(root, **heartbeat)
 
 
 def _served_by(outcome: dict[str, Any]) -> str:
