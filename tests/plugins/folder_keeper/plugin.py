@@ -55,6 +55,9 @@ class FolderKeeperPlugin(MaiBotPlugin):
                 for _ in range(megabytes):
                     handle.write(b"\0" * 2**20)
         except OSError as exc:
+            # What was written before the refusal still counts against the quota: a
+            # tidy plugin removes it, so the next file is judged on its own size.
+            (HERE / "data" / name).unlink(missing_ok=True)
             return f"refused: {os.strerror(exc.errno or 0)}"
         return "written"
 
