@@ -141,7 +141,8 @@ class ServiceLifecycle:
         await self._send_logs()
         raise _StopRunner
 
-    async def _hello(self) -> dict[str, Any]:
+    async def _hello(self, timeout: float = 10.0) -> dict[str, Any]:
+        """Say hello until the host answers (a remote runner) or ``timeout`` passes once."""
         body = {
             "token": self._credentials.token.decode(),
             "protocol": wire.PROTOCOL_VERSION,
@@ -154,7 +155,7 @@ class ServiceLifecycle:
         try:
             while True:
                 try:
-                    reply = await self.request("runner.hello", body, timeout=10.0)
+                    reply = await self.request("runner.hello", body, timeout=timeout)
                     break
                 except TimeoutError:
                     if self._offers is None:
