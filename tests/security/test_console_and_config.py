@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 import unicodedata
+from asyncio.subprocess import Process
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -264,7 +265,7 @@ sys.stdin.read()
 """
 
 
-async def _median_call_ms(host: PluginHost, calls: int = 300) -> float:
+async def _median_call_ms(host: PluginHost, calls: int = 150) -> float:
     """The median time of a neighbour's call, each with a log line the console's feed gets."""
     feed = logging.getLogger("plughost.plugin.tests.echo")
     times = []
@@ -285,52 +286,80 @@ async def _one_stream_opens(base: str) -> bool:
         return sse.status_code == 200
 
 
+async def _open_streams(console: WebConsole, plan: list[tuple[str, int]]) -> Process:
+    """Start a process that opens the streams of ``plan``; it holds them until its stdin closes.
+
+    Each attempt is a JSON line on its stdout, then ``ready``.
+    """
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _STREAMS,
+        str(console.port),
+        TOKEN,
+        json.dumps(plan),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+
+
+async def _attempts(streams: Process) -> list[dict[str, Any]]:
+    """What the opener reported of each stream it tried, once it holds them all."""
+    assert streams.stdout is not None
+    opened = []
+    async with asyncio.timeout(60):
+        while (line := (await streams.stdout.readline()).decode().strip()) != "ready":
+            assert line, "the stream opener exited early"
+            opened.append(json.loads(line))
+    return opened
+
+
+async def _close_streams(streams: Process, console: WebConsole) -> None:
+    assert streams.stdin is not None
+    streams.stdin.close()
+    await streams.wait()
+    base = console.url.rstrip("/")
+    await wait_until(lambda: _one_stream_opens(base), timeout=20, what="slots given back")
+
+
 async def test_event_streams_past_their_bound_are_refused_and_a_neighbour_keeps_its_pace(
     tmp_path: Path,
 ) -> None:
     web = WebSettings(address="127.0.0.1:0", token=TOKEN)
     plan = [("127.0.0.1", 10), ("127.0.0.2", 10), ("127.0.0.3", 5)]
+    rounds: list[tuple[float, list[dict[str, Any]], float]] = []
     async with (
         PluginHost(_plant(tmp_path, "echo"), settings=fast_settings(tmp_path)) as host,
         WebConsole(host, web) as console,
     ):
-        quiet = await _median_call_ms(host)
-        streams = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _STREAMS,
-            str(console.port),
-            TOKEN,
-            json.dumps(plan),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert streams.stdin is not None and streams.stdout is not None
-        opened = []
-        async with asyncio.timeout(60):
-            while (line := (await streams.stdout.readline()).decode().strip()) != "ready":
-                assert line, "the stream opener exited early"
-                opened.append(json.loads(line))
-        loaded = await _median_call_ms(host)
-        streams.stdin.close()
-        await streams.wait()
-        base = console.url.rstrip("/")
-        await wait_until(lambda: _one_stream_opens(base), timeout=20, what="slots given back")
+        # Quiet and loaded in turns: a busy spell of the machine slows one block, not all.
+        for _ in range(3):
+            quiet = await _median_call_ms(host)
+            streams = await _open_streams(console, plan)
+            try:
+                opened = await _attempts(streams)
+                loaded = await _median_call_ms(host)
+            finally:
+                await _close_streams(streams, console)
+            rounds.append((quiet, opened, loaded))
 
-    statuses = [(o["address"], o["status"]) for o in opened]
     per_client = MAX_STREAMS_PER_CLIENT
-    assert statuses == (
-        [("127.0.0.1", 200)] * per_client
-        + [("127.0.0.1", 429)] * (10 - per_client)
-        + [("127.0.0.2", 200)] * (MAX_STREAMS - per_client)
-        + [("127.0.0.2", 503)] * (10 - MAX_STREAMS + per_client)
-        + [("127.0.0.3", 503)] * 5
-    )
-    reasons = {o["status"]: o["error"] for o in opened if o["status"] != 200}
-    assert "per client" in reasons[429] and "its limit" in reasons[503]
-    # Measured against this test's own quiet baseline; without the bound 100 streams
-    # made it 240 times slower.
-    assert loaded / quiet < 3, f"quiet {quiet:.2f} ms, with streams {loaded:.2f} ms"
+    for _, opened, _ in rounds:
+        statuses = [(o["address"], o["status"]) for o in opened]
+        assert statuses == (
+            [("127.0.0.1", 200)] * per_client
+            + [("127.0.0.1", 429)] * (10 - per_client)
+            + [("127.0.0.2", 200)] * (MAX_STREAMS - per_client)
+            + [("127.0.0.2", 503)] * (10 - MAX_STREAMS + per_client)
+            + [("127.0.0.3", 503)] * 5
+        )
+        reasons = {o["status"]: o["error"] for o in opened if o["status"] != 200}
+        assert "per client" in reasons[429] and "its limit" in reasons[503]
+    # Against this test's own quiet baseline, the fastest block of each kind; without the
+    # bound 100 streams made every call 240 times slower.
+    blocks = [(round(quiet, 2), round(loaded, 2)) for quiet, _, loaded in rounds]
+    quiet, loaded = min(b[0] for b in blocks), min(b[1] for b in blocks)
+    assert loaded / quiet < 3, f"(quiet, with streams) medians in ms: {blocks}"
 
 
 # --- who asks the user ----------------------------------------------------------------------
