@@ -33,6 +33,7 @@ __all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore", "SessionEvent
 
 EVENTS_PER_STREAM: Final = 256
 MAX_STREAMS: Final = 1024
+_MAX_DIGITS: Final = 19  # more events than a server ever stores
 
 
 class MemoryEventStore(EventStore):
@@ -66,12 +67,9 @@ class MemoryEventStore(EventStore):
         self, last_event_id: EventId, send_callback: EventCallback
     ) -> StreamId | None:
         """Send the stream's events after ``last_event_id``; return its stream id, or None."""
-        try:
-            after = int(last_event_id)
-        except ValueError:
-            return None
-        stream_id = self._stream_of.get(after)
-        if stream_id is None:
+        after = _number(last_event_id)
+        stream_id = None if after is None else self._stream_of.get(after)
+        if after is None or stream_id is None:
             return None
         for number, message in list(self._streams.get(stream_id, ())):
             if number > after and message is not None:
@@ -92,7 +90,7 @@ class MemoryEventStore(EventStore):
             stream_id = self._stream_id(event_id)
             if stream_id is None:
                 continue
-            number = int(event_id)
+            number = int(event_id)  # an id of this store's: _stream_id found it
             del self._stream_of[number]
             kept = deque(event for event in self._streams[stream_id] if event[0] != number)
             if kept:
@@ -101,7 +99,19 @@ class MemoryEventStore(EventStore):
                 del self._streams[stream_id]
 
     def _stream_id(self, event_id: EventId) -> StreamId | None:
-        return self._stream_of.get(int(event_id)) if event_id.isdigit() else None
+        number = _number(event_id)
+        return None if number is None else self._stream_of.get(number)
+
+
+def _number(event_id: EventId) -> int | None:
+    """The number of an id this store issued; None for anything else a client sends.
+
+    ``Last-Event-ID`` is the client's text: ``str.isdigit`` takes ``"\\xb2"`` (a
+    Latin-1 header byte), which ``int`` refuses, and ``int`` refuses 4,300 digits.
+    """
+    if not (event_id.isascii() and event_id.isdigit()) or len(event_id) > _MAX_DIGITS:
+        return None
+    return int(event_id)
 
 
 class SessionEvents(EventStore):

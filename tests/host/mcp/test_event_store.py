@@ -87,3 +87,20 @@ async def test_sessions_resume_and_forget_only_their_own_streams_of_the_same_req
     assert await mine.replay_events_after(their_priming, send) is None
     assert await theirs.replay_events_after(their_priming, send) == "2"
     assert [event.event_id for event in sent] == [my_answer, their_answer]
+
+
+async def test_a_last_event_id_that_names_no_event_replays_nothing_and_raises_nothing() -> None:
+    store = MemoryEventStore()
+    mine = store.session("s1")
+    await mine.store_event("2", message(1))
+    sent: list[EventMessage] = []
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event)
+
+    # A header is read as Latin-1: "\xb2" is a digit to str.isdigit, not to int.
+    for hostile in ["\xb2", "1\xb2", "9" * 5000, "-1", " 1", ""]:
+        assert await mine.replay_events_after(hostile, send) is None
+        assert await store.replay_events_after(hostile, send) is None
+        mine.forget(hostile)
+    assert sent == []
