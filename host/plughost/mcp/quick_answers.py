@@ -207,14 +207,14 @@ class QuickAnswersTransport(StreamableHTTPServerTransport):
         self._request_streams[request_id] = (events, reader)
         streaming = False
         try:
-            timer = asyncio.get_running_loop().call_later(self.quick_window, _end_wait, events)
+            window = _Window(events, self.quick_window)
             try:
                 await writer.send(
                     self._create_session_message(message, request, request_id, version)
                 )
-                first = await _first_event(reader)
+                first = await window.first_event(reader)
             finally:
-                timer.cancel()
+                window.close()
             if first is not None and isinstance(first.message, JSONRPCResponse | JSONRPCError):
                 self._forget(priming, first)
                 response = Response(
@@ -286,19 +286,53 @@ class QuickAnswersTransport(StreamableHTTPServerTransport):
             await self._clean_up_memory_streams(request_id)
 
 
-async def _first_event(reader: MemoryObjectReceiveStream[EventMessage]) -> EventMessage | None:
-    """The first event of a request's stream; None if its window passed or the stream closed."""
-    try:
-        event = await reader.receive()
-    except (anyio.EndOfStream, anyio.ClosedResourceError):
-        return None  # the session ended, or the stream was closed for the client to resume
-    return None if event is _WINDOW_PASSED else event
+class _Window:
+    """The quick window of one request: ends its wait for its first event when it passes.
 
+    The wait is a receive on the request's stream, which the window ends with a
+    marker handed straight to it, and only while it waits: a marker that sat in
+    the stream's buffer could follow an event already handed over. The window
+    may pass before the wait has begun (while the request is handed to the
+    session, or in the receive's first checkpoint); then the wait takes only
+    what is there, or the window looks again once the receive waits, so that it
+    ends every wait it outlives.
+    """
 
-def _end_wait(events: MemoryObjectSendStream[EventMessage]) -> None:
-    """End a request's wait for its first event, unless an event is already on its way to it."""
-    # The wait is a receive on the request's stream; only while it is still waiting can the
-    # marker reach it directly, and so never sit in the stream's buffer behind an event.
-    if events.statistics().tasks_waiting_receive:
-        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
-            events.send_nowait(_WINDOW_PASSED)
+    def __init__(self, events: MemoryObjectSendStream[EventMessage], seconds: float) -> None:
+        self._events = events
+        self._passed = False
+        self._waiting = False
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.Handle = self._loop.call_later(seconds, self._end)
+
+    async def first_event(
+        self, reader: MemoryObjectReceiveStream[EventMessage]
+    ) -> EventMessage | None:
+        """The first event of the request's stream; None if the window passed or it closed."""
+        try:
+            if self._passed:
+                event = reader.receive_nowait()
+            else:
+                self._waiting = True
+                event = await reader.receive()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return None  # nothing yet, the session ended, or the stream closed for a resume
+        finally:
+            self._waiting = False
+        return None if event is _WINDOW_PASSED else event
+
+    def close(self) -> None:
+        """The wait is over: the window has nothing more to end."""
+        self._timer.cancel()
+
+    def _end(self) -> None:
+        self._passed = True
+        if not self._waiting:
+            return  # the wait, when it begins, sees the window passed
+        if self._events.statistics().tasks_waiting_receive:
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
+                self._events.send_nowait(_WINDOW_PASSED)
+            return
+        # In the receive but not waiting: at its first checkpoint, or just handed an event
+        # (then it resumes before this callback and closes the window). Look again after it.
+        self._timer = self._loop.call_soon(self._end)

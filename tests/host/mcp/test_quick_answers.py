@@ -28,7 +28,7 @@ from mcp.server.streamable_http import EventMessage, StreamableHTTPServerTranspo
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from plughost.mcp.event_store import MemoryEventStore
-from plughost.mcp.quick_answers import QUICK_WINDOW, _end_wait, _first_event, quick_answers_app
+from plughost.mcp.quick_answers import QUICK_WINDOW, _Window, quick_answers_app
 from plughost.mcp.registry_server import RegistryMCPServer
 from plughost.mcp.uvicorn_embed import EmbeddedUvicorn, bind, run_uvicorn, signal_startup
 from plughost.tools.registry import ToolRegistry
@@ -197,6 +197,22 @@ async def test_a_late_answer_streams_from_its_priming_event_and_resumes_past_a_q
     assert replayed == streamed  # the answer, and nothing of the other session's
 
 
+async def test_a_window_that_passes_before_the_wait_begins_still_streams_a_slow_call() -> None:
+    # A window of nothing passes while the request is still being handed to the session,
+    # before the wait for its first event has begun: the headers must not wait for the answer.
+    async with serving(window=0) as served, httpx2.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, served.url)
+        async with http.stream("POST", served.url, json=call("held"), headers=headers) as response:
+            kind = response.headers["content-type"]
+            served.provider.release.set()
+            streamed = [
+                answer async for line in response.aiter_lines() if (answer := answer_in(line))
+            ]
+
+    assert kind.startswith("text/event-stream")
+    assert [answer["id"] for answer in streamed] == [2]
+
+
 async def test_a_resumed_stream_replays_its_own_events_not_another_sessions_with_its_id() -> None:
     async with serving() as served, httpx2.AsyncClient(timeout=10) as http:
         sessions = [await open_session(http, served.url) for _ in range(2)]
@@ -245,21 +261,45 @@ async def test_the_window_ends_a_wait_but_never_follows_an_event_already_handed_
     async with events, reader, anyio.create_task_group() as tg:
         got: list[EventMessage | None] = []
 
-        async def wait() -> None:
-            got.append(await _first_event(reader))
+        async def wait(window: _Window) -> None:
+            try:
+                got.append(await window.first_event(reader))
+            finally:
+                window.close()
 
-        tg.start_soon(wait)
+        idle = _Window(events, 3600)
+        tg.start_soon(wait, idle)
         await anyio.wait_all_tasks_blocked()
-        _end_wait(events)  # nothing came: the wait ends with nothing
-        tg.start_soon(wait)  # a second wait, this time for an event that comes
+        idle._end()  # nothing came: the wait ends with nothing
+        await anyio.wait_all_tasks_blocked()
+        handed = _Window(events, 3600)
+        tg.start_soon(wait, handed)  # a second wait, this time for an event that comes
         await anyio.wait_all_tasks_blocked()
         events.send_nowait(answer)  # handed to the waiting receive...
-        _end_wait(events)  # ...so the window, passing at that moment, adds nothing
+        handed._end()  # ...so the window, passing at that moment, adds nothing
         await anyio.wait_all_tasks_blocked()
         left = events.statistics().current_buffer_used
 
     assert got == [None, answer]
     assert left == 0
+
+
+async def test_a_window_passed_before_its_wait_takes_what_is_there_or_nothing() -> None:
+    events, reader = anyio.create_memory_object_stream[EventMessage](16)
+    answer = EventMessage(types.JSONRPCResponse(jsonrpc="2.0", id=2, result={}), "9")
+    async with events, reader:
+        empty = _Window(events, 3600)
+        empty._end()  # passed while the request was being handed to the session
+        nothing = await empty.first_event(reader)
+        empty.close()
+        events.send_nowait(answer)
+        ready = _Window(events, 3600)
+        ready._end()
+        got = await ready.first_event(reader)
+        ready.close()
+
+    assert nothing is None
+    assert got == answer
 
 
 @pytest.mark.parametrize(
