@@ -47,6 +47,7 @@ from plughost.mcp.status import ServerState
 from plughost.mcp.warm_content import AfterStart
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.resources import ContentCatalog
+from plughost.tools.views import RouteMoved, same_tool
 from plughost_sdk.models import (
     ToolExecutionContext,
     ToolExecutionResult,
@@ -125,23 +126,38 @@ class WarmStart:
     ) -> ToolExecutionResult:
         """Run the call on the registry, once the source of its tool is up."""
         if not self.live.is_set():
+            deadline = asyncio.get_running_loop().time() + self.call_timeout
             try:
-                async with asyncio.timeout(self.call_timeout):
+                async with asyncio.timeout_at(deadline):
                     ready = await self._source_up(invocation, context)
             except TimeoutError:
-                message = (
-                    f"plughost is still starting after {self.call_timeout:g} s, so "
-                    f"{invocation.tool_name} could not run yet; try again shortly"
-                )
-                return ToolExecutionResult.failure(invocation.tool_name, message, "timeout")
+                return self._still_starting(invocation.tool_name)
             if isinstance(ready, ToolExecutionResult):
                 return ready
             if ready:
                 registry = cast("ToolRegistry", self.registry)
-                return await registry.invoke(
-                    invocation, context, listed_all=listed_all, ready_only=True
-                )
+                try:
+                    return await registry.invoke(
+                        invocation,
+                        context,
+                        listed_all=listed_all,
+                        ready_only=True,
+                        bound_to=self._listed[invocation.tool_name],
+                    )
+                except RouteMoved:  # another tool took the name since the check: nothing ran
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            await self.live.wait()
+                    except TimeoutError:
+                        return self._still_starting(invocation.tool_name)
         return await self.registry.invoke(invocation, context, listed_all=listed_all)
+
+    def _still_starting(self, name: str) -> ToolExecutionResult:
+        message = (
+            f"plughost is still starting after {self.call_timeout:g} s, so "
+            f"{name} could not run yet; try again shortly"
+        )
+        return ToolExecutionResult.failure(name, message, "timeout")
 
     async def _source_up(
         self, invocation: ToolInvocation, context: ToolExecutionContext | None
@@ -171,7 +187,7 @@ class WarmStart:
             while not self.live.is_set():
                 woken.clear()
                 routed = await ready_spec(name, availability, ready_only=True)
-                if routed is not None and _same_tool(routed, listed):
+                if routed is not None and same_tool(routed, listed):
                     return True
                 if not reached:  # an upstream connects without telling the registry
                     reached = True
@@ -323,11 +339,6 @@ class WarmStart:
         ):
             self._upstream = True
         self._changed.set()
-
-
-def _same_tool(routed: ToolSpec, listed: ToolSpec) -> bool:
-    """Whether the name routes to the tool the catalogue listed, not another that took it."""
-    return routed.tool_id == listed.tool_id and routed.provider_name == listed.provider_name
 
 
 def _differs(served: list[ToolSpec], live: list[ToolSpec]) -> bool:

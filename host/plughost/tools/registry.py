@@ -81,7 +81,7 @@ from plughost.tools.defaults import fill_defaults
 from plughost.tools.definitions import to_definitions
 from plughost.tools.provider import ChangeListener, ToolProvider
 from plughost.tools.reserved import HostNames, NameGuard
-from plughost.tools.views import Route, View, ViewCache
+from plughost.tools.views import Route, RouteMoved, View, ViewCache, same_tool
 from plughost.tracing import start_span, tracing
 from plughost_sdk.models import (
     ToolAvailabilityContext,
@@ -394,6 +394,7 @@ class ToolRegistry:
         listed_all: bool = False,
         nested: bool = False,
         ready_only: bool = False,
+        bound_to: ToolSpec | None = None,
     ) -> ToolExecutionResult:
         """Run one tool call; failures come back as failed results, never as exceptions.
 
@@ -410,9 +411,14 @@ class ToolRegistry:
             ready_only: Route over what each provider can run now
                 (``list_ready_tools`` where it has one) instead of waiting for
                 all it lists: a host still starting (never cached).
+            bound_to: Run only this tool: checked against the very view the call
+                is routed over, so a tool that takes the name meanwhile never runs it.
 
         Returns:
             The result, with ``tool_name`` set to the invoked name.
+
+        Raises:
+            RouteMoved: With ``bound_to``, the name leads to another tool or none.
         """
         name = invocation.tool_name
         if self._shutting_down and not nested:
@@ -421,7 +427,7 @@ class ToolRegistry:
         self._inflight += 1
         started = time.perf_counter()
         routed: list[ToolSpec] = []
-        call = (invocation, context, routed, trusted, listed_all, ready_only)
+        call = (invocation, context, routed, trusted, listed_all, ready_only, bound_to)
         try:
             if tracing():
                 with start_span("plughost.tool_call", {"plughost.tool": name}) as span:
@@ -491,6 +497,7 @@ class ToolRegistry:
         trusted: bool,
         listed_all: bool,
         ready_only: bool = False,
+        bound_to: ToolSpec | None = None,
     ) -> ToolExecutionResult:
         try:
             name = invocation.tool_name
@@ -499,6 +506,8 @@ class ToolRegistry:
             view = await self._build_view(availability, ready_only=True) if ready_only else None
             view = view or self._cached_view(availability) or await self._view(availability)
             route = view.routes.get(name)
+            if bound_to is not None and (route is None or not same_tool(route.spec, bound_to)):
+                raise RouteMoved(name)
             if route is None:
                 return not_found(name, [spec.name for spec in view.listed()])
             spec = route.spec
@@ -520,6 +529,8 @@ class ToolRegistry:
                 call = call.model_copy(update={"arguments": values})
             provider = route.provider
             log.debug("tool call tool=%s provider=%s", name, provider.provider_name)
+        except RouteMoved:
+            raise
         except Exception as exc:  # the registry's own promise: only cancellation escapes
             log.exception("tool call failed in the registry tool=%s", invocation.tool_name)
             message = f"Tool {invocation.tool_name} could not be run: {type(exc).__name__}: {exc}"

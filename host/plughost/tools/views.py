@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from plughost.tools.provider import ToolProvider
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
 
-__all__ = ["Builder", "Route", "Version", "View", "ViewCache", "ViewKey"]
+__all__ = ["Builder", "Route", "RouteMoved", "Version", "View", "ViewCache", "ViewKey", "same_tool"]
 
 ViewKey = tuple[int, ToolAvailabilityContext | None]
 """The registry's version and the availability context a view was built for."""
@@ -40,6 +40,19 @@ class Route:
 
     provider: ToolProvider
     spec: ToolSpec
+
+
+class RouteMoved(Exception):
+    """A call bound to one tool found its name leading to another (or to none): nothing ran.
+
+    Raised only to a caller that bound the call (``ToolRegistry.invoke(bound_to=...)``),
+    so it can wait and route again; a tool's own failure is never mistaken for it.
+    """
+
+
+def same_tool(routed: ToolSpec, bound: ToolSpec) -> bool:
+    """Whether ``routed`` is the very tool ``bound`` names, not another that took its name."""
+    return routed.tool_id == bound.tool_id and routed.provider_name == bound.provider_name
 
 
 @dataclass(slots=True)

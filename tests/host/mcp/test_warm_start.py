@@ -384,3 +384,63 @@ async def test_an_upstream_not_connected_when_the_list_is_saved_makes_the_next_s
     await source.go_live()
 
     assert (catalogue.load(prints) is not None) is warm_next
+
+
+class Loading:
+    """A plugin provider whose tool is not ready at first: it becomes ready after ``ready_after``
+    ready listings, the moment the test picks (a runner's load can end between two of them)."""
+
+    provider_type = "plugin"
+
+    def __init__(self, name: str, plugin_id: str, ready_after: int) -> None:
+        self.provider_name = name
+        self.spec = ToolSpec(
+            name="a",
+            provider_type="plugin",
+            provider_name=name,
+            tool_id=f"plugin:{plugin_id}:a",
+            metadata={"plugin_id": plugin_id},
+        )
+        self.ready_after = ready_after
+        self.ran: list[str] = []
+
+    async def list_tools(self, context: Any = None) -> list[ToolSpec]:
+        return [self.spec]
+
+    async def list_ready_tools(self, context: Any = None) -> list[ToolSpec]:
+        self.ready_after -= 1
+        return [self.spec] if self.ready_after < 0 else []
+
+    async def invoke(self, invocation: ToolInvocation, context: Any = None) -> ToolExecutionResult:
+        self.ran.append(invocation.tool_name)
+        return ToolExecutionResult(tool_name=invocation.tool_name, content=self.provider_name)
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_tool_that_takes_the_name_between_the_check_and_the_call_does_not_run_it(
+    tmp_path: Path,
+) -> None:
+    from plughost.tools.registry import ToolRegistry
+
+    # "a" of plugin p was catalogued; plugin q, ahead of it, also has an "a" (q changed, so
+    # the catalogue does not list it) and becomes ready between the check and the routing.
+    late, listed = Loading("first", "q", ready_after=1), Loading("second", "p", ready_after=0)
+    registry = ToolRegistry()
+    registry.register_provider(late)
+    registry.register_provider(listed)
+    catalogue = ToolCatalogue(tmp_path / "tool-catalogue.json")
+    catalogue.save([listed.spec], PRINTS)
+    source = WarmStart(registry, catalogue, lambda: PRINTS, call_timeout=30)
+    await source.load()
+
+    with anyio.fail_after(10):
+        call = asyncio.ensure_future(source.invoke(ToolInvocation(tool_name="a")))
+        await anyio.wait_all_tasks_blocked()
+        ran_before_live = list(late.ran)
+        await source.go_live()
+        result = await call
+
+    assert ran_before_live == []  # the call meant for p's "a" never reached q's
+    assert result.content == "first"  # once live, the name is q's, as the live list says
