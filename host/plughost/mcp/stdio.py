@@ -54,6 +54,8 @@ _EXIT_GRACE = 2.0  # for the server to leave on its own once stdin closes, then 
 _ABANDON_GRACE = 0.2  # the same, for a connection given up on (a connect that timed out)
 _EXIT_POLL = 0.01
 _REAP_WAIT = 0.5  # after stdout closed: how long to wait to learn the exit code
+# One JSON-RPC message from the server, at most (bytes), as serve reads from its own client.
+_LINE_LIMIT = 256 * 1024 * 1024
 
 
 def exit_reason(returncode: int | None) -> str:
@@ -85,8 +87,12 @@ class _ExitReport:
         self._done = anyio.Event()
         self.silenced = False  # the transport is stopping the server itself: nothing to report
 
-    async def report(self) -> None:
-        """Wait up to ``_REAP_WAIT`` s for the exit code, then call ``on_exit`` (only once)."""
+    async def report(self, reason: str | None = None) -> None:
+        """Wait up to ``_REAP_WAIT`` s for the exit code, then call ``on_exit`` (only once).
+
+        Args:
+            reason: Why the output was given up on, said instead of how the process ended.
+        """
         if self._started:
             with anyio.move_on_after(_REAP_WAIT):
                 await self._done.wait()
@@ -95,7 +101,7 @@ class _ExitReport:
         try:
             await _exited(self._process, _REAP_WAIT)
             if not self.silenced:
-                self._on_exit(exit_reason(self._process.returncode))
+                self._on_exit(reason or exit_reason(self._process.returncode))
         finally:
             self._done.set()
 
@@ -190,9 +196,15 @@ async def stdio_transport(
     writer = _Writer(process, ended)
 
     async def read() -> None:
-        if await _read_lines(process, send) and not ended.silenced:
+        reason = None
+        try:
+            output_ended = await _read_lines(process, send)
+        except _LineTooLong as exc:
+            output_ended, reason = True, str(exc)
+            log.warning("mcp server output given up reason=%s", reason)
+        if output_ended and not ended.silenced:
             await writer.aclose()  # nothing more is sent to a server whose output ended
-            await ended.report()
+            await ended.report(reason)
         await send.aclose()
 
     abandoned = False
@@ -218,21 +230,40 @@ async def stdio_transport(
                 await process.aclose()
 
 
+class _LineTooLong(Exception):
+    """The server wrote more than :data:`_LINE_LIMIT` bytes without ending the line."""
+
+
 async def _read_lines(
     process: anyio.abc.Process, send: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> bool:
-    """Hand every line of the server's stdout to the session; return True at end of output."""
+    """Hand every line of the server's stdout to the session; return True at end of output.
+
+    A line is gathered in one buffer that each read extends, so a long line costs
+    its length once, not once per read; past :data:`_LINE_LIMIT` it is refused.
+
+    Raises:
+        _LineTooLong: The server wrote a line longer than the limit.
+    """
     stdout = process.stdout
     if stdout is None:
         return True
-    buffer = b""
+    line = bytearray()
     try:
         async for chunk in stdout:
-            lines = (buffer + chunk).split(b"\n")
-            buffer = lines.pop()
-            for line in lines:
-                if line.strip():
-                    await send.send(_parse(line))
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                line += chunk[start:end]
+                if line and not line.isspace():
+                    await send.send(_parse(bytes(line)))  # its own: the buffer is reused
+                line.clear()
+                start = end + 1
+            line += chunk[start:]
+            if len(line) > _LINE_LIMIT:
+                raise _LineTooLong(
+                    f"the server wrote a line over {_LINE_LIMIT} bytes, more than one "
+                    "JSON-RPC message may hold"
+                )
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         return False  # the session is gone: our own shutdown
     except OSError as exc:
