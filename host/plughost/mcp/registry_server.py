@@ -56,6 +56,7 @@ from plughost.mcp.input_rounds import (
     asks_in_rounds,
 )
 from plughost.mcp.pagination import DEFAULT_PAGE_SIZE, page_of
+from plughost.mcp.progress_backlog import ProgressBacklog
 from plughost.mcp.server_content import (
     ContentHandlers,
     ResourceSubscriptions,
@@ -317,16 +318,17 @@ class RegistryMCPServer:
         """Invoke, relaying the tool's progress reports as notifications/progress.
 
         Reports arrive on the event loop from wherever the tool runs; they are queued
+        (:class:`~plughost.mcp.progress_backlog.ProgressBacklog`: bounded, newest kept)
         and sent in order by one task, which drains the queue before the result goes.
         """
-        send, receive = anyio.create_memory_object_stream[progress.Progress](math.inf)
+        backlog = ProgressBacklog()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_relay_progress, report, receive)
+            tg.start_soon(backlog.relay, report)
             try:
-                with progress.reporting(send.send_nowait):
+                with progress.reporting(backlog.put):
                     result = await self._invoke(invocation)
             finally:
-                send.close()
+                backlog.close()
         return result
 
     # --- change notifications -------------------------------------------------------------
@@ -382,17 +384,6 @@ def _reporter(ctx: ServerRequestContext[Any, Any]) -> Reporter:
         await ctx.session.report_progress(report.progress, report.total, report.message)
 
     return report
-
-
-async def _relay_progress(
-    send: Reporter, reports: MemoryObjectReceiveStream[progress.Progress]
-) -> None:
-    with reports:
-        async for report in reports:
-            try:
-                await send(report)
-            except Exception as exc:  # the client went away: the call itself goes on
-                log.debug("mcp progress not sent reason=%s", exc)
 
 
 def _connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
