@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import msgpack
 
@@ -115,3 +116,79 @@ def test_a_forked_runners_environment_is_exactly_the_one_requested_in_python_and
     expected = {"KEPT": "same", "CHANGED": "runner", "NEW": "runner"}
     assert seen["python"] == expected
     assert seen["native"] == expected
+
+
+# As _HELD_FIRST_CHILD, and the held child notes the pipes it holds as it starts (the
+# fork server's ends of its pipes among them); each runner lists its own instead of running.
+_HELD_AND_LISTED = """
+import json, os, sys
+import plughost_runner.forkserver as forkserver
+from plughost_runner import __main__ as runner_main
+gate, noted, fork, setsid, forks = int(sys.argv[2]), sys.argv[3], os.fork, os.setsid, []
+def pipes():
+    links = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return sorted(link for link in links if link.startswith("pipe:"))
+gate_pipe = os.readlink(f"/proc/self/fd/{gate}")
+def held_fork():
+    forks.append(1)
+    pid = fork()
+    if pid == 0 and len(forks) == 1:
+        with open(noted, "w") as out:
+            json.dump([p for p in pipes() if p != gate_pipe], out)
+        os.setsid = lambda: (os.read(gate, 1), setsid())[1]
+    return pid
+def listing(argv):
+    print(json.dumps(pipes()), flush=True)
+    return 0
+os.fork = held_fork
+runner_main.main = listing
+sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.getppid())]))
+"""
+
+
+def test_a_runner_forked_while_another_is_not_yet_in_its_session_holds_none_of_its_pipes(
+    tmp_path: Path,
+) -> None:
+    # The fork server keeps, per child not yet settled, the read ends of its session and
+    # report pipes; a runner forked meanwhile must not be able to read (or hold open) them.
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    gate_read, gate_write = os.pipe()
+    noted = tmp_path / "first.json"
+    command = [
+        *(sys.executable, "-c", _HELD_AND_LISTED),
+        *(str(theirs.fileno()), str(gate_read), str(noted)),
+    ]
+    server = subprocess.Popen(command, pass_fds=[theirs.fileno(), gate_read])
+    theirs.close()
+    os.close(gate_read)
+    ours.settimeout(30)
+    out_read, out_write = os.pipe()
+    try:
+        assert "ready" in msgpack.unpackb(ours.recv(1 << 16))
+        _request(ours, 1)
+        credentials, written = os.pipe()
+        os.close(written)
+        packet = msgpack.packb({"id": 2, "argv": [], "env": {}})
+        socket.send_fds(ours, [packet], [out_write, out_write, credentials])
+        os.close(out_write)
+        os.close(credentials)
+        reply = msgpack.unpackb(ours.recv(1 << 16))
+        assert reply["id"] == 2, reply
+        with os.fdopen(out_read, closefd=False) as listed:
+            second = set(json.loads(listed.readline()))
+        first = set(json.loads(noted.read_text()))
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+        ours.close()
+        os.close(gate_write)
+        os.close(out_read)
+
+    assert first  # the held child's own pipes, the server's ends included
+    assert second  # the runner's own: its report pipe, its output
+    assert first & second == set()
