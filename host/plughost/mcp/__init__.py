@@ -11,7 +11,11 @@ catalogue of its last tool list while the host starts (``catalogue``,
 ``warm_start``, ``warm_content``), and the
 stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
 orderly end (``shutdown``), and uvicorn embedded in the host's event loop
-(``uvicorn_embed``, shared with ``plughost.web``).
+(``uvicorn_embed``, shared with ``plughost.web``). Calls answered beside the SDK's
+sessions: a stdio client's (``forwarding``) and a stdio upstream's (``upstream_tap``),
+both over ``stream_filters``; an HTTP request answered as JSON or SSE
+(``quick_answers``, resumable through ``event_store``); a call's progress waiting
+for its client (``progress_backlog``).
 
 May import: ``plughost.tools`` and the leaf modules. This is the only package that
 imports the ``mcp`` SDK, and nothing below the CLI imports this package eagerly, so
