@@ -7,9 +7,13 @@ sends, and replays the events after ``Last-Event-ID`` when a client reconnects
 to a stream that broke. That is what the specification (SEP-1699) asks of a
 server whose streams may close before the response.
 
-Memory is bounded: each stream keeps its last :data:`EVENTS_PER_STREAM` events
-and the store keeps its last :data:`MAX_STREAMS` streams; a reconnect after
-older events were dropped replays nothing (the client re-sends its request).
+Memory is bounded: each stream keeps its last :data:`EVENTS_PER_STREAM` events,
+each session its last :data:`MAX_STREAMS_PER_SESSION` streams, and the store at
+most :data:`MAX_STREAMS` streams, a new stream past that bound evicting the
+oldest stream of the session holding the most. So a session that opens stream
+after stream evicts its own, never a quieter session's; a reconnect after older
+events were dropped replays nothing (the client re-sends its request). A
+session's streams go when the session ends (:meth:`SessionEvents.close`).
 The SDK names a request's stream by the request's id, which every session numbers
 from 1, so each session writes through a :class:`SessionEvents` view
 (:meth:`MemoryEventStore.session`) that keeps its streams apart: a session
@@ -29,10 +33,18 @@ from typing import Final
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp_types import JSONRPCMessage
 
-__all__ = ["EVENTS_PER_STREAM", "MAX_STREAMS", "MemoryEventStore", "SessionEvents"]
+__all__ = [
+    "EVENTS_PER_STREAM",
+    "MAX_STREAMS",
+    "MAX_STREAMS_PER_SESSION",
+    "MemoryEventStore",
+    "SessionEvents",
+]
 
 EVENTS_PER_STREAM: Final = 256
 MAX_STREAMS: Final = 1024
+MAX_STREAMS_PER_SESSION: Final = 128
+_UNSCOPED: Final = ""  # the owner of streams written to the store itself, not through a session
 _MAX_DIGITS: Final = 19  # more events than a server ever stores
 
 
@@ -41,27 +53,59 @@ class MemoryEventStore(EventStore):
 
     def __init__(self) -> None:
         self._ids = itertools.count(1)
-        self._streams: OrderedDict[StreamId, deque[tuple[int, JSONRPCMessage | None]]] = (
-            OrderedDict()
-        )
+        self._streams: dict[StreamId, deque[tuple[int, JSONRPCMessage | None]]] = {}
         self._stream_of: dict[int, StreamId] = {}
+        # Each owner's streams, oldest first (an OrderedDict used as an ordered set).
+        self._owned: dict[str, OrderedDict[StreamId, None]] = {}
+        self._owner_of: dict[StreamId, str] = {}
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         """Store one event (``None``: a priming event) and return its id."""
+        return self.store_owned(_UNSCOPED, stream_id, message)
+
+    def store_owned(self, owner: str, stream_id: StreamId, message: JSONRPCMessage | None) -> str:
+        """Store one event of ``owner``'s stream ``stream_id`` and return its id."""
         number = next(self._ids)
         events = self._streams.get(stream_id)
         if events is None:
-            events = self._streams[stream_id] = deque()
-            while len(self._streams) > MAX_STREAMS:
-                _, dropped = self._streams.popitem(last=False)
-                for old, _ in dropped:
-                    self._stream_of.pop(old, None)
+            events = self._open(owner, stream_id)
         if len(events) == EVENTS_PER_STREAM:
             old, _ = events.popleft()
             self._stream_of.pop(old, None)
         events.append((number, message))
         self._stream_of[number] = stream_id
         return str(number)
+
+    def drop_owner(self, owner: str) -> None:
+        """Drop every stream of ``owner`` (a session that ended)."""
+        for stream_id in list(self._owned.get(owner, ())):
+            self._drop(stream_id)
+
+    def _open(self, owner: str, stream_id: StreamId) -> deque[tuple[int, JSONRPCMessage | None]]:
+        """A new stream of ``owner``'s, past the bounds evicting the fullest owner's oldest."""
+        owned = self._owned.setdefault(owner, OrderedDict())
+        if len(owned) >= MAX_STREAMS_PER_SESSION:
+            self._drop(next(iter(owned)))
+        if len(self._streams) >= MAX_STREAMS:
+            fullest = max(self._owned.values(), key=len)
+            self._drop(next(iter(fullest)))
+        owned = self._owned.setdefault(owner, owned)  # _drop removes an owner left with none
+        events: deque[tuple[int, JSONRPCMessage | None]] = deque()
+        self._streams[stream_id] = events
+        owned[stream_id] = None
+        self._owner_of[stream_id] = owner
+        return events
+
+    def _drop(self, stream_id: StreamId) -> None:
+        for number, _ in self._streams.pop(stream_id, ()):
+            self._stream_of.pop(number, None)
+        owner = self._owner_of.pop(stream_id, None)
+        if owner is None:
+            return
+        owned = self._owned[owner]
+        del owned[stream_id]
+        if not owned:
+            del self._owned[owner]
 
     async def replay_events_after(
         self, last_event_id: EventId, send_callback: EventCallback
@@ -96,7 +140,7 @@ class MemoryEventStore(EventStore):
             if kept:
                 self._streams[stream_id] = kept
             else:
-                del self._streams[stream_id]
+                self._drop(stream_id)
 
     def _stream_id(self, event_id: EventId) -> StreamId | None:
         number = _number(event_id)
@@ -119,11 +163,12 @@ class SessionEvents(EventStore):
 
     def __init__(self, store: MemoryEventStore, session_id: str) -> None:
         self._store = store
+        self._session_id = session_id
         self._prefix = f"{session_id}/"
 
     async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         """Store one event of this session's stream ``stream_id`` and return its id."""
-        return await self._store.store_event(self._prefix + stream_id, message)
+        return self._store.store_owned(self._session_id, self._prefix + stream_id, message)
 
     async def replay_events_after(
         self, last_event_id: EventId, send_callback: EventCallback
@@ -139,3 +184,7 @@ class SessionEvents(EventStore):
         """Drop this session's events ``event_ids``."""
         own = [i for i in event_ids if (self._store.stream_of(i) or "").startswith(self._prefix)]
         self._store.forget(*own)
+
+    def close(self) -> None:
+        """Drop all of this session's streams: the session ended, so none can be resumed."""
+        self._store.drop_owner(self._session_id)

@@ -239,6 +239,12 @@ class QuickAnswersTransport(StreamableHTTPServerTransport):
             ids = [answer.event_id, priming["id"] if priming is not None else None]
             self._event_store.forget(*(i for i in ids if i is not None))
 
+    async def terminate(self) -> None:
+        """End the session, and drop its stored streams: its id answers 404, so none resumes."""
+        await super().terminate()
+        if isinstance(self._event_store, SessionEvents):
+            self._event_store.close()
+
     async def _stream(
         self,
         request_id: str,

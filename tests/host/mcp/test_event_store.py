@@ -104,3 +104,52 @@ async def test_a_last_event_id_that_names_no_event_replays_nothing_and_raises_no
         assert await store.replay_events_after(hostile, send) is None
         mine.forget(hostile)
     assert sent == []
+
+
+async def test_a_session_opening_streams_past_every_bound_evicts_its_own_not_anothers() -> None:
+    store = MemoryEventStore()
+    quiet, busy = store.session("quiet"), store.session("busy")
+    priming = await quiet.store_event("2", None)
+    answer = await quiet.store_event("2", message(2))
+    for n in range(event_store.MAX_STREAMS + 10):
+        await busy.store_event(str(n), None)
+    sent: list[EventMessage] = []
+
+    async def send(event: EventMessage) -> None:
+        sent.append(event)
+
+    assert await quiet.replay_events_after(priming, send) == "2"
+    assert [event.event_id for event in sent] == [answer]
+    last = await busy.store_event("last", None)
+    assert await busy.replay_events_after(last, send) == "last"  # its newest stream is kept
+
+
+async def test_the_total_stays_bounded_the_fullest_session_giving_way() -> None:
+    store = MemoryEventStore()
+    per_session = event_store.MAX_STREAMS_PER_SESSION
+    count = event_store.MAX_STREAMS // per_session + 3
+    ids: list[list[str]] = [[] for _ in range(count)]
+    for n in range(count):
+        session = store.session(f"s{n}")
+        for stream in range(per_session + 5):  # each tries past its own cap
+            ids[n].append(await session.store_event(str(stream), None))
+    own = await store.session("alone").store_event("1", None)
+    kept = [sum(store.stream_of(event) is not None for event in each) for each in ids]
+
+    assert sum(kept) + 1 == len(store._streams) == event_store.MAX_STREAMS
+    assert store.stream_of(own) is not None  # the quietest session is not the one evicted
+    assert max(kept) <= per_session and max(kept) - min(kept) <= 1  # the fullest gave way
+    assert all(store.stream_of(each[-1]) is not None for each in ids)  # oldest go first
+
+
+async def test_a_closed_session_drops_its_streams_and_no_others() -> None:
+    store = MemoryEventStore()
+    ending, staying = store.session("ending"), store.session("staying")
+    gone = [await ending.store_event(str(n), None) for n in range(3)]
+    kept = await staying.store_event("0", None)
+
+    ending.close()
+    ending.close()  # ending twice is harmless
+
+    assert [store.stream_of(event) for event in gone] == [None, None, None]
+    assert store.stream_of(kept) == "staying/0"

@@ -240,6 +240,21 @@ async def test_a_resumed_stream_replays_its_own_events_not_another_sessions_with
     assert [json.loads(event["data"])["id"] for event in events[:-1]] == [2]
 
 
+async def test_a_session_that_ends_leaves_none_of_its_streams_in_the_store() -> None:
+    async with serving() as served, httpx2.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, served.url)
+        async with http.stream("POST", served.url, json=call("held"), headers=headers) as stream:
+            lines = stream.aiter_lines()
+            priming = (await anext(lines)).split(":", 1)[1].strip()
+            served.provider.release.set()
+            assert [answer async for line in lines if (answer := answer_in(line))]
+        kept = served.store.stream_of(priming)
+        assert (await http.delete(served.url, headers=headers)).status_code == 200
+
+    assert kept is not None  # resumable while the session lived
+    assert served.store.stream_of(priming) is None
+
+
 async def test_requests_the_sdk_refuses_get_its_errors_unchanged() -> None:
     async with serving() as served, httpx2.AsyncClient(timeout=10) as http:
         headers = await open_session(http, served.url)
@@ -306,6 +321,7 @@ async def test_a_window_passed_before_its_wait_takes_what_is_there_or_nothing() 
     ("owner", "name", "parameters"),
     [
         (StreamableHTTPSessionManager, "_admit_session", ["self", "requestor"]),
+        (StreamableHTTPServerTransport, "terminate", ["self"]),
         (
             StreamableHTTPServerTransport,
             "_handle_post_request",
