@@ -206,6 +206,10 @@ class _Server:
 
     def _settle(self, fork: _Fork, *, exited: bool = False) -> None:
         """Read which pid the child named (itself, or its namespace's init); tell the host."""
+        if self._unsettled.get(fork.child) is not fork:
+            # Settled already, by its exit reaped earlier in the same batch of events: its
+            # report pipe is closed, and its number may now be another child's.
+            return
         self._led(fork)  # an exit can be reaped before its end-of-file on the session pipe is read
         try:
             data = os.read(fork.report, _RECORD.size)

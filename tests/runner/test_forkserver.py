@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -192,3 +194,41 @@ def test_a_runner_forked_while_another_is_not_yet_in_its_session_holds_none_of_i
     assert first  # the held child's own pipes, the server's ends included
     assert second  # the runner's own: its report pipe, its output
     assert first & second == set()
+
+
+def test_a_fork_settled_by_its_reaped_exit_ignores_a_stale_report_event() -> None:
+    # One select() can return a child's exit (reaped and settled at once) and then its
+    # report pipe's own readiness: the second must be ignored, not crash the server.
+    from plughost_runner import forkserver
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    previous_wakeup = signal.set_wakeup_fd(-1)
+    previous_child = signal.getsignal(signal.SIGCHLD)
+    previous_term = signal.getsignal(signal.SIGTERM)
+    try:
+        server = forkserver._Server(theirs)
+        report, reporting = os.pipe()
+        os.write(reporting, forkserver._RECORD.pack(4242))
+        os.close(reporting)
+        fork = forkserver._Fork(request_id=7, child=4242, report=report, session=None)
+        server._unsettled[fork.child] = fork
+        server._selector.register(report, selectors.EVENT_READ, fork)
+
+        server._settle(fork, exited=True)
+        server._settle(fork)  # the stale event of the same batch
+
+        ours.settimeout(5)
+        assert msgpack.unpackb(ours.recv(1 << 16)) == {"id": 7, "pid": 4242}
+        ours.setblocking(False)
+        try:
+            extra = ours.recv(1 << 16)
+        except BlockingIOError:
+            extra = b""
+        assert extra == b"", f"a second reply for one fork: {msgpack.unpackb(extra)}"
+        assert fork.child not in server._unsettled
+    finally:
+        signal.set_wakeup_fd(previous_wakeup)
+        signal.signal(signal.SIGCHLD, previous_child)
+        signal.signal(signal.SIGTERM, previous_term)
+        ours.close()
+        theirs.close()
