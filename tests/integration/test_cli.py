@@ -246,6 +246,8 @@ async def test_serve_whose_output_reader_is_gone_still_stops_on_ctrl_c() -> None
         if process.poll() is None:
             process.kill()
             process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()  # a failed wait leaves it open for a later test's collector
 
     assert code in (0, 120)  # 120: Python's code when the last flush fails, as here
 
