@@ -304,7 +304,7 @@ async def test_serve_shows_each_installation_while_it_starts(tmp_path: Path, whe
 
         await wait_until(installed, timeout=60, interval=0, what="the installed line")
         process.send_signal(signal.SIGINT)
-        assert await asyncio.to_thread(process.wait, 30) == 0
+        assert await asyncio.to_thread(process.wait, 30) == 0, "".join(lines)
     finally:
         if process.poll() is None:
             process.kill()
