@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import benchlib
+import copied_pages
 import psutil
 
 from plughost.host import PluginHost
@@ -55,6 +57,7 @@ MAIBOT_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "maibot" / "legacy_greeter
 GROUPINGS = ("per_plugin", "single")
 TARGETS = {"idle CPU": 3.0, "total PSS": 3.0, "start until every plugin answers": 2.0}
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+COMPARED_RUNNERS = 3  # runners a round compares page by page with the fork server
 SETTLE_S = 2.0  # after start: let start-up work (trims, first beats) finish before measuring
 
 
@@ -72,6 +75,8 @@ class Results:
     runner_pss: list[float] = field(default_factory=list)
     runner_private: list[float] = field(default_factory=list)
     runners: dict[str, int] = field(default_factory=dict)
+    # per-plugin grouping: a few runners' pages compared with the fork server's
+    copied: list[copied_pages.CopiedPages] = field(default_factory=list)
 
 
 def make_plugins(
@@ -253,6 +258,11 @@ async def one_round(
                 own = [pss_bytes(pid, "Private_Dirty") / 2**20 for pid in runner_pids]
                 out.runner_pss.append(benchlib.median(pss))
                 out.runner_private.append(benchlib.median(own))
+            servers = [m.pid for m in members if kind_of(m) == "fork server"]
+            if servers and copied_pages.available() is None:
+                for pid in runner_pids[:COMPARED_RUNNERS]:
+                    with contextlib.suppress(OSError):  # a runner gone meanwhile
+                        out.copied.append(copied_pages.compare(pid, servers[0]))
         out.processes[grouping] = len(processes)
         out.runners[grouping] = runners
         await answer_all(host, probes)  # still answering after the idle window
@@ -356,6 +366,13 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
                 "",
             ]
             if results.runner_pss
+            else []
+        ),
+        *(
+            [copied_pages.summary(results.copied), ""]
+            if results.copied
+            else [f"(Pages not compared: {copied_pages.available()}.)", ""]
+            if copied_pages.available() and not args.start_only
             else []
         ),
         "Start is `PluginHost.start()` until every plugin has answered a call; the CPU spent "
