@@ -12,7 +12,8 @@ catalogue of its last tool list while the host starts (``catalogue``,
 stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
 orderly end (``shutdown``), and uvicorn embedded in the host's event loop
 (``uvicorn_embed``, shared with ``plughost.web``). Calls answered beside the SDK's
-sessions: a stdio client's (``forwarding``) and a stdio upstream's (``upstream_tap``),
+sessions: a stdio client's (``forwarding``, asking that client through
+``client_relay``) and a stdio upstream's (``upstream_tap``),
 both over ``stream_filters``; an HTTP request answered as JSON or SSE
 (``quick_answers``, resumable through ``event_store``); a call's progress waiting
 for its client (``progress_backlog``).

@@ -36,7 +36,7 @@ from typing import Any, Final
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.connection import allowed_log_levels
+from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -47,7 +47,7 @@ from pydantic import ValidationError
 from plughost.mcp.asking import FormRefused, asked, checked_form, clean
 from plughost.tools.client_link import ClientRequestError
 
-__all__ = ["LOG_LEVELS", "MCPClientLink", "set_logging_level"]
+__all__ = ["LOG_LEVELS", "MCPClientLink", "keep_log_level", "set_logging_level"]
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,13 @@ async def set_logging_level(
     if params.level not in LOG_LEVELS:
         raise MCPError(INVALID_PARAMS, f"unknown log level {params.level!r}")
     if connection is not None:
-        connection.state[_LEVEL_KEY] = params.level
+        keep_log_level(connection, params.level)
     return types.EmptyResult()
+
+
+def keep_log_level(connection: Connection, level: types.LoggingLevel) -> None:
+    """Remember ``level`` as the one the client of ``connection`` chose."""
+    connection.state[_LEVEL_KEY] = level
 
 
 class MCPClientLink:

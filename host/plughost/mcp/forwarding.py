@@ -14,10 +14,10 @@ A call is taken only when the session could add nothing, decided per call:
 
 - the client did the ``initialize`` handshake and its answer went out (a
   2026-07-28 client, which may be asked in rounds, is always left to the server);
-- the client declared neither ``sampling`` nor ``elicitation`` and never sent
-  ``logging/setLevel``: nothing can be asked of it mid-call, and no log record
-  would be sent to it (upstream servers and plugins that ask get the refusal the
-  server's own link gives, word for word);
+- whatever the client offers: what a plugin or an upstream server asks of it
+  mid-call, and the log records it chose a level for, go to it through the
+  :class:`~plughost.mcp.client_relay.ClientRelay`, checked as the server's own
+  link checks them;
 - the params hold only ``name``, ``arguments`` (an object) and at most a
   ``progressToken`` in ``_meta``;
 - the program does not trace with OpenTelemetry (the server's spans stay).
@@ -49,11 +49,11 @@ from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from plughost.mcp.client_relay import ClientRelay
 from plughost.mcp.content import result_to_mcp
-from plughost.mcp.registry_server import RegistryMCPServer, Reporter
+from plughost.mcp.registry_server import RegistryMCPServer, Reporter, ServedLink
 from plughost.mcp.stream_filters import FilteredReceive, WatchedSend
 from plughost.tools import progress
-from plughost.tools.client_link import ClientRequestError
 from plughost.tracing import tracing
 
 __all__ = ["CallForwarder"]
@@ -61,7 +61,6 @@ __all__ = ["CallForwarder"]
 log = logging.getLogger(__name__)
 
 _PARAMS = frozenset({"name", "arguments", "_meta"})
-_ASKING = ("sampling", "elicitation")
 
 
 class CallForwarder:
@@ -77,7 +76,7 @@ class CallForwarder:
         self._tg: anyio.abc.TaskGroup | None = None
         self._initialize_id: types.RequestId | None = None
         self._version: str | None = None
-        self._quiet_client = True  # offers nothing to ask, wants no logs
+        self._relay: ClientRelay | None = None
         self._calls: dict[types.RequestId, anyio.CancelScope] = {}
         self.forwarded = 0
         """Calls answered here so far."""
@@ -86,10 +85,12 @@ class CallForwarder:
     async def serving(self, read_stream: Any, write_stream: Any) -> AsyncIterator[tuple[Any, Any]]:
         """Yield the (read, write) pair to hand the server; calls taken run while inside."""
         self._write = write_stream
+        self._relay = relay = ClientRelay(write_stream)
         async with anyio.create_task_group() as tg:
             self._tg = tg
             try:
-                yield FilteredReceive(read_stream, self.take), WatchedSend(write_stream, self.sent)
+                receive = FilteredReceive(read_stream, self.take, relay.close)
+                yield receive, WatchedSend(write_stream, self.sent)
             finally:
                 self._tg = None
                 tg.cancel_scope.cancel()
@@ -98,15 +99,19 @@ class CallForwarder:
 
     def take(self, message: types.JSONRPCMessage) -> bool:
         """Start answering ``message`` here if it is a call to take; False passes it on."""
+        relay = self._relay
         if isinstance(message, types.JSONRPCNotification):
+            if message.method == "notifications/initialized" and relay is not None:
+                relay.initialized()
             return message.method == "notifications/cancelled" and self._cancel(message.params)
-        if not isinstance(message, types.JSONRPCRequest):
-            return False
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return relay is not None and relay.claim(message)  # the relay's, or the session's
         if message.method == "initialize":
             self._initialized(message)
             return False
         if message.method == "logging/setLevel":
-            self._quiet_client = False  # from now on its calls may log to it: the server's
+            if relay is not None:
+                relay.asked_level(message)  # the server answers it; the relay sees the answer
             return False
         if message.method != "tools/call" or self._tg is None or not self._takes(message.params):
             return False
@@ -119,7 +124,9 @@ class CallForwarder:
         return True
 
     def sent(self, message: types.JSONRPCMessage) -> None:
-        """Note the server's answer to ``initialize``: the protocol version it settled on."""
+        """Note the server's answers to ``initialize`` (its version) and ``logging/setLevel``."""
+        if self._relay is not None:
+            self._relay.answered(message)
         if (
             isinstance(message, types.JSONRPCResponse)
             and self._initialize_id is not None
@@ -127,17 +134,18 @@ class CallForwarder:
         ):
             version = message.result.get("protocolVersion")
             self._version = version if isinstance(version, str) else None
+            if self._version is not None and self._relay is not None:
+                self._relay.settled(self._version)
 
     def _initialized(self, request: types.JSONRPCRequest) -> None:
         self._initialize_id = request.id
         self._version = None
-        capabilities = (request.params or {}).get("capabilities")
-        offers = capabilities if isinstance(capabilities, Mapping) else {}
-        self._quiet_client = not any(offers.get(name) is not None for name in _ASKING)
+        if self._relay is not None:
+            self._relay.introduced(request.params)
 
     def _takes(self, params: Mapping[str, Any] | None) -> bool:
         version = self._version
-        if version is None or version in MODERN_PROTOCOL_VERSIONS or not self._quiet_client:
+        if version is None or version in MODERN_PROTOCOL_VERSIONS or self._relay is None:
             return False
         if params is None or not _PARAMS.issuperset(params) or tracing():
             return False
@@ -172,7 +180,7 @@ class CallForwarder:
                         params["name"],
                         params.get("arguments"),
                         str(request_id),
-                        _QuietLink(),
+                        self._link(request_id, params["name"]),
                         report,
                     )
                     message = self._response(request_id, result_to_mcp(result))
@@ -199,6 +207,11 @@ class CallForwarder:
             return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
         return types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=shaped)
 
+    def _link(self, request_id: types.RequestId, tool: str) -> ServedLink:
+        if self._relay is None:  # taken only while serving, where there is one
+            raise RuntimeError("a call was taken outside CallForwarder.serving")
+        return self._relay.link(request_id, tool)
+
     def _reporter(self, token: types.ProgressToken) -> Reporter:
         async def report(report: progress.Progress) -> None:
             params: dict[str, Any] = {"progressToken": token, "progress": report.progress}
@@ -224,37 +237,3 @@ class CallForwarder:
 def _token(meta: Mapping[str, Any]) -> bool:
     token = meta.get("progressToken")
     return isinstance(token, str | int) and not isinstance(token, bool)
-
-
-class _QuietLink:
-    """The link of a client that offers nothing to ask and set no log level.
-
-    It refuses as :class:`~plughost.mcp.client_link.MCPClientLink` refuses such a
-    client, word for word, and drops log records as it does.
-    """
-
-    def __init__(self) -> None:
-        self._finished = False
-
-    @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            self._finished = True
-
-    def log(self, level: int, logger: str, message: str) -> None:
-        return None
-
-    async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
-        raise self._refusal("sampling")
-
-    async def elicit(self, asker: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
-        raise self._refusal("elicitation")
-
-    def _refusal(self, name: str) -> ClientRequestError:
-        if self._finished:
-            return ClientRequestError(f"the MCP call this {name} request belongs to has finished")
-        return ClientRequestError(
-            f"the MCP client did not offer {name} (it declares no '{name}' capability)"
-        )

@@ -3,12 +3,14 @@
 The official MCP client talks to a RegistryMCPServer over the SDK's in-memory
 pair of streams, with a CallForwarder between them as ``plughost serve
 --mcp-stdio`` puts one; the registry holds the demo provider of
-``tests/mcp_servers/plughost_launcher.py``. Forwarding over real processes is
+``tests/mcp_servers/plughost_launcher.py``, and where a test asks the client
+something, the ``AskingProvider`` here. Forwarding over real processes is
 tested in ``tests/integration/test_mcp_forwarding.py``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,22 +19,26 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp.forwarding import CallForwarder
 from plughost.mcp.registry_server import RegistryMCPServer
+from plughost.tools.client_link import ClientRequestError, current_client
 from plughost.tools.registry import ToolRegistry
-from plughost_sdk.models import ToolExecutionResult, ToolSpec
+from plughost_sdk.models import ToolExecutionResult, ToolInvocation, ToolSpec
 from tests.mcp_servers.plughost_launcher import DemoProvider
 
 Observed = list[tuple[str | None, bool]]
 
 
 @asynccontextmanager
-async def served(**client_options: Any) -> AsyncIterator[tuple[Client, CallForwarder, Observed]]:
+async def served(
+    *providers: Any, **client_options: Any
+) -> AsyncIterator[tuple[Client, CallForwarder, Observed]]:
     registry = ToolRegistry()
-    registry.register_provider(DemoProvider())
+    for provider in (DemoProvider(), *providers):
+        registry.register_provider(provider)
     observed: Observed = []
 
     def observe(spec: ToolSpec | None, result: ToolExecutionResult, seconds: float) -> None:
@@ -88,7 +94,7 @@ async def elicitation(context: Any, params: Any) -> Any:
 
 
 @pytest.mark.parametrize("offer", ["sampling", "elicitation"])
-async def test_a_client_that_can_be_asked_is_answered_by_the_session_alike(offer: str) -> None:
+async def test_a_client_that_can_be_asked_is_answered_beside_the_session_alike(offer: str) -> None:
     calls = [("greet", {"name": "Ada"}), ("pixel", {}), ("explode", {}), ("crash", {})]
     callbacks = {"sampling": {"sampling_callback": sampling}}.get(offer) or {
         "elicitation_callback": elicitation
@@ -100,19 +106,95 @@ async def test_a_client_that_can_be_asked_is_answered_by_the_session_alike(offer
         asking = [as_json(await client.call_tool(name, args)) for name, args in calls]
         taken_asking = forwarder.forwarded
 
-    assert (taken_quiet, taken_asking) == (4, 0)
+    assert (taken_quiet, taken_asking) == (4, 4)
     assert quiet == asking  # the same bytes either way
     assert [name for name, _ in observed] == ["greet", "pixel", "explode", "crash"]
 
 
-async def test_a_client_that_set_a_log_level_is_answered_by_the_session_from_then_on() -> None:
-    async with served() as (client, forwarder, _):
-        await client.call_tool("greet", {"name": "Ada"})
-        with pytest.warns(MCPDeprecationWarning):  # deprecated in 2026-07-28, current before
-            await client.set_logging_level("info")
-        await client.call_tool("greet", {"name": "Ada"})
+class AskingProvider:
+    """Tools that ask the client of the call: its model, its user, its log."""
 
-    assert forwarder.forwarded == 1
+    provider_name = "asking"
+    provider_type = "builtin"
+
+    async def list_tools(self, context: Any = None) -> list[ToolSpec]:
+        return [ToolSpec(name=name, description=name) for name in ("ask", "form", "chatter")]
+
+    async def invoke(self, invocation: ToolInvocation, context: Any = None) -> ToolExecutionResult:
+        name = invocation.tool_name
+        link = current_client.get()
+        if link is None:
+            return ToolExecutionResult.failure(name, "no client", "tool_error")
+        try:
+            if name == "ask":
+                answer = await link.generate({"messages": [{"role": "user", "content": "2+2?"}]})
+                return ToolExecutionResult(tool_name=name, content=answer["text"])
+            if name == "form":
+                schema = {"type": "object", "properties": {"who": {"type": "string"}}}
+                reply = await link.elicit("plugin t.asking", "Who?", schema)
+                return ToolExecutionResult(tool_name=name, content=reply["action"])
+        except ClientRequestError as exc:
+            return ToolExecutionResult.failure(name, str(exc), "tool_error")
+        for level in (logging.INFO, logging.WARNING, logging.ERROR):
+            link.log(level, "plugin.t", logging.getLevelName(level))
+        return ToolExecutionResult(tool_name=name, content="logged")
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_taken_call_asks_the_client_what_the_session_would_ask_it() -> None:
+    asked: list[str] = []
+
+    async def form(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"who": "Ada"})
+
+    options = {"sampling_callback": sampling, "elicitation_callback": form}
+    async with served(AskingProvider(), **options) as (client, fwd, _):
+        sampled = await client.call_tool("ask", {})
+        elicited = await client.call_tool("form", {})
+        taken = fwd.forwarded
+
+    assert sampled.content == [types.TextContent(text="ok")]
+    assert elicited.content == [types.TextContent(text="accept")]
+    assert asked == ["plugin t.asking asks (tool form): Who?"]
+    assert taken == 2
+
+
+async def test_a_taken_call_is_refused_what_the_client_did_not_offer_as_by_the_session() -> None:
+    async with served(AskingProvider(), sampling_callback=sampling) as (client, fwd, _):
+        refused = await client.call_tool("form", {})
+        taken = fwd.forwarded
+
+    assert refused.is_error and taken == 1
+    refusal = "the MCP client did not offer elicitation (it declares no 'elicitation' capability)"
+    assert refused.content == [types.TextContent(text=refusal)]
+
+
+async def test_a_taken_call_logs_to_the_client_at_the_level_it_set_and_before_its_result() -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def logs(params: types.LoggingMessageNotificationParams) -> None:
+        seen.append((params.level, str(params.data)))
+
+    async with served(AskingProvider(), logging_callback=logs) as (client, forwarder, _):
+        await client.call_tool("chatter", {})
+        before_level = list(seen)
+        with pytest.warns(MCPDeprecationWarning):  # deprecated in 2026-07-28, current before
+            await client.set_logging_level("warning")
+        await client.call_tool("chatter", {})
+        at_warning = list(seen)  # sent before the result, so all here now
+        loud = types.SetLevelRequestParams.model_construct(level="loud")
+        with pytest.raises(MCPError):  # refused by the server
+            await client.session.send_request(types.SetLevelRequest(params=loud), types.EmptyResult)
+        await client.call_tool("chatter", {})
+        taken = forwarder.forwarded
+
+    assert before_level == []  # no level set: nothing is sent
+    assert at_warning == [("warning", "WARNING"), ("error", "ERROR")]
+    assert seen == at_warning * 2  # a level the server refused changes nothing
+    assert taken == 3
 
 
 async def test_a_2026_client_is_answered_by_the_session() -> None:

@@ -1,0 +1,287 @@
+"""ClientRelay: what a call answered beside the server session asks of its stdio client.
+
+A ``tools/call`` that :mod:`plughost.mcp.forwarding` takes off the stream still
+has a client behind it: the plugin it reaches may log, or ask the client's model
+(``ctx.llm.generate``) or user (``ctx.elicit``), and an upstream server may do the
+same (:mod:`plughost.mcp.upstream_requests`). The relay is the server's side of
+those exchanges for one stdio client, beside the SDK's session:
+
+- It keeps an SDK :class:`~mcp.server.connection.Connection` of its own for the
+  client, filled from what passes by: the capabilities of the ``initialize``
+  request, the protocol version the server answered it with, each
+  ``logging/setLevel`` the server accepted, and ``notifications/initialized``.
+- :meth:`ClientRelay.link` gives a taken call the
+  :class:`~plughost.mcp.client_link.MCPClientLink` the server's handler gives its
+  own calls, over a :class:`~mcp.server.session.ServerSession` whose channel is
+  this relay. So the checks are the same (a capability the client did not
+  declare, a method its protocol lacks, a call that has finished: refused
+  before anything is sent), the messages, the user's view of who asks, the log
+  levels and the validation of the client's answer too.
+- A request goes to the client under an id of the relay's own
+  (``plughost-<random>-<n>``, a string the SDK's session never issues), and
+  not before the client sent ``notifications/initialized``: a server sends no
+  request but pings and logging before it, so a request made earlier is held
+  until then. Log records go at once.
+- :meth:`ClientRelay.claim` takes a response off the client's stream only for a
+  request the relay sent and is waiting for, and delivers it to that request
+  alone. A response under an id of the relay's prefix that it is not waiting
+  for (never issued, or already answered) is dropped; any other id passes to
+  the session, which drops the ids it did not issue itself.
+- A request whose call is cancelled while it waits tells the client with
+  ``notifications/cancelled``; when the client's stream ends, every waiting
+  request fails with ``CONNECTION_CLOSED``, as the session's own do.
+
+What does not live here: which calls are taken and how they are answered
+(:mod:`plughost.mcp.forwarding`), what is asked and how the answer is checked
+(:mod:`plughost.mcp.client_link`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import MessageMetadata, SessionMessage
+from pydantic import ValidationError
+
+from plughost.mcp.client_link import LOG_LEVELS, MCPClientLink, keep_log_level
+
+__all__ = ["ClientRelay"]
+
+log = logging.getLogger(__name__)
+
+_CANCEL_WRITE_TIMEOUT = 2.0
+
+
+class ClientRelay:
+    """The server's requests and notifications to one stdio client, beside the session.
+
+    Args:
+        write: The client's write stream (``SessionMessage`` items).
+    """
+
+    def __init__(self, write: Any) -> None:
+        self._write = write
+        self._prefix = f"plughost-{secrets.token_hex(4)}-"
+        self._ids = itertools.count(1)
+        self._waiting: dict[str, _Answer] = {}
+        self._levels: dict[types.RequestId, types.LoggingLevel] = {}
+        self._closed = False
+        self._ready = anyio.Event()  # initialized, or closed: a held request goes on
+        self.connection = Connection.for_loop(self)
+        """The client as the relay knows it: capabilities, version, level, initialized."""
+
+    # --- what passes by -------------------------------------------------------------------
+
+    def introduced(self, params: Mapping[str, Any] | None) -> None:
+        """Note the client's ``initialize`` params: what it declared it can be asked."""
+        try:
+            hello = types.InitializeRequestParams.model_validate(params or {}, by_name=False)
+        except ValidationError:
+            hello = None  # the server refuses it too; the client offers nothing
+        self.connection.client_params = hello
+        if hello is None:
+            self.connection.client_capabilities = None
+
+    def settled(self, version: str) -> None:
+        """Note the protocol version the server answered ``initialize`` with."""
+        self.connection.protocol_version = version
+
+    def asked_level(self, request: types.JSONRPCRequest) -> None:
+        """Note a ``logging/setLevel``; its level counts once the server accepts it."""
+        level = (request.params or {}).get("level")
+        if level in LOG_LEVELS:
+            self._levels[request.id] = level
+
+    def answered(self, message: types.JSONRPCMessage) -> None:
+        """See the server's answers: an accepted ``logging/setLevel`` sets the level."""
+        if (
+            isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+            and message.id is not None
+        ):
+            level = self._levels.pop(message.id, None)
+            if level is not None and isinstance(message, types.JSONRPCResponse):
+                keep_log_level(self.connection, level)
+
+    def initialized(self) -> None:
+        """Note ``notifications/initialized``: from now on the client may be asked."""
+        self.connection.initialized.set()
+        self._ready.set()
+
+    def claim(self, message: types.JSONRPCMessage) -> bool:
+        """Deliver ``message`` if it answers a request of the relay; False passes it on."""
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return False
+        request_id = message.id
+        if not isinstance(request_id, str) or not request_id.startswith(self._prefix):
+            return False
+        answer = self._waiting.pop(request_id, None)
+        if answer is None:
+            log.debug("mcp client response for no request in progress dropped id=%s", request_id)
+            return True
+        answer.settle(message.result if isinstance(message, types.JSONRPCResponse) else message)
+        return True
+
+    def close(self) -> None:
+        """Fail every waiting request with ``CONNECTION_CLOSED``; none is sent from now on."""
+        self._closed = True
+        self._ready.set()
+        for answer in self._waiting.values():
+            answer.settle(_closed())
+        self._waiting.clear()
+
+    # --- one call's link ------------------------------------------------------------------
+
+    def link(self, request_id: types.RequestId, tool: str) -> MCPClientLink:
+        """The client link of the taken call ``request_id`` to ``tool``."""
+        version = self.connection.protocol_version
+        session = ServerSession(_CallChannel(self, request_id), self.connection)
+        ctx: ServerRequestContext[Any] = ServerRequestContext(
+            session=session,
+            lifespan_context=None,
+            protocol_version=version,
+            method="tools/call",
+            request_id=request_id,
+        )
+        return MCPClientLink(ctx, tool=tool)
+
+    # --- the channel (mcp.shared.dispatcher.Outbound) -------------------------------------
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        """Send ``method`` to the client once it is initialized; its raw result.
+
+        Raises:
+            MCPError: The client answered with an error, or its stream closed.
+        """
+        if not self._ready.is_set():
+            log.debug("mcp client request held until notifications/initialized method=%s", method)
+            await self._ready.wait()
+        if self._closed:
+            raise _closed()
+        request_id = f"{self._prefix}{next(self._ids)}"
+        answer = _Answer()
+        self._waiting[request_id] = answer
+        request = types.JSONRPCRequest(
+            jsonrpc="2.0", id=request_id, method=method, params=dict(params or {}) or None
+        )
+        try:
+            await self._send(request)
+            outcome = await answer.wait()
+        except anyio.get_cancelled_exc_class():
+            if self._waiting.pop(request_id, None) is not None:
+                await self._cancel(request_id)
+            raise
+        if isinstance(outcome, MCPError):
+            raise outcome
+        if isinstance(outcome, types.JSONRPCError):
+            error = outcome.error
+            raise MCPError(code=error.code, message=error.message, data=error.data)
+        return outcome
+
+    async def notify(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> None:
+        """Send a notification to the client; dropped if its stream is closed."""
+        notification = types.JSONRPCNotification(
+            jsonrpc="2.0", method=method, params=dict(params or {}) or None
+        )
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._send(notification)
+
+    async def _send(self, message: types.JSONRPCMessage) -> None:
+        try:
+            await self._write.send(SessionMessage(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.close()
+            raise _closed() from None
+
+    async def _cancel(self, request_id: str) -> None:
+        """Tell the client a request it received is abandoned: shielded, and bounded."""
+        params = {"requestId": request_id, "reason": "the call that asked has ended"}
+        with anyio.move_on_after(_CANCEL_WRITE_TIMEOUT, shield=True):
+            await self.notify("notifications/cancelled", params)
+
+    @property
+    def live(self) -> bool:
+        """Whether the client's stream is open, so a request can be sent."""
+        return not self._closed
+
+
+_Outcome = dict[str, Any] | types.JSONRPCError | MCPError
+
+
+class _Answer:
+    """The one answer a request of the relay waits for."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._outcome: _Outcome = {}
+
+    def settle(self, outcome: _Outcome) -> None:
+        self._outcome = outcome
+        self._event.set()
+
+    async def wait(self) -> _Outcome:
+        await self._event.wait()
+        return self._outcome
+
+
+def _closed() -> MCPError:
+    return MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+
+
+class _CallChannel:
+    """One taken call's back-channel to its client (an SDK ``DispatchContext``)."""
+
+    def __init__(self, relay: ClientRelay, request_id: types.RequestId) -> None:
+        self._relay = relay
+        self._request_id = request_id
+        self._cancelled = anyio.Event()  # the forwarder cancels the call's scope instead
+
+    @property
+    def transport(self) -> Any:
+        return None
+
+    @property
+    def can_send_request(self) -> bool:
+        return self._relay.live
+
+    @property
+    def request_id(self) -> types.RequestId | None:
+        return self._request_id
+
+    @property
+    def message_metadata(self) -> MessageMetadata:
+        return None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        return self._cancelled
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None  # the forwarder sends a taken call's progress under the client's token
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        return await self._relay.send_raw_request(method, params, opts)
+
+    async def notify(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> None:
+        await self._relay.notify(method, params, opts)
