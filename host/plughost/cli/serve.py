@@ -135,13 +135,14 @@ async def _serve_started(
     start, a call once its own source is up (:mod:`plughost.mcp.warm_start`).
     """
     stopping, written, listening = asyncio.Event(), asyncio.Event(), asyncio.Event()
-    warm = _warm_start(host, config, strict) if config.serve.mcp else None
+    # Only the MCP server asked for: "none" (the default) opens no port at all.
+    warm = _warm_start(host, config, strict) if config.serve.mcp != "none" else None
     if warm is not None:
         await warm.load()
     stdio = http = None
     if warm is not None and config.serve.mcp == "stdio":
         stdio = _serve_stdio(warm, config, stopping, written)
-    elif warm is not None:
+    elif warm is not None and config.serve.mcp == "http":
         # Before the host starts, so not in the serving task group: owned here, and
         # cancelled and awaited below whatever happens.
         http = asyncio.ensure_future(_serve_http(warm, config, token, stopping, listening))
@@ -266,8 +267,10 @@ async def _serve_http(
 ) -> None:
     """Serve MCP over streamable HTTP until cancelled, or until ``stopping`` and its calls end."""
     address, _, port = config.serve.mcp_http.rpartition(":")
-    url = f"http://{config.serve.mcp_http}/mcp"
-    _notice(config, f"MCP over streamable HTTP on {url}", event="serve.mcp_http", url=url)
+
+    def announce(url: str) -> None:  # the port it took, when asked for port 0
+        _notice(config, f"MCP over streamable HTTP on {url}", event="serve.mcp_http", url=url)
+
     await serve_http(
         source,
         address or "127.0.0.1",
@@ -281,6 +284,7 @@ async def _serve_http(
         max_parked=config.serve.mcp_max_parked_calls,
         stopping=stopping,
         ready=listening,
+        announce=announce,
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 import anyio
 import uvicorn
@@ -130,6 +131,7 @@ async def serve_http(
     port: int = DEFAULT_HTTP_PORT,
     *,
     ready: asyncio.Event | None = None,
+    announce: Callable[[str], None] | None = None,
     allow_remote: bool = False,
     name: str = "plughost",
     bearer_token: str | None = None,
@@ -155,6 +157,8 @@ async def serve_http(
         host: The interface to bind; loopback by default.
         port: The TCP port (0 picks a free one, logged at INFO).
         ready: Set once the server accepts connections.
+        announce: Called with the server's URL (the real port when ``port`` is 0) once
+            it accepts connections, before ``ready`` is set.
         allow_remote: Required to bind anything but a loopback address.
         name: The server name clients see.
         bearer_token: When given, every request must carry ``Authorization: Bearer <it>``
@@ -226,6 +230,8 @@ async def serve_http(
                     shown = f"[{address[0]}]" if ":" in address[0] else address[0]
                     url = f"http://{shown}:{address[1]}{MCP_HTTP_PATH}"
                     log.info("mcp server serving on %s", url)
+                    if announce is not None:
+                        announce(url)
                     if ready is not None:
                         ready.set()
                 if stopping is not None and await stop_requested(stopped, stopping):
