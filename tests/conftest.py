@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,23 @@ def make_host(tmp_path: Path) -> HostFactory:
             await host.aclose()
 
     return factory
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_working_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Run each test process in a directory of its own, not in the checkout.
+
+    What the host keeps relative to its working directory by default (``data/``
+    and ``temp/``: plugin data, the tool catalogue, MCP servers' overlays) is
+    then never shared by test files that run at the same time in other workers.
+    """
+    work = tmp_path_factory.mktemp("work")
+    before = Path.cwd()
+    os.chdir(work)
+    try:
+        yield work
+    finally:
+        os.chdir(before)
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,8 @@ from typing import Any
 
 import mcp_types
 
+from tests.serving import serve_mcp_http
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 DEMO_SERVER = HERE / "demo_server.py"
@@ -41,20 +43,9 @@ def port_is_open(port: int) -> bool:
 
 @contextlib.contextmanager
 def plughost_serve_http(token_file: Path, *args: str) -> Iterator[tuple[str, str]]:
-    """Run ``plughost serve ARGS --mcp-http`` on a free port; yield its URL and bearer token."""
-    port = free_port()
-    command = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--log-format", "json"]
-    process = subprocess.Popen(
-        [*command, *args, "--mcp-http", f"127.0.0.1:{port}", "--mcp-token-file", str(token_file)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, timeout=60, process=process)
-        yield f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip()
-    finally:
-        process.terminate()
-        process.wait(30)
+    """Run ``plughost serve ARGS --mcp-http`` on a port of its own; yield its URL and token."""
+    with serve_mcp_http(token_file, *args) as (url, token, _):
+        yield url, token
 
 
 def wait_for_port(port: int, *, timeout: float = 15.0, process: subprocess.Popen[Any]) -> None:

@@ -64,13 +64,14 @@ async def test_a_plugin_cannot_read_the_host_users_other_files(
     require(attack.host, "landlock")
     dotenv = tmp_path_factory.mktemp("bot") / ".env"  # the user's files: a bot's .env, ~/.ssh
     dotenv.write_text("OPENAI_API_KEY=sk-not-for-plugins\n")
-    workdir = Path.cwd() / "pyproject.toml"  # the host's working directory
+    workdir = Path.cwd() / "operator-notes.txt"  # in the host's working directory
+    workdir.write_text("not for plugins\n")
 
     elsewhere = await attack.attempt("intrude_read", path=str(dotenv))
     in_workdir = await attack.attempt("intrude_read", path=str(workdir))
 
     assert not elsewhere["allowed"]
-    assert not in_workdir["allowed"] or not workdir.exists()
+    assert not in_workdir["allowed"]
 
 
 @shared
