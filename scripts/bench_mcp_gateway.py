@@ -9,6 +9,8 @@ hits all alike:
 - ``direct HTTP``: the same server over its own streamable HTTP transport;
 - ``plughost stdio`` / ``plughost HTTP``: ``plughost serve --mcp-stdio`` /
   ``--mcp-http`` with only an ``[mcp]`` table naming server-everything over stdio;
+- ``plughost stdio, client offers sampling``: the same over stdio, to a client
+  that declares ``sampling`` and ``elicitation``, as most agent clients do;
 - ``fastmcp proxy``: ``fastmcp.server.create_proxy`` of the same stdio server,
   served over stdio;
 - ``mcp-proxy``: PyPI ``mcp-proxy`` serving the same stdio server over
@@ -104,7 +106,9 @@ def http_server(argv: list[str], port: int, env: dict[str, str] | None = None) -
     )
 
 
-async def connect(stack: AsyncExitStack, target: Any, headers: dict[str, str] | None) -> Any:
+async def connect(
+    stack: AsyncExitStack, target: Any, headers: dict[str, str] | None, **callbacks: Any
+) -> Any:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -112,7 +116,25 @@ async def connect(stack: AsyncExitStack, target: Any, headers: dict[str, str] | 
     if isinstance(target, str):
         http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
         target = streamable_http_client(target, http_client=http)
-    return await stack.enter_async_context(Client(target, mode="legacy", cache=None))
+    client = Client(target, mode="legacy", cache=None, **callbacks)
+    return await stack.enter_async_context(client)
+
+
+async def _sampling(context: Any, params: Any) -> Any:
+    import mcp_types as types
+
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text="never asked"), model="none"
+    )
+
+
+async def _elicitation(context: Any, params: Any) -> Any:
+    import mcp_types as types
+
+    return types.ElicitResult(action="decline")
+
+
+ASKING = "plughost stdio, client offers sampling"
 
 
 async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[str, Any]:
@@ -126,6 +148,9 @@ async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[s
         f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
     )
     serve = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--config", str(config)]
+    asking_config = folder / "asking.toml"  # a file of its own, to tell its process apart
+    asking_config.write_text(config.read_text())
+    asking = [*serve[1:-1], str(asking_config), "--mcp-stdio"]
     ports = {name: free_port() for name in ("direct", "plughost", "mcp-proxy")}
     token = folder / "token"
     servers = [
@@ -164,6 +189,7 @@ async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[s
             StdioServerParameters(command=sys.executable, args=[*serve[1:], "--mcp-stdio"]),
             None,
         ),
+        ASKING: (StdioServerParameters(command=sys.executable, args=asking), None),
         "plughost HTTP": (f"http://127.0.0.1:{ports['plughost']}/mcp", bearer),
         "fastmcp proxy (stdio)": (
             StdioServerParameters(command=fastmcp, args=["-c", FASTMCP_PROXY, str(EVERYTHING)]),
@@ -171,7 +197,11 @@ async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[s
         ),
         "mcp-proxy (HTTP)": (f"http://127.0.0.1:{ports['mcp-proxy']}/mcp", None),
     }
-    return {label: await connect(stack, t, h) for label, (t, h) in targets.items()}
+    offers = {"sampling_callback": _sampling, "elicitation_callback": _elicitation}
+    return {
+        label: await connect(stack, t, h, **(offers if label == ASKING else {}))
+        for label, (t, h) in targets.items()
+    }
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -183,10 +213,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-TOOLS = {"plughost stdio": "mcp_everything_echo", "plughost HTTP": "mcp_everything_echo"}
+TOOLS = {
+    "plughost stdio": "mcp_everything_echo",
+    "plughost HTTP": "mcp_everything_echo",
+    ASKING: "mcp_everything_echo",
+}
 # How each contender's own process (a child of this one) is told apart by its command
 # line, for its CPU time; the first label that matches wins.
 MARKS = {
+    ASKING: ("plughost", "--mcp-stdio", "asking.toml"),
     "direct HTTP": ("streamableHttp",),
     "plughost stdio": ("plughost", "--mcp-stdio"),
     "plughost HTTP": ("plughost", "--mcp-http"),
@@ -261,6 +296,7 @@ def verdict(samples: dict[str, list[float]]) -> list[str]:
     within = "within" if ratio <= 1.5 else "more than"
     below = "below" if cheapest else "not below"
     http = p50["plughost HTTP"] / p50["direct HTTP"]
+    asking = p50[ASKING] / p50["plughost stdio"]
     over_http = [label for label in others if "HTTP" in label]
     cheapest_http = all(p50["plughost HTTP"] < p50[label] for label in over_http)
     return [
@@ -268,6 +304,8 @@ def verdict(samples: dict[str, list[float]]) -> list[str]:
         f"1.5 it aims for), {below} every other gateway's. Over HTTP it is {http:.2f} times",
         f"the direct call's ({'within' if http <= 1.5 else 'more than'} the 1.5 it aims for),",
         f"{'below' if cheapest_http else 'not below'} every other gateway's over HTTP.",
+        f"A client that offers sampling and elicitation pays {asking:.2f} times the p50 of",
+        "one that offers nothing, through the same plughost over stdio.",
     ]
 
 
@@ -302,8 +340,9 @@ def report(samples: dict[str, list[float]], cpu: dict[str, float], calls: int, w
             *verdict(samples),
             "",
             "Over stdio a gateway call skips both MCP SDK sessions: plughost answers a",
-            "`tools/call` of a client that can be asked nothing beside its server session,",
-            "and writes the call to the upstream beside its client session, under an id of",
+            "client's `tools/call` beside its server session, whatever the client offers",
+            "(what a call asks of it goes to it beside the session too), and writes the",
+            "call to the upstream beside its client session, under an id of",
             "its own, taking the answer off the upstream's output (docs/mcp.md, \"Forwarded",
             "calls\"). What remains per call: parsing the client's line and the upstream's,",
             "the registry's routing and argument check, checking the upstream's result as the",
