@@ -27,7 +27,8 @@ The steps:
 
 **Fast path.** Most tools take a flat object of plain scalars (the schema
 ``@Tool`` builds from ``ToolParameterInfo``). For such a schema a precompiled
-check answers "valid as sent" in a microsecond or two; it only ever accepts
+check answers "valid as sent" in a microsecond or two (a ``$schema`` naming the
+dialect, as MCP servers built with zod send, changes nothing); it only ever accepts
 a dict that needs no cast and that the jsonschema validator would accept too,
 and anything else (a cast, an error, any other keyword) takes the full path
 above, so results and messages are the same either way.
@@ -213,8 +214,9 @@ _FLAT_TYPES: Final = {
     "boolean": _is_boolean,
     "null": _is_null,
 }
+# "$schema" names a dialect: every draft judges a closed object of typed scalars alike.
 _FLAT_ROOT_KEYS: Final = frozenset(
-    {"type", "properties", "required", "additionalProperties", "title", "description"}
+    {"type", "properties", "required", "additionalProperties", "title", "description", "$schema"}
 )
 # Annotations only: they never make a value invalid.
 _FLAT_FIELD_KEYS: Final = frozenset({"type", "enum", "title", "description", "default", "examples"})
