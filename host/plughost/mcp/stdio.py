@@ -40,11 +40,11 @@ from typing import Any, Self
 import anyio
 import anyio.abc
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp.delivery import mark_sent
+from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
 
 __all__ = ["exit_reason", "stdio_transport"]
 
@@ -191,7 +191,8 @@ async def stdio_transport(
     finally:
         for fd in pass_fds:  # the child has them now, or never will
             os.close(fd)
-    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    # Eager: an answer moves from the pipe to the task waiting for it with no extra turn.
+    send, receive = eager_memory_stream[SessionMessage | Exception](0)
     ended = _ExitReport(process, on_exit)
     writer = _Writer(process, ended)
 
@@ -235,7 +236,7 @@ class _LineTooLong(Exception):
 
 
 async def _read_lines(
-    process: anyio.abc.Process, send: MemoryObjectSendStream[SessionMessage | Exception]
+    process: anyio.abc.Process, send: EagerSend[SessionMessage | Exception]
 ) -> bool:
     """Hand every line of the server's stdout to the session; return True at end of output.
 

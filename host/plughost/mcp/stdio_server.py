@@ -29,9 +29,10 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+
+from plughost.mcp.stream_filters import EagerReceive, EagerSend, eager_memory_stream
 
 __all__ = ["stdio_streams"]
 
@@ -99,8 +100,9 @@ async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any
     write_pipe, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)
     write_pipe.set_write_buffer_limits(high=0)  # drain() waits until the pipe took it all
     writer = asyncio.StreamWriter(write_pipe, protocol, None, loop)
-    incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+    # Eager: a message moves between the pipe's task and the session's with no extra turn.
+    incoming, read_stream = eager_memory_stream[SessionMessage | Exception](0)
+    write_stream, outgoing = eager_memory_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read, reader, incoming)
@@ -113,7 +115,7 @@ async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any
 
 
 async def _read(
-    reader: asyncio.StreamReader, incoming: MemoryObjectSendStream[SessionMessage | Exception]
+    reader: asyncio.StreamReader, incoming: EagerSend[SessionMessage | Exception]
 ) -> None:
     async with incoming:
         while line := await _readline(reader):
@@ -135,7 +137,7 @@ async def _readline(reader: asyncio.StreamReader) -> bytes:
         return b""
 
 
-async def _write(writer: asyncio.StreamWriter, outgoing: MemoryObjectReceiveStream[Any]) -> None:
+async def _write(writer: asyncio.StreamWriter, outgoing: EagerReceive[Any]) -> None:
     async with outgoing:
         async for message in outgoing:
             data = message.message.model_dump_json(by_alias=True, exclude_unset=True)

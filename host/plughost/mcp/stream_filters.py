@@ -8,19 +8,41 @@ them apart.
 
 Used by :mod:`plughost.mcp.forwarding` (the server side of ``plughost serve``)
 and :mod:`plughost.mcp.upstream_tap` (the client side, toward an upstream).
+
+:func:`eager_memory_stream` makes the memory streams the stdio transports hand
+their sessions: anyio's memory stream yields a turn of the event loop at every
+send and receive, even when the other end is already waiting, and a message on
+its way from a pipe to the task that answers it crosses such a stream at each
+hop. An eager end skips that turn when the item can move at once (a receiver is
+waiting, or a sender is); a cancelled sender still raises before its item goes,
+so what arrives, in which order, and what a cancel stops are unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
+from anyio.streams.memory import (
+    MemoryObjectReceiveStream,
+    MemoryObjectSendStream,
+    MemoryObjectStreamStatistics,
+)
 from mcp.shared.message import SessionMessage
 
-__all__ = ["FilteredReceive", "WatchedSend"]
+__all__ = [
+    "EagerReceive",
+    "EagerSend",
+    "FilteredReceive",
+    "WatchedSend",
+    "eager_memory_stream",
+]
+
+T = TypeVar("T")
 
 
 def _nothing() -> None:
@@ -83,3 +105,76 @@ class WatchedSend(anyio.abc.ObjectSendStream[SessionMessage]):
     async def aclose(self) -> None:
         """Close the inner stream."""
         await self._inner.aclose()
+
+
+class _MemoryEnd:
+    """What both eager ends pass straight to the memory stream's end they wrap."""
+
+    def __init__(self, inner: MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]):
+        self._end = inner
+
+    def statistics(self) -> MemoryObjectStreamStatistics:
+        """The inner stream's statistics."""
+        return self._end.statistics()
+
+    def close(self) -> None:
+        """Close the inner stream."""
+        self._end.close()
+
+    async def aclose(self) -> None:
+        """Close the inner stream."""
+        self._end.close()
+
+
+class EagerSend(_MemoryEnd, anyio.abc.ObjectSendStream[T], Generic[T]):
+    """A memory stream's send end that hands an item over without a turn when it can."""
+
+    def __init__(self, inner: MemoryObjectSendStream[T]) -> None:
+        super().__init__(inner)
+        self._inner = inner
+
+    async def send(self, item: T, /) -> None:
+        """Send ``item``; wait only when no receiver is ready for it."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._inner.send_nowait(item)
+        except anyio.WouldBlock:
+            await self._inner.send(item)
+
+    def send_nowait(self, item: T) -> None:
+        """Send ``item`` now, or raise :class:`anyio.WouldBlock`."""
+        self._inner.send_nowait(item)
+
+
+class EagerReceive(_MemoryEnd, anyio.abc.ObjectReceiveStream[T], Generic[T]):
+    """A memory stream's receive end that takes a waiting item without a turn."""
+
+    def __init__(self, inner: MemoryObjectReceiveStream[T]) -> None:
+        super().__init__(inner)
+        self._inner = inner
+
+    async def receive(self) -> T:
+        """The next item; wait only when none is ready.
+
+        A ready item is taken even by a cancelled task (its next wait raises): the
+        receivers of a transport are cancelled only when the transport goes away.
+        """
+        try:
+            return self._inner.receive_nowait()
+        except anyio.WouldBlock:
+            return await self._inner.receive()
+
+    def receive_nowait(self) -> T:
+        """The next item now, or raise :class:`anyio.WouldBlock`."""
+        return self._inner.receive_nowait()
+
+
+class eager_memory_stream(tuple[EagerSend[T], EagerReceive[T]]):  # noqa: N801 - used as a function
+    """``anyio.create_memory_object_stream[T](size)``, with both ends eager.
+
+    Written ``eager_memory_stream[T](size)``, as anyio's own is.
+    """
+
+    def __new__(cls, max_buffer_size: float = 0) -> eager_memory_stream[T]:
+        send, receive = anyio.create_memory_object_stream[T](max_buffer_size)
+        return tuple.__new__(cls, (EagerSend(send), EagerReceive(receive)))
