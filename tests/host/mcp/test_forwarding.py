@@ -204,3 +204,29 @@ async def test_a_2026_client_is_answered_by_the_session() -> None:
     assert greeted.content == [types.TextContent(text="Hello, Ada!")]
     assert forwarder.forwarded == 0
     assert observed == [("greet", True)]
+
+
+async def test_a_cancelled_taken_call_cancels_what_it_asked_the_client() -> None:
+    asked, released = anyio.Event(), anyio.Event()
+    seen: list[Any] = []
+
+    async def waits(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        seen.append(context.request_id)
+        asked.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            released.set()  # the client's handler ends: plughost told it the ask is over
+
+    async with served(AskingProvider(), sampling_callback=waits) as (client, forwarder, _):
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "ask", {})
+                await asked.wait()
+                tg.cancel_scope.cancel()  # the client cancels its tools/call
+            await released.wait()
+        greeted = await client.call_tool("greet", {"name": "Ada"})
+
+    assert str(seen[0]).startswith("plughost-")
+    assert greeted.content == [types.TextContent(text="Hello, Ada!")]
+    assert forwarder.forwarded == 2
