@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -98,15 +99,23 @@ def serving(*args: str, cwd: Path) -> Iterator[tuple[subprocess.Popen[str], Json
             process.stderr.close()
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A running ``plughost serve --mcp-http``: where it answers, and how to reach it."""
+
+    url: str
+    token: str
+    process: subprocess.Popen[str]
+    log: JsonLog
+
+
 @contextlib.contextmanager
-def serve_mcp_http(
-    token_file: Path, *args: str, cwd: Path | None = None
-) -> Iterator[tuple[str, str, JsonLog]]:
-    """Run ``plughost serve ARGS --mcp-http 127.0.0.1:0``; yield its URL, token and log.
+def serve_mcp_http(token_file: Path, *args: str, cwd: Path | None = None) -> Iterator[Served]:
+    """Run ``plughost serve ARGS --mcp-http 127.0.0.1:0`` until the block ends.
 
     In ``cwd``, by default the token file's folder.
     """
     address = ["--mcp-http", "127.0.0.1:0", "--mcp-token-file", str(token_file)]
-    with serving("--no-watch", *args, *address, cwd=cwd or token_file.parent) as (_, log):
+    with serving(*args, *address, cwd=cwd or token_file.parent) as (process, log):
         url = log.event("serve.mcp_http")["url"]
-        yield url, token_file.read_text().strip(), log
+        yield Served(url, token_file.read_text().strip(), process, log)

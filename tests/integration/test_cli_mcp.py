@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.mcp_servers.harness import DEMO_SERVER
+from tests.serving import serve_mcp_http
 
 PLUGHOST = [sys.executable, "-m", "plughost"]
 
@@ -46,24 +47,11 @@ def test_a_json_log_with_mcp_http_is_json_on_every_line_and_never_holds_the_toke
     tmp_path: Path,
 ) -> None:
     """A real ``plughost serve --mcp-http --log-format json``, its stderr read to the end."""
-    from tests.mcp_servers.harness import free_port, wait_for_port
-
     token_file, plugins = tmp_path / "mcp-token", tmp_path / "plugins"
     plugins.mkdir()
-    port = free_port()
-    command = [
-        sys.executable, "-m", "plughost", "serve", "--plugins", str(plugins), "--no-watch",
-        "--log-format", "json", "--mcp-http", f"127.0.0.1:{port}",
-        "--mcp-token-file", str(token_file),
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
-    )
-    try:
-        wait_for_port(port, timeout=60, process=process)
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=30)
+    with serve_mcp_http(token_file, "--plugins", str(plugins), "--no-watch") as served:
+        pass
+    stderr = "".join(served.log.lines)
 
     token = token_file.read_text().strip()
     lines = [line for line in stderr.splitlines() if line.strip()]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -19,7 +18,7 @@ from mcp.client.subscriptions import ToolsListChanged
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import EXAMPLES
-from tests.mcp_servers.harness import free_port, wait_for_port
+from tests.serving import serve_mcp_http
 
 
 @pytest.fixture
@@ -36,26 +35,9 @@ def serve_args(plugins: Path, *extra: str) -> list[str]:
 
 @pytest.fixture
 def http_server(plugins: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """``plughost serve --mcp-http``: its URL and the bearer token it generated."""
-    port = free_port()
-    token_file = tmp_path / "mcp-token"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            *serve_args(plugins, "--mcp-http", f"127.0.0.1:{port}"),
-            "--mcp-token-file",
-            str(token_file),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp_path,  # its data directory is the test's own
-    )
-    try:
-        wait_for_port(port, timeout=60, process=process)
-        yield f"http://127.0.0.1:{port}/mcp", token_file.read_text().strip()
-    finally:
-        process.terminate()
-        process.wait(30)
+    """``plughost serve --mcp-http`` on a port of its own: its URL and the token it generated."""
+    with serve_mcp_http(tmp_path / "mcp-token", "--plugins", str(plugins)) as served:
+        yield served.url, served.token
 
 
 @asynccontextmanager

@@ -14,7 +14,6 @@ from mcp import Client
 
 from plughost.mcp.server import serve_http
 from tests.conftest import TEST_PLUGINS, HostFactory
-from tests.mcp_servers.harness import free_port
 from tests.waiting import wait_until
 
 PROGRESS = TEST_PLUGINS / "progress"
@@ -24,13 +23,14 @@ PROGRESS = TEST_PLUGINS / "progress"
 async def served(make_host: HostFactory) -> AsyncIterator[str]:
     """plughost's MCP server over HTTP, in front of a host running the progress plugin."""
     async with make_host([PROGRESS]) as host:
-        port = free_port()
-        ready = asyncio.Event()
-        serving = asyncio.create_task(serve_http(host.tools, port=port, ready=ready))
+        ready, urls = asyncio.Event(), list[str]()
+        serving = asyncio.create_task(
+            serve_http(host.tools, port=0, ready=ready, announce=urls.append)
+        )
         try:
             async with asyncio.timeout(10):
                 await ready.wait()
-            yield f"http://127.0.0.1:{port}/mcp"
+            yield urls[0]  # the port it took
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):

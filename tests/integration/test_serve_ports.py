@@ -48,8 +48,9 @@ async def test_serve_without_an_mcp_flag_listens_on_no_tcp_port(
 async def test_serve_mcp_http_on_port_0_announces_the_port_it_took_and_serves_there(
     plugins: Path, tmp_path: Path
 ) -> None:
-    with serve_mcp_http(tmp_path / "mcp-token", "--plugins", str(plugins)) as (url, token, _):
-        headers = {"Authorization": f"Bearer {token}"}
+    args = ["--plugins", str(plugins), "--no-watch"]
+    with serve_mcp_http(tmp_path / "mcp-token", *args) as served:
+        url, headers = served.url, {"Authorization": f"Bearer {served.token}"}
         async with (
             create_mcp_http_client(headers=headers) as http,
             Client(streamable_http_client(url, http_client=http), cache=None) as client,

@@ -44,8 +44,8 @@ def port_is_open(port: int) -> bool:
 @contextlib.contextmanager
 def plughost_serve_http(token_file: Path, *args: str) -> Iterator[tuple[str, str]]:
     """Run ``plughost serve ARGS --mcp-http`` on a port of its own; yield its URL and token."""
-    with serve_mcp_http(token_file, *args) as (url, token, _):
-        yield url, token
+    with serve_mcp_http(token_file, "--no-watch", *args) as served:
+        yield served.url, served.token
 
 
 def wait_for_port(port: int, *, timeout: float = 15.0, process: subprocess.Popen[Any]) -> None:

@@ -18,7 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from plughost.host import PluginHost
 from plughost_sdk.models import ToolExecutionResult
 from tests.conftest import TEST_PLUGINS, fast_settings
-from tests.mcp_servers.harness import free_port, wait_for_port
+from tests.serving import serve_mcp_http
 from tests.waiting import wait_until
 
 SLOW = TEST_PLUGINS / "hostile_slow"
@@ -64,16 +64,20 @@ async def test_calls_past_the_drain_deadline_get_shutting_down_not_a_crash(tmp_p
     assert all("runner.shutdown_drain" in r.error_message for r in results)
 
 
-def _serve(tmp_path: Path, *flags: str) -> list[str]:
+def _plugins(tmp_path: Path) -> Path:
     plugins = tmp_path / "plugins"
     shutil.copytree(SLOW, plugins / "hostile_slow", ignore=shutil.ignore_patterns("__pycache__"))
+    return plugins
+
+
+def _serve(tmp_path: Path, *flags: str) -> list[str]:
     return [
         sys.executable,
         "-m",
         "plughost",
         "serve",
         "--plugins",
-        str(plugins),
+        str(_plugins(tmp_path)),
         "--no-watch",
         "--log-format",
         "json",
@@ -116,21 +120,13 @@ async def test_sigterm_answers_every_mcp_stdio_call_in_flight(tmp_path: Path) ->
 
 
 async def test_sigterm_answers_every_mcp_http_call_in_flight(tmp_path: Path) -> None:
-    port, token_file = free_port(), tmp_path / "token"
-    process = await asyncio.create_subprocess_exec(
-        *_serve(tmp_path, "--mcp-http", f"127.0.0.1:{port}", "--mcp-token-file", str(token_file)),
-        cwd=tmp_path,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    flags = ["--plugins", str(_plugins(tmp_path)), "--no-watch"]
     results: list[Any] = []
-    try:
-        await asyncio.to_thread(wait_for_port, port, timeout=60, process=_Polled(process))
-        headers = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
-        url = f"http://127.0.0.1:{port}/mcp"
+    with serve_mcp_http(tmp_path / "token", *flags) as served:
+        headers = {"Authorization": f"Bearer {served.token}"}
         async with (
             create_mcp_http_client(headers=headers) as http,
-            Client(streamable_http_client(url, http_client=http), cache=None) as client,
+            Client(streamable_http_client(served.url, http_client=http), cache=None) as client,
             anyio.create_task_group() as tg,
         ):
 
@@ -141,31 +137,11 @@ async def test_sigterm_answers_every_mcp_http_call_in_flight(tmp_path: Path) -> 
                 tg.start_soon(call)
             data = tmp_path / "data" / "plugins"
             await wait_until(lambda: _started(data) == CALLS, timeout=60, what="calls")
-            process.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(30):
-            await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+            served.process.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(served.process.wait, 30)
 
     assert [r.content[0].text for r in results if not r.is_error] == ["slept 4"] * CALLS
-    assert process.returncode == 0
-
-
-class _Polled:
-    """The ``poll()`` that ``wait_for_port`` asks of a process, for an asyncio process."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self._process = process
-
-    def poll(self) -> int | None:
-        return self._process.returncode
-
-    @property
-    def returncode(self) -> int | None:
-        """What ``wait_for_port`` names when the server exited before listening."""
-        return self._process.returncode
+    assert code == 0
 
 
 _INITIALIZE = {
