@@ -28,7 +28,11 @@ names the namespace's init, which this server adopts (it is a child
 subreaper) when the child that forked it exits, and which reports the
 runner's wait status on that pipe before it ends (see
 :mod:`plughost_runner.sandbox.pidns`): no process waits outside the
-namespace. Any other runner names itself.
+namespace. Where the runner's sandbox has user and pid namespaces, this server
+makes that init itself, cloned straight into them
+(:mod:`plughost_runner.sandbox.clone`): no child in between is forked only to
+exit, and init names itself (``{"id", "forked"}`` and ``{"id", "pid"}`` then
+carry the same pid). Any other runner names itself.
 
 The server dies with the host (``PR_SET_PDEATHSIG``) and its runners die with it.
 """
@@ -61,6 +65,8 @@ import plughost_runner.sandbox.egress_proxy  # with urllib: 1.6 MiB less a netwo
 import plughost_runner.service
 from plughost_runner import __main__ as runner_main
 from plughost_runner.process.credentials import make_undumpable
+from plughost_runner.sandbox import SandboxError, SandboxPolicy, clone, namespaces
+from plughost_runner.sandbox.pidns import AS_INIT
 
 __all__ = ["main"]
 
@@ -111,6 +117,11 @@ class _Server:
         self._unsettled: dict[int, _Fork] = {}
         self._statuses: dict[int, int] = {}  # an adopted init -> its report pipe
         self._selector = selectors.DefaultSelector()
+        self._ids = (os.geteuid(), os.getegid())
+        # Init of a namespace cloned here watches us through it (it cannot see our pid).
+        self._pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # before Linux 5.3: no clone
+            self._pidfd = os.pidfd_open(self._pid)
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_write, False)
         signal.set_wakeup_fd(self._wake_write)
@@ -173,8 +184,13 @@ class _Server:
         # for it, though: it serves the next request while this child is not yet scheduled.
         in_session, leads = os.pipe()
         report, reporting = os.pipe()
+        cloned = self._cloned_policy(request)
         try:
-            pid = os.fork()
+            if cloned is None:
+                pid = os.fork()
+            else:  # straight into its namespaces, as their init (see sandbox.clone)
+                flags = namespaces.clone_flags(network=cloned.network_namespace, pid=True)
+                pid = clone.fork_into(flags)
         except OSError as exc:
             self._send({"id": request.get("id"), "error": str(exc)})
             for fd in (*pipes, in_session, leads, report, reporting):
@@ -185,7 +201,7 @@ class _Server:
             os.close(leads)
             os.close(in_session)
             os.close(report)
-            os._exit(self._become_runner(request, [*pipes, reporting]))
+            os._exit(self._become_runner(request, [*pipes, reporting], cloned))
         for fd in (leads, reporting, *pipes):
             os.close(fd)
         os.set_blocking(report, False)
@@ -223,27 +239,52 @@ class _Server:
         del self._unsettled[fork.child]
         # A child that ended without naming one was the runner: its exit is the runner's.
         pid = _RECORD.unpack(data)[0] if len(data) == _RECORD.size else fork.child
-        if pid == fork.child:
+        if pid == AS_INIT:  # the init cloned here, which cannot see its own pid out here
+            self._statuses[fork.child] = fork.report
+            pid = fork.child
+        elif pid == fork.child:
             os.close(fork.report)
         else:
             self._statuses[pid] = fork.report  # init writes the runner's wait status there
         self._children.add(pid)
         self._send({"id": fork.request_id, "pid": pid})
 
-    def _become_runner(self, request: dict[str, Any], pipes: list[int]) -> int:
-        """In the child: a new session, the runner's streams and environment, then its main."""
+    def _cloned_policy(self, request: dict[str, Any]) -> SandboxPolicy | None:
+        """The sandbox policy of a runner whose namespaces and init this server clones, if so."""
+        argv = request.get("argv")
+        if self._pidfd is None or not isinstance(argv, list) or "--sandbox" not in argv[:-1]:
+            return None
+        try:
+            policy = SandboxPolicy.from_json(str(argv[argv.index("--sandbox") + 1]))
+        except (ValueError, TypeError):
+            return None  # the runner says why, and exits
+        return policy if plughost_runner.sandbox.clones(policy) else None
+
+    def _become_runner(
+        self,
+        request: dict[str, Any],
+        pipes: list[int],
+        cloned: SandboxPolicy | None = None,
+    ) -> int:
+        """In the child: a new session, the runner's streams and environment, then its main.
+
+        A ``cloned`` child is its pid namespace's init: it forks the runner (which
+        carries on here) and becomes the native init (:func:`.sandbox.enter_cloned`).
+        """
         try:
             if _libc is not None:
                 # Until the runner binds itself to its parent: a child that forks a pid
                 # namespace's init must not outlive us, or that init would watch another.
                 _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
                 _libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)  # `ps -o comm`, top
-            if os.getppid() != self._pid:
-                return 70  # we died while it started
+            if cloned is None and os.getppid() != self._pid:
+                return 70  # we died while it started (a cloned init's parent is out of sight)
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             others = [f.report for f in self._unsettled.values()] + [*self._statuses.values()]
             others += [f.session for f in self._unsettled.values() if f.session is not None]
+            if cloned is None and self._pidfd is not None:
+                others.append(self._pidfd)
             for fd in (self._wake_read, self._wake_write, *others):
                 os.close(fd)  # no runner may read, or forge, another runner's report
             self._selector.close()
@@ -255,19 +296,18 @@ class _Server:
             for fd in (devnull, pipes[0], pipes[1]):
                 os.close(fd)
             _replace_environment({str(k): str(v) for k, v in request["env"].items()})
+            argv = [*(str(a) for a in request["argv"]), "--credentials-fd", str(pipes[2])]
+            if cloned is not None and self._pidfd is not None:
+                plughost_runner.sandbox.enter_cloned(cloned, self._ids, pipes[3], self._pidfd)
+                return runner_main.main([*argv, "--parent-pid", "1"])  # pid 2, under init
             # The runner's parent is this server, which itself dies with the host.
-            argv = [
-                *(str(a) for a in request["argv"]),
-                "--parent-pid",
-                str(os.getppid()),
-                "--credentials-fd",
-                str(pipes[2]),
-                "--report-fd",
-                str(pipes[3]),
-            ]
+            argv += ["--parent-pid", str(os.getppid()), "--report-fd", str(pipes[3])]
             return runner_main.main(argv)
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else 1
+        except SandboxError as exc:  # in init, before any runner
+            print(f"plughost runner: {exc}", file=sys.stderr)
+            return 4
         except BaseException:  # anything else: say so on the runner's stderr and exit
             traceback.print_exc()
             return 1

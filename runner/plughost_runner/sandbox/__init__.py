@@ -50,12 +50,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost_runner.sandbox import egress, landlock, namespaces, pidns, seccomp
+from plughost_runner.sandbox import clone, egress, landlock, namespaces, pidns, seccomp
 
 __all__ = [
     "SandboxError",
     "SandboxPolicy",
     "apply",
+    "clones",
+    "enter_cloned",
     "interpreter_candidates",
     "interpreter_paths",
     "prepare",
@@ -74,6 +76,9 @@ SYSTEM_READ = (
 )  # fmt: skip
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 _libc = ctypes.CDLL(None, use_errno=True)
+# The namespaces (network, pid) this process was cloned into by the fork server, if it was:
+# set in-process only (see enter_cloned), never from anything a runner is told.
+_cloned: tuple[bool, bool] | None = None
 
 
 class SandboxError(OSError):
@@ -142,16 +147,20 @@ def apply(policy: SandboxPolicy, socket_path: str = "", report_fd: int | None = 
     write = [*DEVICES, *policy.write]
     proxy: socket.socket | None = None
     connect = policy.connect_ports
+    entered = _cloned is not None
+    if entered and _cloned != (policy.network_namespace, policy.pid_namespace):
+        raise SandboxError(0, "cannot sandbox the runner: cloned into other namespaces")
     try:
-        for procs in policy.cgroups:  # before anything forks: every child is born inside
-            with open(procs, "w", encoding="utf-8") as handle:
-                handle.write("0")
+        if not entered:
+            _join(policy.cgroups)
         if policy.user_namespace:
-            namespaces.enter(network=policy.network_namespace, pid=policy.pid_namespace)
-            if policy.processes and os.geteuid() != 0:  # counted per user namespace
-                _limit_processes(policy.processes)
+            if not entered:
+                namespaces.enter(network=policy.network_namespace, pid=policy.pid_namespace)
+                if policy.processes and os.geteuid() != 0:  # counted per user namespace
+                    _limit_processes(policy.processes)
             if policy.pid_namespace:
-                pidns.split(report_fd=report_fd)  # returns in the runner, pid 2 under init
+                if not entered:
+                    pidns.split(report_fd=report_fd)  # returns in the runner, pid 2 under init
                 inside = True
                 namespaces.mount_proc()
             # upper and work must stay on one mount: keep their common parent
@@ -181,6 +190,42 @@ def apply(policy: SandboxPolicy, socket_path: str = "", report_fd: int | None = 
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # TMPDIR: the plugin's temp dir
     return inside
+
+
+def clones(policy: SandboxPolicy) -> bool:
+    """Whether the fork server makes this runner's namespaces and init (:func:`enter_cloned`)."""
+    return policy.user_namespace and policy.pid_namespace and clone.supported()
+
+
+def enter_cloned(policy: SandboxPolicy, ids: tuple[int, int], report_fd: int, server: int) -> None:
+    """In pid 1 of namespaces the fork server cloned: finish entering them, fork the runner.
+
+    The steps :func:`apply` takes up to its pid namespace's split, done by the
+    init the fork server made with :func:`.clone.fork_into` (the flags of
+    :func:`.namespaces.clone_flags`): join the runner's cgroups, keep its
+    ``ids`` (uid, gid outside), cap its processes, then :func:`.pidns.split_cloned`.
+    Returns only in the runner (pid 2), where :func:`apply` then takes the
+    remaining steps; init never returns.
+
+    Raises:
+        SandboxError: a step failed (in init, before the runner exists).
+    """
+    global _cloned
+    try:
+        _join(policy.cgroups)
+        namespaces.settle(*ids)
+        if policy.processes and ids[0] != 0:  # counted per user namespace
+            _limit_processes(policy.processes)
+    except OSError as exc:
+        raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
+    pidns.split_cloned(report_fd, server)
+    _cloned = (policy.network_namespace, policy.pid_namespace)
+
+
+def _join(cgroups: list[str]) -> None:
+    for procs in cgroups:  # before anything forks: every child is born inside
+        with open(procs, "w", encoding="utf-8") as handle:
+            handle.write("0")
 
 
 def _proxy_listener() -> socket.socket:

@@ -20,12 +20,14 @@ from collections.abc import Iterable
 __all__ = [
     "SHARED_DIRECTORIES",
     "NamespaceError",
+    "clone_flags",
     "drop_capabilities",
     "enter",
     "hide_shared_directories",
     "loopback_up",
     "mount_proc",
     "overlay_folder",
+    "settle",
     "unmount",
 ]
 
@@ -56,10 +58,27 @@ def enter(*, network: bool, pid: bool) -> None:
             caller, a container's seccomp profile...).
     """
     uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(clone_flags(network=network, pid=pid)), "unshare")
+    settle(uid, gid)
+
+
+def clone_flags(*, network: bool, pid: bool) -> int:
+    """The ``CLONE_NEW*`` flags of the namespaces :func:`enter` makes."""
     flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC
     flags |= CLONE_NEWNET if network else 0
-    flags |= CLONE_NEWPID if pid else 0
-    _check(_libc.unshare(flags), "unshare")
+    return flags | (CLONE_NEWPID if pid else 0)
+
+
+def settle(uid: int, gid: int) -> None:
+    """Keep ``uid`` and ``gid`` in this process's new user namespace; make its mounts private.
+
+    The second half of :func:`enter`, for a process born in its namespaces
+    (:mod:`.clone`); ``uid`` and ``gid`` are its ids outside, read before the
+    namespace was made (inside, they read as the overflow id until mapped).
+
+    Raises:
+        NamespaceError: the kernel refused a map or the mount.
+    """
     # A non-dumpable process cannot write its own maps: /proc/self then belongs to root.
     dumpable = _libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
     _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)

@@ -18,9 +18,11 @@ it the namespace's init::
            │      process of the namespace with it) or the fork server does
            └─ runner   pid 2 inside: an ordinary process, the one :func:`split` returns in
 
-The process that entered the namespace only forks init, tells the fork server
-init's pid on ``report_fd`` and exits: no third process waits outside. Once
-init has forked the runner it execs :data:`NATIVE_INIT`, a small C
+Where it can, the fork server makes init itself, already pid 1 of the new
+namespaces (:mod:`.clone`), and init says so on ``report_fd``
+(:func:`split_cloned`). Otherwise the process that entered the namespace only
+forks init, tells the fork server init's pid on ``report_fd`` and exits: no
+third process waits outside. Once init has forked the runner it execs :data:`NATIVE_INIT`, a small C
 program (``init.c`` beside this module, built by ``scripts/bootstrap.sh``)
 that does the same job in a fraction of the memory of a forked interpreter;
 where it was not built, init stays this Python process (the fork server tells
@@ -49,9 +51,19 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["NATIVE_INIT", "RUNNER_NSPID", "announce", "native_init", "split"]
+__all__ = [
+    "AS_INIT",
+    "NATIVE_INIT",
+    "RUNNER_NSPID",
+    "announce",
+    "native_init",
+    "split",
+    "split_cloned",
+]
 
 RUNNER_NSPID = 2  # init's first child: the runner's pid inside its namespace
+AS_INIT = 0
+"""What init cloned by the fork server names on ``report_fd``: itself, whose pid it cannot see."""
 NATIVE_INIT = os.path.join(sys.prefix, "libexec", "plughost-init")  # built from init.c
 _PR_SET_PDEATHSIG, _PR_SET_NAME = 1, 15
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -97,6 +109,29 @@ def split(in_init: Callable[[], object] | None = None, report_fd: int | None = N
     if in_init is not None:
         in_init()
     _end_with(_serve_as_init, runner, status_write)
+
+
+def split_cloned(report_fd: int, server: int) -> None:
+    """In pid 1 of a namespace the fork server cloned: fork the runner; return only in it.
+
+    Init tells the fork server, which is its parent and knows its pid, that it
+    is the namespace's init (:data:`AS_INIT` on ``report_fd``), then carries on
+    as in :func:`split`'s adopted chain: it becomes the native init, or serves
+    as a Python one, watching the fork server through ``server`` (a pidfd of
+    it, opened before the clone: from inside the namespace it has no pid).
+    The runner returns with neither descriptor.
+    """
+    runner = os.fork()
+    if runner == 0:
+        for fd in (report_fd, server):
+            os.close(fd)  # the runner can neither speak for init nor signal the fork server
+        return
+    try:
+        os.write(report_fd, _STATUS.pack(AS_INIT))
+    except OSError:
+        os._exit(1)  # the fork server is gone: so is the namespace
+    _exec_native_init(runner, report_fd, server)
+    _end_with(lambda child, pipe: _serve_adopted(child, pipe, server), runner, report_fd)
 
 
 def native_init() -> str | None:

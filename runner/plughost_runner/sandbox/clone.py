@@ -1,0 +1,74 @@
+"""Fork this interpreter straight into new namespaces: ``clone(2)`` with namespace flags.
+
+A sandboxed runner used to be forked, then call ``unshare`` and fork again so
+that its pid namespace had an init, and the first child exited: three copies
+of the fork server's address space per runner, two of them torn down again
+within milliseconds. :func:`fork_into` makes the namespace's init in one system
+call, a child that is already pid 1 of a new pid namespace (and in new user,
+mount, IPC and network namespaces), so a runner costs two copies and none is
+thrown away unused.
+
+Lives here: the one system call, wrapped as :func:`os.fork` wraps ``fork``
+(CPython's before-fork, after-fork-parent and after-fork-child steps, run with
+the interpreter lock held). Not here: what the child does then
+(:func:`plughost_runner.sandbox.enter_cloned`).
+
+The child of a raw ``clone`` keeps the C library's record of its parent's
+thread id (the library only updates it in its own ``fork``): it must not call
+``raise``, ``abort`` or ``pthread_kill``, and it should ``exec`` or fork its
+real work soon. A process that :func:`os.fork` makes from it has its own id
+recorded again. The caller must have a single thread, as for ``unshare``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import signal
+
+__all__ = ["fork_into", "supported"]
+
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
+# A PyDLL keeps the interpreter lock across the call, as os.fork does across fork(2).
+_libc = ctypes.PyDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_python = ctypes.pythonapi
+
+
+def supported() -> bool:
+    """Whether :func:`fork_into` knows this machine's ``clone`` system call."""
+    return _SYS_CLONE is not None
+
+
+def fork_into(flags: int) -> int:
+    """Fork this process into the new namespaces ``flags`` names (``CLONE_NEW*``).
+
+    Returns:
+        0 in the child, the child's pid in the parent (as :func:`os.fork`).
+
+    Raises:
+        OSError: the kernel refused (no user namespaces, a threaded caller...), or
+            this machine's ``clone`` is not known here (see :func:`supported`).
+    """
+    if _SYS_CLONE is None:
+        raise OSError(0, f"clone: not known on {platform.machine()}")
+    _python.PyOS_BeforeFork()
+    # clone(flags, stack, parent_tid, child_tid, tls) on x86-64; aarch64 swaps the last
+    # two, and every pointer is unused here: a NULL stack makes it fork-like.
+    pid = _libc.syscall(
+        ctypes.c_long(_SYS_CLONE),
+        ctypes.c_ulong(flags | signal.SIGCHLD),
+        ctypes.c_void_p(0),
+        ctypes.c_void_p(0),
+        ctypes.c_void_p(0),
+        ctypes.c_ulong(0),
+    )
+    if pid == 0:
+        _python.PyOS_AfterFork_Child()
+        return 0
+    code = ctypes.get_errno()
+    _python.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(code, f"clone: {os.strerror(code)}")
+    return int(pid)

@@ -1,0 +1,206 @@
+"""A sandboxed runner's namespaces and init made by the fork server in one ``clone``.
+
+Real processes: a child cloned by :func:`plughost_runner.sandbox.clone.fork_into`,
+and a real fork server asked over its socket for runners whose sandbox has a
+pid namespace (the runner's own main replaced by a stand-in that reports where
+it runs, so no host is needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import msgpack
+import pytest
+
+from plughost_runner.sandbox import SandboxPolicy, clone
+from plughost_runner.sandbox.probe import probe
+
+OFFERED = probe()
+
+
+def needs_namespaces() -> None:
+    if not clone.supported():
+        pytest.skip("clone(2) is not known on this machine")
+    for protection in ("user_namespace", "pid_namespace"):
+        if protection not in OFFERED["offered"]:  # type: ignore[operator]
+            reason = OFFERED["reasons"].get(protection, "")  # type: ignore[attr-defined]
+            pytest.skip(f"this kernel does not grant {protection}: {reason}")
+
+
+_CLONED = """
+import json, os, sys, threading
+from plughost_runner.sandbox import clone, namespaces
+outside = os.readlink("/proc/self/ns/user"), os.readlink("/proc/self/ns/net")
+ids = os.geteuid(), os.getegid()
+pid = clone.fork_into(namespaces.clone_flags(network=True, pid=True))
+if pid == 0:
+    code = 1
+    try:
+        namespaces.settle(*ids)
+        inside = os.readlink("/proc/self/ns/user"), os.readlink("/proc/self/ns/net")
+        child = os.fork()  # first: a thread would take pid 2
+        if child == 0:
+            os._exit(0 if os.getpid() == 2 and os.getppid() == 1 else 9)
+        _, status = os.waitpid(child, 0)
+        ran = []
+        thread = threading.Thread(target=lambda: ran.append(1))
+        thread.start()
+        thread.join()
+        print(json.dumps({
+            "pid": os.getpid(), "ids": [os.geteuid(), os.getegid()], "same": list(ids),
+            "moved": [a != b for a, b in zip(inside, outside)], "thread": ran,
+            "grandchild": os.waitstatus_to_exitcode(status),
+        }), flush=True)
+        code = 7
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_cloned_child_is_pid_1_of_new_namespaces_and_runs_threads_and_forks() -> None:
+    needs_namespaces()
+    done = subprocess.run(
+        [sys.executable, "-c", _CLONED], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert done.returncode == 7, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["pid"] == 1
+    assert seen["ids"] == seen["same"]  # its own uid and gid, mapped to themselves
+    assert seen["moved"] == [True, True]  # a user and a network namespace of its own
+    assert seen["thread"] == [1]
+    assert seen["grandchild"] == 0  # pid 2 under it, its parent pid 1
+
+
+# A fork server whose runners report where they run instead of serving a host.
+_SERVER = """
+import json, os, sys
+import plughost_runner.forkserver as forkserver
+from plughost_runner import __main__ as runner_main
+def stand_in(argv):
+    print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "argv": argv}), flush=True)
+    return 5
+runner_main.main = stand_in
+sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.getppid())]))
+"""
+
+
+class _Server:
+    """A real fork server over its socket; each request's stdout and stderr kept."""
+
+    def __init__(self) -> None:
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        command = [sys.executable, "-c", _SERVER, str(theirs.fileno())]
+        self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()])
+        theirs.close()
+        self.control.settimeout(30)
+        assert "ready" in self.receive()
+
+    def receive(self) -> dict[str, Any]:
+        reply: dict[str, Any] = msgpack.unpackb(self.control.recv(1 << 16))
+        return reply
+
+    def fork(self, policy: SandboxPolicy) -> tuple[list[dict[str, Any]], str, str]:
+        """Ask for a runner with ``policy``; its replies up to its exit, its stdout, its stderr."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        credentials, written = os.pipe()
+        os.close(written)
+        argv = ["--endpoint", "ipc:///nowhere", "--sandbox", policy.to_json()]
+        packet = msgpack.packb({"id": 1, "argv": argv, "env": {}})
+        socket.send_fds(self.control, [packet], [out_write, err_write, credentials])
+        for fd in (out_write, err_write, credentials):
+            os.close(fd)
+        replies = [self.receive()]
+        while "exit" not in replies[-1]:
+            replies.append(self.receive())
+        with os.fdopen(out_read) as out, os.fdopen(err_read) as err:
+            return replies, out.read(), err.read()
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=30)
+        self.control.close()
+
+
+@pytest.fixture
+def server() -> Any:
+    made = _Server()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def test_the_fork_server_clones_a_sandboxed_runners_init_and_hears_the_runners_end(
+    server: _Server,
+) -> None:
+    needs_namespaces()
+    policy = SandboxPolicy(user_namespace=True, network_namespace=True, pid_namespace=True)
+
+    replies, out, err = server.fork(policy)
+
+    forked, named, ended = replies
+    assert forked["forked"] == named["pid"]  # no process in between that handed init over
+    assert ended == {"exit": named["pid"], "code": 5}  # the runner's own code, from init
+    runner = json.loads(out)
+    assert (runner["pid"], runner["ppid"]) == (2, 1), err
+    assert "--report-fd" not in runner["argv"]  # init, not the runner, reports to the server
+
+
+def test_a_runner_whose_cloned_init_cannot_join_its_cgroup_ends_with_the_reason(
+    server: _Server, tmp_path: Any
+) -> None:
+    needs_namespaces()
+    missing = str(tmp_path / "no-such-cgroup" / "cgroup.procs")
+    policy = SandboxPolicy(
+        user_namespace=True, network_namespace=True, pid_namespace=True, cgroups=[missing]
+    )
+
+    replies, out, err = server.fork(policy)
+
+    assert replies[-1]["code"] == 4
+    assert out == ""  # no runner ran
+    assert err.startswith("plughost runner:") and "cannot sandbox the runner" in err
+    assert "no-such-cgroup" in err
+
+
+def test_a_runner_without_a_pid_namespace_is_forked_as_before(server: _Server) -> None:
+    needs_namespaces()
+    policy = SandboxPolicy(user_namespace=True, network_namespace=True)
+
+    replies, out, _ = server.fork(policy)
+
+    runner = json.loads(out)
+    assert replies[-1] == {"exit": runner["pid"], "code": 5}  # the runner itself, pid outside
+    assert runner["pid"] == replies[0]["forked"]
+    assert "--report-fd" in runner["argv"]
+
+
+def test_a_runner_cloned_into_other_namespaces_than_its_policy_names_refuses_to_start() -> None:
+    needs_namespaces()
+    code = textwrap.dedent(
+        """
+        import plughost_runner.sandbox as sandbox
+        sandbox._cloned = (False, True)
+        try:
+            sandbox.apply(sandbox.SandboxPolicy(user_namespace=True, network_namespace=True,
+                                                pid_namespace=True))
+        except sandbox.SandboxError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert "cloned into other namespaces" in done.stdout
