@@ -8,16 +8,19 @@ call, a child that is already pid 1 of a new pid namespace (and in new user,
 mount, IPC and network namespaces), so a runner costs two copies and none is
 thrown away unused.
 
-Lives here: the one system call, wrapped as :func:`os.fork` wraps ``fork``
-(CPython's before-fork, after-fork-parent and after-fork-child steps, run with
-the interpreter lock held). Not here: what the child does then
+Lives here: the one system call. Not here: what the child does then
 (:func:`plughost_runner.sandbox.enter_cloned`).
 
-The child of a raw ``clone`` keeps the C library's record of its parent's
-thread id (the library only updates it in its own ``fork``): it must not call
-``raise``, ``abort`` or ``pthread_kill``, and it should ``exec`` or fork its
-real work soon. A process that :func:`os.fork` makes from it has its own id
-recorded again. The caller must have a single thread, as for ``unshare``.
+The child is a short-lived init-to-be, and runs none of the steps a fork
+normally takes in a child: not CPython's (reset the interpreter's locks and
+threads, then every ``os.register_at_fork`` hook: together most of a
+millisecond of page copies in each child), nor the C library's (its record of
+the thread id stays the parent's). That is sound because the caller has a
+single thread, as ``unshare`` requires too, so no lock is held by a thread
+that is gone; the child must still not call ``raise``, ``abort`` or
+``pthread_kill``, nor start a thread, and it should ``exec`` soon. What runs
+as Python proper, the runner, is forked from it with :func:`os.fork`, which
+takes every step again.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ _SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
 # A PyDLL keeps the interpreter lock across the call, as os.fork does across fork(2).
 _libc = ctypes.PyDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
-_python = ctypes.pythonapi
 
 
 def supported() -> bool:
@@ -53,7 +55,6 @@ def fork_into(flags: int) -> int:
     """
     if _SYS_CLONE is None:
         raise OSError(0, f"clone: not known on {platform.machine()}")
-    _python.PyOS_BeforeFork()
     # clone(flags, stack, parent_tid, child_tid, tls) on x86-64; aarch64 swaps the last
     # two, and every pointer is unused here: a NULL stack makes it fork-like.
     pid = _libc.syscall(
@@ -65,10 +66,8 @@ def fork_into(flags: int) -> int:
         ctypes.c_ulong(0),
     )
     if pid == 0:
-        _python.PyOS_AfterFork_Child()
         return 0
     code = ctypes.get_errno()
-    _python.PyOS_AfterFork_Parent()
     if pid < 0:
         raise OSError(code, f"clone: {os.strerror(code)}")
     return int(pid)
