@@ -7,9 +7,11 @@ same (:mod:`plughost.mcp.upstream_requests`). The relay is the server's side of
 those exchanges for one stdio client, beside the SDK's session:
 
 - It keeps an SDK :class:`~mcp.server.connection.Connection` of its own for the
-  client, filled from what passes by: the capabilities of the ``initialize``
-  request, the protocol version the server answered it with, each
-  ``logging/setLevel`` the server accepted, and ``notifications/initialized``.
+  client, filled from what passes by: the capabilities of an ``initialize``
+  request once the server answered it (with the protocol version of that
+  answer; one the server refused changes nothing, as in the server's own
+  connection), each ``logging/setLevel`` the server accepted, and
+  ``notifications/initialized``.
 - :meth:`ClientRelay.link` gives a taken call the
   :class:`~plughost.mcp.client_link.MCPClientLink` the server's handler gives its
   own calls, over a :class:`~mcp.server.session.ServerSession` whose channel is
@@ -21,7 +23,15 @@ those exchanges for one stdio client, beside the SDK's session:
   (``plughost-<random>-<n>``, a string the SDK's session never issues), and
   not before the client sent ``notifications/initialized``: a server sends no
   request but pings and logging before it, so a request made earlier is held
-  until then. Log records go at once.
+  until then, for at most ``_HOLD_TIMEOUT`` seconds; after that it is refused
+  with a :class:`~plughost.tools.client_link.ClientRequestError` that says the
+  client never sent it. Log records go at once.
+- A call waits on at most :data:`MAX_OPEN_REQUESTS` requests to its client at a
+  time (held ones included); one more is refused at once, so an upstream server
+  that asks in a loop of its own cannot pile requests up on a client that does
+  not answer. When the call ends, a request of it still open is abandoned: the
+  client is sent ``notifications/cancelled`` for it, the asker is told the call
+  has finished, and the relay keeps nothing of it.
 - :meth:`ClientRelay.claim` takes a response off the client's stream only for a
   request the relay sent and is waiting for, and delivers it to that request
   alone. A response under an id of the relay's prefix that it is not waiting
@@ -42,7 +52,7 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -56,12 +66,17 @@ from mcp.shared.message import MessageMetadata, SessionMessage
 from pydantic import ValidationError
 
 from plughost.mcp.client_link import LOG_LEVELS, MCPClientLink, keep_log_level
+from plughost.tools.client_link import ClientRequestError
 
-__all__ = ["ClientRelay"]
+__all__ = ["MAX_OPEN_REQUESTS", "ClientRelay"]
 
 log = logging.getLogger(__name__)
 
+MAX_OPEN_REQUESTS = 16
+"""How many requests to its client one call may wait on at a time."""
+
 _CANCEL_WRITE_TIMEOUT = 2.0
+_HOLD_TIMEOUT = 10.0  # how long a request waits for notifications/initialized
 
 
 class ClientRelay:
@@ -75,28 +90,29 @@ class ClientRelay:
         self._write = write
         self._prefix = f"plughost-{secrets.token_hex(4)}-"
         self._ids = itertools.count(1)
-        self._waiting: dict[str, _Answer] = {}
+        self._waiting: dict[str, _Answer] = {}  # sent, awaiting the client's response
+        self._held: set[_Answer] = set()  # awaiting notifications/initialized
+        self._hello: types.InitializeRequestParams | None = None
         self._levels: dict[types.RequestId, types.LoggingLevel] = {}
         self._closed = False
-        self._ready = anyio.Event()  # initialized, or closed: a held request goes on
+        self._ready = False
         self.connection = Connection.for_loop(self)
         """The client as the relay knows it: capabilities, version, level, initialized."""
 
     # --- what passes by -------------------------------------------------------------------
 
     def introduced(self, params: Mapping[str, Any] | None) -> None:
-        """Note the client's ``initialize`` params: what it declared it can be asked."""
+        """Note the client's ``initialize`` params; they count once the server answers it."""
         try:
-            hello = types.InitializeRequestParams.model_validate(params or {}, by_name=False)
+            self._hello = types.InitializeRequestParams.model_validate(params or {}, by_name=False)
         except ValidationError:
-            hello = None  # the server refuses it too; the client offers nothing
-        self.connection.client_params = hello
-        if hello is None:
-            self.connection.client_capabilities = None
+            self._hello = None  # the server refuses it too, and answers it with an error
 
     def settled(self, version: str) -> None:
-        """Note the protocol version the server answered ``initialize`` with."""
+        """Note the server's answer to ``initialize``: its version, and the client's params."""
         self.connection.protocol_version = version
+        if self._hello is not None:
+            self.connection.client_params = self._hello
 
     def asked_level(self, request: types.JSONRPCRequest) -> None:
         """Note a ``logging/setLevel``; its level counts once the server accepts it."""
@@ -117,7 +133,10 @@ class ClientRelay:
     def initialized(self) -> None:
         """Note ``notifications/initialized``: from now on the client may be asked."""
         self.connection.initialized.set()
-        self._ready.set()
+        self._ready = True
+        for held in self._held:
+            held.settle(_GO)
+        self._held.clear()
 
     def claim(self, message: types.JSONRPCMessage) -> bool:
         """Deliver ``message`` if it answers a request of the relay; False passes it on."""
@@ -136,17 +155,23 @@ class ClientRelay:
     def close(self) -> None:
         """Fail every waiting request with ``CONNECTION_CLOSED``; none is sent from now on."""
         self._closed = True
-        self._ready.set()
-        for answer in self._waiting.values():
+        for answer in (*self._waiting.values(), *self._held):
             answer.settle(_closed())
         self._waiting.clear()
+        self._held.clear()
+
+    @property
+    def pending(self) -> int:
+        """How many requests wait for the client: held, or sent and unanswered."""
+        return len(self._waiting) + len(self._held)
 
     # --- one call's link ------------------------------------------------------------------
 
     def link(self, request_id: types.RequestId, tool: str) -> MCPClientLink:
         """The client link of the taken call ``request_id`` to ``tool``."""
         version = self.connection.protocol_version
-        session = ServerSession(_CallChannel(self, request_id), self.connection)
+        channel = _CallChannel(self, request_id)
+        session = ServerSession(channel, self.connection)
         ctx: ServerRequestContext[Any] = ServerRequestContext(
             session=session,
             lifespan_context=None,
@@ -154,7 +179,7 @@ class ClientRelay:
             method="tools/call",
             request_id=request_id,
         )
-        return MCPClientLink(ctx, tool=tool)
+        return _RelayedLink(ctx, channel, tool)
 
     # --- the channel (mcp.shared.dispatcher.Outbound) -------------------------------------
 
@@ -165,31 +190,72 @@ class ClientRelay:
 
         Raises:
             MCPError: The client answered with an error, or its stream closed.
+            ClientRequestError: The client never sent ``notifications/initialized``.
         """
-        if not self._ready.is_set():
-            log.debug("mcp client request held until notifications/initialized method=%s", method)
-            await self._ready.wait()
+        return await self.request(method, params, None)
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None, call: _CallChannel | None
+    ) -> dict[str, Any]:
+        """Send ``method`` for ``call`` (None: for no call); see :meth:`send_raw_request`.
+
+        Raises:
+            ClientRequestError: ``call`` has ended, or waits on too many requests.
+        """
         if self._closed:
             raise _closed()
+        answers = call.admit(method) if call is not None else set()
+        try:
+            if not self._ready:
+                await self._hold(method, answers)
+            return await self._exchange(method, params, answers)
+        finally:
+            if call is not None:
+                call.open -= 1
+
+    async def _hold(self, method: str, answers: set[_Answer]) -> None:
+        log.debug("mcp client request held until notifications/initialized method=%s", method)
+        held = _Answer()
+        self._held.add(held)
+        answers.add(held)
+        try:
+            with anyio.move_on_after(_HOLD_TIMEOUT):
+                await held.wait()
+        finally:
+            self._held.discard(held)
+            answers.discard(held)
+        if not held.settled:
+            raise ClientRequestError(
+                f"the MCP client has not sent notifications/initialized {_HOLD_TIMEOUT:g} s "
+                f"after its initialize handshake, so it cannot be asked {method} (the "
+                "lifecycle lets a server ask nothing of a client before that notification)"
+            )
+        _settled(held.outcome, method)
+
+    async def _exchange(
+        self, method: str, params: Mapping[str, Any] | None, answers: set[_Answer]
+    ) -> dict[str, Any]:
         request_id = f"{self._prefix}{next(self._ids)}"
         answer = _Answer()
         self._waiting[request_id] = answer
+        answers.add(answer)
         request = types.JSONRPCRequest(
             jsonrpc="2.0", id=request_id, method=method, params=dict(params or {}) or None
         )
         try:
             await self._send(request)
             outcome = await answer.wait()
+            if outcome is _ENDED:
+                self._waiting.pop(request_id, None)
+                await self._cancel(request_id)
         except anyio.get_cancelled_exc_class():
             if self._waiting.pop(request_id, None) is not None:
                 await self._cancel(request_id)
             raise
-        if isinstance(outcome, MCPError):
-            raise outcome
-        if isinstance(outcome, types.JSONRPCError):
-            error = outcome.error
-            raise MCPError(code=error.code, message=error.message, data=error.data)
-        return outcome
+        finally:
+            answers.discard(answer)
+            self._waiting.pop(request_id, None)
+        return _settled(outcome, method)
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
@@ -221,26 +287,65 @@ class ClientRelay:
 
 
 _Outcome = dict[str, Any] | types.JSONRPCError | MCPError
+_GO: _Outcome = {}  # a held request may go: the client is initialized
+_ENDED: _Outcome = {}  # the call that asked has ended
 
 
 class _Answer:
-    """The one answer a request of the relay waits for."""
+    """The one outcome a request of the relay waits for; the first settle wins."""
+
+    __slots__ = ("_event", "outcome")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
-        self._outcome: _Outcome = {}
+        self.outcome: _Outcome = {}
+
+    @property
+    def settled(self) -> bool:
+        return self._event.is_set()
 
     def settle(self, outcome: _Outcome) -> None:
-        self._outcome = outcome
-        self._event.set()
+        if not self._event.is_set():
+            self.outcome = outcome
+            self._event.set()
 
     async def wait(self) -> _Outcome:
         await self._event.wait()
-        return self._outcome
+        return self.outcome
+
+
+def _settled(outcome: _Outcome, method: str) -> dict[str, Any]:
+    """The raw result of ``outcome``, or what it says went wrong, raised."""
+    if outcome is _ENDED:
+        name = method.split("/", 1)[0]
+        raise ClientRequestError(f"the MCP call this {name} request belongs to has finished")
+    if isinstance(outcome, MCPError):
+        raise outcome
+    if isinstance(outcome, types.JSONRPCError):
+        error = outcome.error
+        raise MCPError(code=error.code, message=error.message, data=error.data)
+    return outcome
 
 
 def _closed() -> MCPError:
     return MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+
+
+class _RelayedLink(MCPClientLink):
+    """A taken call's client link: when the call ends, so do its open requests."""
+
+    def __init__(self, ctx: ServerRequestContext[Any], channel: _CallChannel, tool: str) -> None:
+        super().__init__(ctx, tool=tool)
+        self._channel = channel
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """:meth:`MCPClientLink.serving`, then abandon what the call still waits for."""
+        try:
+            async with super().serving():
+                yield
+        finally:
+            self._channel.end()
 
 
 class _CallChannel:
@@ -250,6 +355,28 @@ class _CallChannel:
         self._relay = relay
         self._request_id = request_id
         self._cancelled = anyio.Event()  # the forwarder cancels the call's scope instead
+        self._answers: set[_Answer] = set()  # what the call's requests wait for
+        self._ended = False
+        self.open = 0
+        """Requests of the call under way: held, sent or being sent."""
+
+    def admit(self, method: str) -> set[_Answer]:
+        """Count one more request of the call, or refuse it; the set its answers join."""
+        if self._ended:
+            _settled(_ENDED, method)
+        if self.open >= MAX_OPEN_REQUESTS:
+            raise ClientRequestError(
+                f"the MCP call already waits for {MAX_OPEN_REQUESTS} answers from its "
+                "client; it is asked nothing more until one comes"
+            )
+        self.open += 1
+        return self._answers
+
+    def end(self) -> None:
+        """The call has ended: what its requests still wait for ends too."""
+        self._ended = True
+        for answer in self._answers:
+            answer.settle(_ENDED)
 
     @property
     def transport(self) -> Any:
@@ -279,7 +406,7 @@ class _CallChannel:
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
     ) -> dict[str, Any]:
-        return await self._relay.send_raw_request(method, params, opts)
+        return await self._relay.request(method, params, self)
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
