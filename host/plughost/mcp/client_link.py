@@ -233,10 +233,7 @@ class MCPClientLink:
             try:
                 return result_type.model_validate(response)
             except ValidationError as exc:
-                raise ClientRequestError(
-                    f"the MCP client answered {method} with a malformed response: "
-                    f"{exc.errors()[0]['msg']}"
-                ) from None
+                raise _malformed(method, exc) from None
         metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
         try:
             return await self._ctx.session.send_request(request, result_type, metadata=metadata)
@@ -244,6 +241,14 @@ class MCPClientLink:
             raise ClientRequestError(
                 f"the MCP client refused {method}: {exc.error.message}"
             ) from None
+        except ValidationError as exc:  # the session checks the answer against the method
+            raise _malformed(method, exc) from None
+
+
+def _malformed(method: str, exc: ValidationError) -> ClientRequestError:
+    return ClientRequestError(
+        f"the MCP client answered {method} with a malformed response: {exc.errors()[0]['msg']}"
+    )
 
 
 def _sampling_params(request: dict[str, Any]) -> types.CreateMessageRequestParams:

@@ -185,3 +185,25 @@ async def test_an_initialize_the_server_did_not_answer_changes_nothing_the_clien
             await relay.link(2, "ask").generate(QUESTION)
 
     assert request.method == "sampling/createMessage"
+
+
+async def test_a_malformed_answer_from_the_client_is_refused_with_what_is_wrong() -> None:
+    failures: list[str] = []
+    async with relayed() as (relay, receive), anyio.create_task_group() as tg:
+        link = relay.link(1, "ask")
+
+        async def ask() -> None:
+            async with link.serving():
+                try:
+                    await link.generate(QUESTION)
+                except ClientRequestError as exc:
+                    failures.append(str(exc))
+
+        tg.start_soon(ask)
+        request = await next_message(receive)
+        relay.claim(types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result={"role": 7}))
+
+    assert len(failures) == 1
+    assert failures[0].startswith(
+        "the MCP client answered sampling/createMessage with a malformed response: "
+    )
