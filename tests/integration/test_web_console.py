@@ -226,12 +226,17 @@ def test_the_strip_and_each_row_say_at_a_glance_how_things_are(page: Any) -> Non
 
     row = page.locator('tr[data-plugin="plughost.example-chat-guard"]')
     expect(row).to_have_class(re.compile(r"\btone-ok\b"))
-    glyph = row.locator(".state").evaluate("e => getComputedStyle(e, '::before').content")
-    assert glyph not in ("none", "normal", '""')
+    # Found and read in one script run: the live page redraws its rows, and a row
+    # detached between the two has no computed style at all.
+    glyph = page.evaluate(
+        "() => getComputedStyle(document.querySelector("
+        "'tr[data-plugin=\"plughost.example-chat-guard\"] .state'), '::before').content"
+    )
+    assert glyph not in ("", "none", "normal", '""')
     expect(row.locator("td.id")).to_have_attribute(
         "title", re.compile("^plughost.example-chat-guard\n")
     )
-    assert row.locator("td.memory").evaluate("td => getComputedStyle(td).whiteSpace") == "nowrap"
+    expect(row.locator("td.memory")).to_have_css("white-space", "nowrap")
     details = page.locator('tr[data-plugin-details="plughost.example-chat-guard"]')
     expect(details).not_to_contain_text('["')  # no raw JSON arrays
     expect(details.locator(".chip", has_text="components")).to_have_text("3 components")
