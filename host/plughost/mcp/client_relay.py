@@ -120,6 +120,15 @@ class ClientRelay:
         if level in LOG_LEVELS:
             self._levels[request.id] = level
 
+    @property
+    def setting_level(self) -> bool:
+        """Whether a ``logging/setLevel`` awaits the server's answer.
+
+        A call taken meanwhile would miss the level the session's handler is about
+        to keep, which a call of the session's own sees: such a call is left to it.
+        """
+        return bool(self._levels)
+
     def answered(self, message: types.JSONRPCMessage) -> None:
         """See the server's answers: an accepted ``logging/setLevel`` sets the level."""
         if (

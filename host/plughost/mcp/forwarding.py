@@ -18,6 +18,9 @@ A call is taken only when the session could add nothing, decided per call:
   mid-call, and the log records it chose a level for, go to it through the
   :class:`~plughost.mcp.client_relay.ClientRelay`, checked as the server's own
   link checks them;
+- no ``logging/setLevel`` of the client awaits its answer (the session's handler
+  keeps the level before it runs a call read after it; one taken here would not
+  see it);
 - the params hold only ``name``, ``arguments`` (an object) and at most a
   ``progressToken`` in ``_meta``;
 - the program does not trace with OpenTelemetry (the server's spans stay).
@@ -146,6 +149,8 @@ class CallForwarder:
     def _takes(self, params: Mapping[str, Any] | None) -> bool:
         version = self._version
         if version is None or version in MODERN_PROTOCOL_VERSIONS or self._relay is None:
+            return False
+        if self._relay.setting_level:  # the session orders the call after the level
             return False
         if params is None or not _PARAMS.issuperset(params) or tracing():
             return False

@@ -24,6 +24,7 @@ from mcp.shared.message import SessionMessage
 
 from plughost.mcp.forwarding import CallForwarder
 from plughost.mcp.registry_server import RegistryMCPServer
+from plughost.mcp.stream_filters import eager_memory_stream
 from plughost.tools.client_link import ClientRequestError, current_client
 from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import ToolExecutionResult, ToolInvocation, ToolSpec
@@ -54,6 +55,17 @@ async def served(
     async def transport() -> AsyncIterator[tuple[Any, Any]]:
         yield from_server, to_server
 
+    async with forwarding(bridge, forwarder, from_client, to_client):
+        client_options.setdefault("mode", "legacy")
+        async with Client(transport(), cache=None, **client_options) as client:
+            yield client, forwarder, observed
+
+
+@asynccontextmanager
+async def forwarding(
+    bridge: RegistryMCPServer, forwarder: CallForwarder, from_client: Any, to_client: Any
+) -> AsyncIterator[None]:
+    """The bridge's server behind the forwarder, as ``plughost serve`` runs it."""
     options = bridge.server.create_initialization_options()
     async with (
         bridge.running(),
@@ -61,9 +73,7 @@ async def served(
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(bridge.server.run, read, write, options)
-        client_options.setdefault("mode", "legacy")
-        async with Client(transport(), cache=None, **client_options) as client:
-            yield client, forwarder, observed
+        yield
         tg.cancel_scope.cancel()
 
 
@@ -230,3 +240,41 @@ async def test_a_cancelled_taken_call_cancels_what_it_asked_the_client() -> None
     assert str(seen[0]).startswith("plughost-")
     assert greeted.content == [types.TextContent(text="Hello, Ada!")]
     assert forwarder.forwarded == 2
+
+
+async def test_a_call_sent_right_behind_a_set_level_logs_at_that_level_as_on_the_session() -> None:
+    registry = ToolRegistry()
+    registry.register_provider(AskingProvider())
+    bridge = RegistryMCPServer(registry)
+    forwarder = CallForwarder(bridge)
+    # eager, as the stdio transport's: two lines read at once reach the forwarder in one go
+    to_server, from_client = eager_memory_stream[SessionMessage | Exception](100)
+    to_client, from_server = eager_memory_stream[SessionMessage | Exception](100)
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "lines", "version": "1"},
+    }
+    lines = [
+        {"id": 1, "method": "initialize", "params": hello},
+        {"method": "notifications/initialized"},
+        {"id": 2, "method": "logging/setLevel", "params": {"level": "warning"}},
+        {"id": 3, "method": "tools/call", "params": {"name": "chatter", "arguments": {}}},
+    ]
+    seen: list[Any] = []
+    async with forwarding(bridge, forwarder, from_client, to_client):
+        for line in lines:  # one after the other, no answer awaited
+            message = types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", **line})
+            await to_server.send(SessionMessage(message))
+        with anyio.fail_after(10):
+            while not seen or getattr(seen[-1], "id", None) != 3:
+                item = await from_server.receive()
+                assert isinstance(item, SessionMessage)
+                seen.append(item.message)
+    for stream in (to_server, from_client, to_client, from_server):
+        stream.close()
+
+    logged = [
+        m.params["level"] for m in seen if getattr(m, "method", "") == "notifications/message"
+    ]
+    assert logged == ["warning", "error"]
