@@ -273,7 +273,7 @@ class ClientRelay:
         notification = types.JSONRPCNotification(
             jsonrpc="2.0", method=method, params=dict(params or {}) or None
         )
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        with contextlib.suppress(MCPError):  # _send's word for a closed stream
             await self._send(notification)
 
     async def _send(self, message: types.JSONRPCMessage) -> None:

@@ -207,3 +207,26 @@ async def test_a_malformed_answer_from_the_client_is_refused_with_what_is_wrong(
     assert failures[0].startswith(
         "the MCP client answered sampling/createMessage with a malformed response: "
     )
+
+
+async def test_an_ask_cancelled_after_the_client_stopped_reading_is_still_just_cancelled() -> None:
+    outcomes: list[str] = []
+    async with relayed() as (relay, receive), anyio.create_task_group() as tg:
+        link = relay.link(1, "ask")
+        scope = anyio.CancelScope()
+
+        async def ask() -> None:
+            with scope:
+                try:
+                    await link.generate(QUESTION)
+                except anyio.get_cancelled_exc_class():
+                    outcomes.append("cancelled")
+                    raise
+            outcomes.append("over")
+
+        tg.start_soon(ask)
+        await next_message(receive)
+        receive.close()  # the client's pipe broke: telling it of the cancel fails
+        scope.cancel()
+
+    assert outcomes == ["cancelled", "over"]
