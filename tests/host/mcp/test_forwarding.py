@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
+from plughost.mcp import forwarding
 from plughost.mcp.forwarding import CallForwarder
 from plughost.mcp.registry_server import RegistryMCPServer
 from plughost.mcp.stream_filters import eager_memory_stream
@@ -55,14 +56,14 @@ async def served(
     async def transport() -> AsyncIterator[tuple[Any, Any]]:
         yield from_server, to_server
 
-    async with forwarding(bridge, forwarder, from_client, to_client):
+    async with forwarded_by(bridge, forwarder, from_client, to_client):
         client_options.setdefault("mode", "legacy")
         async with Client(transport(), cache=None, **client_options) as client:
             yield client, forwarder, observed
 
 
 @asynccontextmanager
-async def forwarding(
+async def forwarded_by(
     bridge: RegistryMCPServer, forwarder: CallForwarder, from_client: Any, to_client: Any
 ) -> AsyncIterator[None]:
     """The bridge's server behind the forwarder, as ``plughost serve`` runs it."""
@@ -262,7 +263,7 @@ async def test_a_call_sent_right_behind_a_set_level_logs_at_that_level_as_on_the
         {"id": 3, "method": "tools/call", "params": {"name": "chatter", "arguments": {}}},
     ]
     seen: list[Any] = []
-    async with forwarding(bridge, forwarder, from_client, to_client):
+    async with forwarded_by(bridge, forwarder, from_client, to_client):
         for line in lines:  # one after the other, no answer awaited
             message = types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", **line})
             await to_server.send(SessionMessage(message))
@@ -278,3 +279,28 @@ async def test_a_call_sent_right_behind_a_set_level_logs_at_that_level_as_on_the
         m.params["level"] for m in seen if getattr(m, "method", "") == "notifications/message"
     ]
     assert logged == ["warning", "error"]
+
+
+async def test_calls_go_through_the_session_while_the_program_traces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(forwarding, "tracing", lambda: True)  # tracing() has tests of its own
+    async with served() as (client, forwarder, observed):
+        greeted = await client.call_tool("greet", {"name": "Ada"})
+
+    assert greeted.content == [types.TextContent(text="Hello, Ada!")]
+    assert forwarder.forwarded == 0 and observed == [("greet", True)]
+
+
+async def test_a_call_with_more_in_its_params_than_the_forwarder_reads_is_left_to_the_session() -> (
+    None
+):
+    async with served() as (client, forwarder, observed):
+        plain = await client.call_tool("greet", {"name": "Ada"})
+        taken = forwarder.forwarded
+        marked = await client.call_tool("greet", {"name": "Ada"}, meta={"example.com/trace": "1"})
+        after = forwarder.forwarded
+
+    assert (taken, after) == (1, 1)  # the second went through the session
+    assert as_json(marked) == as_json(plain)
+    assert observed == [("greet", True), ("greet", True)]
