@@ -272,13 +272,14 @@ class _Server:
         carries on here) and becomes the native init (:func:`.sandbox.enter_cloned`).
         """
         try:
-            if _libc is not None:
+            if _libc is not None and cloned is None:
                 # Until the runner binds itself to its parent: a child that forks a pid
                 # namespace's init must not outlive us, or that init would watch another.
+                # (A cloned init watches us through a pidfd, and makes no ctypes call.)
                 _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
                 _libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)  # `ps -o comm`, top
             if cloned is None and os.getppid() != self._pid:
-                return 70  # we died while it started (a cloned init's parent is out of sight)
+                return 70  # we died while it started
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             others = [f.report for f in self._unsettled.values()] + [*self._statuses.values()]
@@ -299,6 +300,8 @@ class _Server:
             argv = [*(str(a) for a in request["argv"]), "--credentials-fd", str(pipes[2])]
             if cloned is not None and self._pidfd is not None:
                 plughost_runner.sandbox.enter_cloned(cloned, self._ids, pipes[3], self._pidfd)
+                if _libc is not None:
+                    _libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)
                 return runner_main.main([*argv, "--parent-pid", "1"])  # pid 2, under init
             # The runner's parent is this server, which itself dies with the host.
             argv += ["--parent-pid", str(os.getppid()), "--report-fd", str(pipes[3])]

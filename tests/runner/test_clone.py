@@ -86,7 +86,15 @@ import json, os, sys
 import plughost_runner.forkserver as forkserver
 from plughost_runner import __main__ as runner_main
 def stand_in(argv):
-    print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "argv": argv}), flush=True)
+    seen = {"pid": os.getpid(), "ppid": os.getppid(), "argv": argv}
+    if "--apply" in os.environ.get("STAND_IN", ""):
+        import plughost_runner.sandbox as sandbox
+        policy = sandbox.SandboxPolicy.from_json(argv[argv.index("--sandbox") + 1])
+        seen["inside"] = sandbox.apply(policy)
+        seen["ids"] = [os.geteuid(), os.getegid()]
+        with open("/proc/self/uid_map") as uid_map:
+            seen["uid_map"] = uid_map.read().split()
+    print(json.dumps(seen), flush=True)
     return 5
 runner_main.main = stand_in
 sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.getppid())]))
@@ -108,14 +116,19 @@ class _Server:
         reply: dict[str, Any] = msgpack.unpackb(self.control.recv(1 << 16))
         return reply
 
-    def fork(self, policy: SandboxPolicy) -> tuple[list[dict[str, Any]], str, str]:
-        """Ask for a runner with ``policy``; its replies up to its exit, its stdout, its stderr."""
+    def fork(
+        self, policy: SandboxPolicy, stand_in: str = ""
+    ) -> tuple[list[dict[str, Any]], str, str]:
+        """Ask for a runner with ``policy``; its replies up to its exit, its stdout, its stderr.
+
+        ``stand_in`` set to ``--apply``: the runner applies its sandbox before it reports.
+        """
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         credentials, written = os.pipe()
         os.close(written)
         argv = ["--endpoint", "ipc:///nowhere", "--sandbox", policy.to_json()]
-        packet = msgpack.packb({"id": 1, "argv": argv, "env": {}})
+        packet = msgpack.packb({"id": 1, "argv": argv, "env": {"STAND_IN": stand_in}})
         socket.send_fds(self.control, [packet], [out_write, err_write, credentials])
         for fd in (out_write, err_write, credentials):
             os.close(fd)
@@ -156,6 +169,19 @@ def test_the_fork_server_clones_a_sandboxed_runners_init_and_hears_the_runners_e
     assert "--report-fd" not in runner["argv"]  # init, not the runner, reports to the server
 
 
+def test_a_runner_under_a_cloned_init_keeps_its_own_ids_in_its_sandbox(server: _Server) -> None:
+    needs_namespaces()
+    policy = SandboxPolicy(user_namespace=True, network_namespace=True, pid_namespace=True)
+
+    replies, out, err = server.fork(policy, stand_in="--apply")
+
+    runner = json.loads(out)
+    assert runner["inside"] is True, err
+    assert runner["ids"] == [os.geteuid(), os.getegid()]  # mapped to themselves, not nobody
+    assert runner["uid_map"] == [str(os.geteuid()), str(os.geteuid()), "1"]
+    assert replies[-1]["code"] == 5
+
+
 def test_a_runner_whose_cloned_init_cannot_join_its_cgroup_ends_with_the_reason(
     server: _Server, tmp_path: Any
 ) -> None:
@@ -190,7 +216,7 @@ def test_a_runner_cloned_into_other_namespaces_than_its_policy_names_refuses_to_
     code = textwrap.dedent(
         """
         import plughost_runner.sandbox as sandbox
-        sandbox._cloned = (False, True)
+        sandbox._cloned = sandbox._Cloned(network=False, ids=(0, 0))
         try:
             sandbox.apply(sandbox.SandboxPolicy(user_namespace=True, network_namespace=True,
                                                 pid_namespace=True))

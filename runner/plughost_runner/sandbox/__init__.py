@@ -76,9 +76,16 @@ SYSTEM_READ = (
 )  # fmt: skip
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 _libc = ctypes.CDLL(None, use_errno=True)
-# The namespaces (network, pid) this process was cloned into by the fork server, if it was:
-# set in-process only (see enter_cloned), never from anything a runner is told.
-_cloned: tuple[bool, bool] | None = None
+# Set in-process only (see enter_cloned), never from anything a runner is told.
+_cloned: _Cloned | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Cloned:
+    """This runner's init was cloned into its namespaces by the fork server."""
+
+    network: bool  # with a network namespace of its own
+    ids: tuple[int, int]  # the uid and gid outside, which the runner maps to themselves
 
 
 class SandboxError(OSError):
@@ -147,19 +154,25 @@ def apply(policy: SandboxPolicy, socket_path: str = "", report_fd: int | None = 
     write = [*DEVICES, *policy.write]
     proxy: socket.socket | None = None
     connect = policy.connect_ports
-    entered = _cloned is not None
-    if entered and _cloned != (policy.network_namespace, policy.pid_namespace):
+    cloned = _cloned
+    if cloned is not None and not (
+        policy.user_namespace
+        and policy.pid_namespace
+        and cloned.network == policy.network_namespace
+    ):
         raise SandboxError(0, "cannot sandbox the runner: cloned into other namespaces")
     try:
-        if not entered:
+        if cloned is None:
             _join(policy.cgroups)
         if policy.user_namespace:
-            if not entered:
+            if cloned is not None:  # init joined the cgroups and capped the processes
+                namespaces.settle(*cloned.ids)
+            else:
                 namespaces.enter(network=policy.network_namespace, pid=policy.pid_namespace)
                 if policy.processes and os.geteuid() != 0:  # counted per user namespace
                     _limit_processes(policy.processes)
             if policy.pid_namespace:
-                if not entered:
+                if cloned is None:
                     pidns.split(report_fd=report_fd)  # returns in the runner, pid 2 under init
                 inside = True
                 namespaces.mount_proc()
@@ -198,14 +211,17 @@ def clones(policy: SandboxPolicy) -> bool:
 
 
 def enter_cloned(policy: SandboxPolicy, ids: tuple[int, int], report_fd: int, server: int) -> None:
-    """In pid 1 of namespaces the fork server cloned: finish entering them, fork the runner.
+    """In pid 1 of namespaces the fork server cloned: join the cgroups, fork the runner.
 
     The steps :func:`apply` takes up to its pid namespace's split, done by the
     init the fork server made with :func:`.clone.fork_into` (the flags of
-    :func:`.namespaces.clone_flags`): join the runner's cgroups, keep its
-    ``ids`` (uid, gid outside), cap its processes, then :func:`.pidns.split_cloned`.
-    Returns only in the runner (pid 2), where :func:`apply` then takes the
-    remaining steps; init never returns.
+    :func:`.namespaces.clone_flags`): join the runner's cgroups, cap its
+    processes, then :func:`.pidns.split_cloned`. Init makes no system call
+    through ctypes (each child's first one copies many pages): the runner,
+    which makes such calls anyway, maps ``ids`` (uid, gid outside) to
+    themselves in the user namespace they share and makes the mounts private
+    (:func:`.namespaces.settle`, in :func:`apply`). Returns only in the runner
+    (pid 2), where :func:`apply` then takes the remaining steps; init never returns.
 
     Raises:
         SandboxError: a step failed (in init, before the runner exists).
@@ -213,13 +229,12 @@ def enter_cloned(policy: SandboxPolicy, ids: tuple[int, int], report_fd: int, se
     global _cloned
     try:
         _join(policy.cgroups)
-        namespaces.settle(*ids)
         if policy.processes and ids[0] != 0:  # counted per user namespace
             _limit_processes(policy.processes)
     except OSError as exc:
         raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
     pidns.split_cloned(report_fd, server)
-    _cloned = (policy.network_namespace, policy.pid_namespace)
+    _cloned = _Cloned(policy.network_namespace, ids)
 
 
 def _join(cgroups: list[str]) -> None:

@@ -72,9 +72,11 @@ def clone_flags(*, network: bool, pid: bool) -> int:
 def settle(uid: int, gid: int) -> None:
     """Keep ``uid`` and ``gid`` in this process's new user namespace; make its mounts private.
 
-    The second half of :func:`enter`, for a process born in its namespaces
-    (:mod:`.clone`); ``uid`` and ``gid`` are its ids outside, read before the
-    namespace was made (inside, they read as the overflow id until mapped).
+    The second half of :func:`enter`, for a runner forked by an init that was
+    born in its namespaces (:mod:`.clone`): any process of a user namespace
+    with its capabilities may write its maps, once. ``uid`` and ``gid`` are the
+    ids outside, read before the namespace was made (inside, they read as the
+    overflow id until mapped).
 
     Raises:
         NamespaceError: the kernel refused a map or the mount.
