@@ -39,6 +39,7 @@ from typing import Any, Self
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
@@ -124,7 +125,7 @@ class _Writer:
         line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         async with self._lock:
             try:
-                await stdin.send(line.encode())
+                await _write(stdin, line.encode())
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 await self._ended_first()
                 raise anyio.ClosedResourceError from exc
@@ -150,6 +151,24 @@ class _Writer:
     ) -> bool | None:
         await self.aclose()
         return None
+
+
+async def _write(stdin: anyio.abc.ByteSendStream, data: bytes) -> None:
+    """Write ``data`` to the server's stdin; return once the pipe took it or its buffer has room.
+
+    On asyncio, the pipe's own writer is used: anyio's wrapper gives up a turn of
+    the loop after every write, which a request on its way to the server does not
+    need. A cancelled sender still raises before anything is written.
+    """
+    pipe = getattr(stdin, "_stream", None)
+    if not isinstance(pipe, asyncio.StreamWriter):
+        await stdin.send(data)
+        return
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    if pipe.is_closing():
+        raise anyio.ClosedResourceError
+    pipe.write(data)
+    await pipe.drain()
 
 
 @contextlib.asynccontextmanager

@@ -6,24 +6,12 @@ their sessions these streams (:func:`plughost.mcp.stream_filters.eager_memory_st
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-
 import anyio
 import anyio.lowlevel
 import pytest
 
 from plughost.mcp.stream_filters import eager_memory_stream
-
-
-async def _without_a_turn(step: Callable[[], Awaitable[object]]) -> bool:
-    """Whether ``step`` finished before the event loop ran what was queued just before it."""
-    order: list[str] = []
-    asyncio.get_running_loop().call_soon(order.append, "turn")
-    await step()
-    order.append("done")
-    await anyio.lowlevel.checkpoint()
-    return order == ["done", "turn"]
+from tests.host.mcp.loop_turns import without_a_turn
 
 
 async def test_an_item_reaches_a_waiting_receiver_without_a_turn_of_the_loop() -> None:
@@ -36,7 +24,7 @@ async def test_an_item_reaches_a_waiting_receiver_without_a_turn_of_the_loop() -
     async with send, receive, anyio.create_task_group() as tg:
         tg.start_soon(take)
         await anyio.wait_all_tasks_blocked()
-        assert await _without_a_turn(lambda: send.send(1))
+        assert await without_a_turn(lambda: send.send(1))
     assert received == [1]
 
 
@@ -45,7 +33,7 @@ async def test_a_receiver_takes_a_waiting_senders_item_without_a_turn() -> None:
     async with send, receive, anyio.create_task_group() as tg:
         tg.start_soon(send.send, 7)
         await anyio.wait_all_tasks_blocked()  # the sender waits: nobody receives yet
-        assert await _without_a_turn(receive.receive)
+        assert await without_a_turn(receive.receive)
     assert send.statistics().tasks_waiting_send == 0
 
 

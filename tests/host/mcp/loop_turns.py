@@ -1,0 +1,18 @@
+"""A check that an awaited step finished without giving up a turn of the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import anyio.lowlevel
+
+
+async def without_a_turn(step: Callable[[], Awaitable[object]]) -> bool:
+    """Whether ``step`` finished before the event loop ran what was queued just before it."""
+    order: list[str] = []
+    asyncio.get_running_loop().call_soon(order.append, "turn")
+    await step()
+    order.append("done")
+    await anyio.lowlevel.checkpoint()
+    return order == ["done", "turn"]
