@@ -186,11 +186,10 @@ class _Server:
         report, reporting = os.pipe()
         cloned = self._cloned_policy(request)
         try:
-            if cloned is None:
+            pid = self._clone(cloned) if cloned is not None else None
+            if pid is None:
+                cloned = None
                 pid = os.fork()
-            else:  # straight into its namespaces, as their init (see sandbox.clone)
-                flags = namespaces.clone_flags(network=cloned.network_namespace, pid=True)
-                pid = clone.fork_into(flags)
         except OSError as exc:
             self._send({"id": request.get("id"), "error": str(exc)})
             for fd in (*pipes, in_session, leads, report, reporting):
@@ -248,6 +247,18 @@ class _Server:
             self._statuses[pid] = fork.report  # init writes the runner's wait status there
         self._children.add(pid)
         self._send({"id": fork.request_id, "pid": pid})
+
+    def _clone(self, policy: SandboxPolicy) -> int | None:
+        """Clone a runner's init straight into its namespaces; None where the kernel refuses.
+
+        Refused (a container's seccomp profile, say), the child is forked as any
+        other and enters its namespaces itself: it says why it cannot, if it cannot.
+        """
+        flags = namespaces.clone_flags(network=policy.network_namespace, pid=True)
+        try:
+            return clone.fork_into(flags)
+        except OSError:
+            return None
 
     def _cloned_policy(self, request: dict[str, Any]) -> SandboxPolicy | None:
         """The sandbox policy of a runner whose namespaces and init this server clones, if so."""

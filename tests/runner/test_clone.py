@@ -89,14 +89,19 @@ def stand_in(argv):
     seen = {"pid": os.getpid(), "ppid": os.getppid(), "argv": argv}
     if "--apply" in os.environ.get("STAND_IN", ""):
         import plughost_runner.sandbox as sandbox
-        policy = sandbox.SandboxPolicy.from_json(argv[argv.index("--sandbox") + 1])
-        seen["inside"] = sandbox.apply(policy)
-        seen["ids"] = [os.geteuid(), os.getegid()]
+        args = runner_main.parser().parse_args(argv)
+        seen["inside"] = sandbox.apply(sandbox.SandboxPolicy.from_json(args.sandbox), "",
+                                       args.report_fd)
+        seen.update(pid=os.getpid(), ppid=os.getppid(), ids=[os.geteuid(), os.getegid()])
         with open("/proc/self/uid_map") as uid_map:
             seen["uid_map"] = uid_map.read().split()
     print(json.dumps(seen), flush=True)
     return 5
 runner_main.main = stand_in
+if sys.argv[2:] == ["--refuse-clone"]:
+    def refused(flags):
+        raise PermissionError(1, "clone: Operation not permitted")
+    forkserver.clone.fork_into = refused
 sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.getppid())]))
 """
 
@@ -104,9 +109,9 @@ sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.ge
 class _Server:
     """A real fork server over its socket; each request's stdout and stderr kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, *options: str) -> None:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        command = [sys.executable, "-c", _SERVER, str(theirs.fileno())]
+        command = [sys.executable, "-c", _SERVER, str(theirs.fileno()), *options]
         self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()])
         theirs.close()
         self.control.settimeout(30)
@@ -127,7 +132,7 @@ class _Server:
         err_read, err_write = os.pipe()
         credentials, written = os.pipe()
         os.close(written)
-        argv = ["--endpoint", "ipc:///nowhere", "--sandbox", policy.to_json()]
+        argv = ["--endpoint", "ipc:///nowhere", "--runner-id", "r", "--sandbox", policy.to_json()]
         packet = msgpack.packb({"id": 1, "argv": argv, "env": {"STAND_IN": stand_in}})
         socket.send_fds(self.control, [packet], [out_write, err_write, credentials])
         for fd in (out_write, err_write, credentials):
@@ -229,3 +234,21 @@ def test_a_runner_cloned_into_other_namespaces_than_its_policy_names_refuses_to_
     )
 
     assert "cloned into other namespaces" in done.stdout
+
+
+def test_a_runner_whose_clone_the_kernel_refuses_is_forked_and_enters_its_namespaces_itself() -> (
+    None
+):
+    needs_namespaces()
+    refusing = _Server("--refuse-clone")
+    policy = SandboxPolicy(user_namespace=True, network_namespace=True, pid_namespace=True)
+    try:
+        replies, out, err = refusing.fork(policy, stand_in="--apply")
+    finally:
+        refusing.close()
+
+    runner = json.loads(out)
+    assert runner["inside"] is True, err  # under an init its first child forked and handed over
+    assert (runner["pid"], runner["ppid"]) == (2, 1)
+    assert replies[0]["forked"] != replies[1]["pid"]  # the child in between, as before
+    assert replies[-1] == {"exit": replies[1]["pid"], "code": 5}
