@@ -1,12 +1,12 @@
 """Fork this interpreter straight into new namespaces: ``clone(2)`` with namespace flags.
 
-A sandboxed runner used to be forked, then call ``unshare`` and fork again so
-that its pid namespace had an init, and the first child exited: three copies
-of the fork server's address space per runner, two of them torn down again
-within milliseconds. :func:`fork_into` makes the namespace's init in one system
-call, a child that is already pid 1 of a new pid namespace (and in new user,
-mount, IPC and network namespaces), so a runner costs two copies and none is
-thrown away unused.
+A child that is forked, calls ``unshare`` and forks again so that its pid
+namespace has an init, and then exits, costs a sandboxed runner three copies
+of the fork server's address space, two of them torn down again within
+milliseconds. :func:`fork_into` makes the namespace's init in one system call,
+a child that is already pid 1 of a new pid namespace (and in new user, mount,
+IPC and network namespaces), so a runner costs two copies and none is thrown
+away unused.
 
 Lives here: the one system call. Not here: what the child does then
 (:func:`plughost_runner.sandbox.enter_cloned`).
