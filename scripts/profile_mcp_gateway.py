@@ -69,8 +69,12 @@ STAGES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("upstream: request written", ("upstream_tap.py:call",), ()),
     ("upstream line: read, parse", ("mcp/stdio.py:_read_lines",), ()),
     ("upstream result checked", ("upstream_tap.py:forwarded_call",), ("upstream_tap.py:call",)),
-    ("answer: shaped, handed on", ("forwarding.py:_answer",), ("registry_server.py:run_call",)),
-    ("answer: serialized, written", ("stdio_server.py:_write",), ()),
+    (
+        "answer: shaped, handed on",
+        ("forwarding.py:_answer",),
+        ("registry_server.py:run_call", "stdio_server.py:send"),
+    ),
+    ("answer: serialized, written", ("stdio_server.py:send",), ()),
 ]
 REST = "event loop, anyio streams, SDK session loop"
 

@@ -90,24 +90,33 @@ class HttpActivity:
 
 
 async def written(stream: Any, patience: float = 2.0) -> None:
-    """Wait until the stdio writer has written every message handed to it (bounded).
+    """Wait until the stdio transport has written every message handed to it (bounded).
 
-    The SDK's write stream holds no buffer: a message is handed straight to the
-    writer task, which writes and flushes it before it waits for the next one. So
+    On pipes, each message is written by the task that sends it, and the stream
+    says whether some message is not yet all in the pipe (``pending``). The SDK's
+    own transport holds no buffer either: a message is handed straight to its
+    writer task, which writes and flushes it before it waits for the next one; so
     once no sender waits and the writer waits to receive, everything is out.
     """
     inner = getattr(stream, "_inner", stream)
-    statistics = getattr(inner, "statistics", None)
     with anyio.move_on_after(patience):
         while True:
             for _ in range(8):  # let answers just returned by handlers reach the stream
                 await anyio.lowlevel.checkpoint()
-            if statistics is None:
+            if _written(inner):
                 return
-            state = statistics()
-            if state.tasks_waiting_send == 0 and state.tasks_waiting_receive > 0:
-                return
-            await anyio.sleep(0.01)  # the writer is writing: look again shortly
+            await anyio.sleep(0.01)  # a message is being written: look again shortly
+
+
+def _written(stream: Any) -> bool:
+    pending = getattr(stream, "pending", None)
+    if isinstance(pending, bool):
+        return not pending
+    statistics = getattr(stream, "statistics", None)
+    if statistics is None:
+        return True
+    state = statistics()
+    return bool(state.tasks_waiting_send == 0 and state.tasks_waiting_receive > 0)
 
 
 async def stop_requested(stopped: anyio.Event, stopping: asyncio.Event) -> bool:

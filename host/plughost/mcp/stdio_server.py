@@ -5,7 +5,9 @@ in a worker thread: three thread hand-offs per request and answer, a third of a
 trivial call's time on a busy machine. When stdin and stdout are pipes or
 sockets (as every MCP client that starts a server makes them), :func:`stdio_streams`
 reads and writes them from the event loop instead, with asyncio's pipe
-transports. Anything else (a terminal, a file) goes to the SDK's own transport.
+transports, and each message is written by the task that sends it (the answer
+to a call goes into the pipe from the task that has it, with no writer task to
+wake). Anything else (a terminal, a file) goes to the SDK's own transport.
 
 It keeps the SDK's guard for the protocol stream: while serving, fd 0 reads
 ``/dev/null`` and fd 1 writes to stderr, so a handler or child process that reads
@@ -28,11 +30,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from plughost.mcp.stream_filters import EagerReceive, EagerSend, eager_memory_stream
+from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
 
 __all__ = ["stdio_streams"]
 
@@ -99,17 +103,16 @@ async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any
     )
     write_pipe, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)
     write_pipe.set_write_buffer_limits(high=0)  # drain() waits until the pipe took it all
-    writer = asyncio.StreamWriter(write_pipe, protocol, None, loop)
+    write_stream = PipeWriter(asyncio.StreamWriter(write_pipe, protocol, None, loop))
     # Eager: a message moves between the pipe's task and the session's with no extra turn.
     incoming, read_stream = eager_memory_stream[SessionMessage | Exception](0)
-    write_stream, outgoing = eager_memory_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_read, reader, incoming)
-            tg.start_soon(_write, writer, outgoing)
             yield read_stream, write_stream
             tg.cancel_scope.cancel()
     finally:
+        write_stream.close()
         read_pipe.close()
         write_pipe.close()
 
@@ -137,13 +140,50 @@ async def _readline(reader: asyncio.StreamReader) -> bytes:
         return b""
 
 
-async def _write(writer: asyncio.StreamWriter, outgoing: EagerReceive[Any]) -> None:
-    async with outgoing:
-        async for message in outgoing:
-            data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-            try:
-                writer.write(data.encode() + b"\n")
-                await writer.drain()
-            except (ConnectionError, OSError) as exc:  # the client is gone
-                log.debug("mcp stdout closed reason=%s", exc)
-                return
+class PipeWriter(anyio.abc.ObjectSendStream[SessionMessage]):
+    """The session's write stream: each message is written to stdout by the task that sends it.
+
+    A message goes into the pipe whole, in the order of the sends, and ``send``
+    returns once the pipe took it (the transport buffers nothing past that). A
+    cancelled sender raises before its message is written; once written, the
+    message goes out even if the sender is cancelled while it waits.
+    """
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._senders = 0
+        self._broken = False
+
+    @property
+    def pending(self) -> bool:
+        """Whether a message handed to this stream is not yet all in the pipe."""
+        return self._senders > 0 or self._writer.transport.get_write_buffer_size() > 0
+
+    async def send(self, item: SessionMessage, /) -> None:
+        """Write ``item`` as one line; wait until the pipe took it.
+
+        Raises:
+            anyio.BrokenResourceError: The client's end of the pipe is gone.
+        """
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if self._broken:
+            raise anyio.BrokenResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        self._senders += 1
+        try:
+            self._writer.write(data.encode() + b"\n")
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:  # the client is gone
+            log.debug("mcp stdout closed reason=%s", exc)
+            self._broken = True
+            raise anyio.BrokenResourceError from exc
+        finally:
+            self._senders -= 1
+
+    def close(self) -> None:
+        """Refuse every later send."""
+        self._broken = True
+
+    async def aclose(self) -> None:
+        """Refuse every later send (the pipe is closed by whoever opened it)."""
+        self.close()
