@@ -279,10 +279,12 @@ class _Server:
     ) -> int:
         """In the child: a new session, the runner's streams and environment, then its main.
 
-        A ``cloned`` child is its pid namespace's init: it forks the runner (which
-        carries on here) and becomes the native init (:func:`.sandbox.enter_cloned`).
+        A ``cloned`` child is its pid namespace's init: it forks the runner first
+        (which carries on here) and becomes the native init (:meth:`_fork_runner`).
         """
         try:
+            if cloned is not None and self._pidfd is not None:
+                self._fork_runner(cloned, pipes, self._pidfd)  # returns in the runner only
             if _libc is not None and cloned is None:
                 # Until the runner binds itself to its parent: a child that forks a pid
                 # namespace's init must not outlive us, or that init would watch another.
@@ -310,7 +312,6 @@ class _Server:
             _replace_environment({str(k): str(v) for k, v in request["env"].items()})
             argv = [*(str(a) for a in request["argv"]), "--credentials-fd", str(pipes[2])]
             if cloned is not None and self._pidfd is not None:
-                plughost_runner.sandbox.enter_cloned(cloned, self._ids, pipes[3], self._pidfd)
                 if _libc is not None:
                     _libc.prctl(_PR_SET_NAME, b"plughost-runner", 0, 0, 0)
                 return runner_main.main([*argv, "--parent-pid", "1"])  # pid 2, under init
@@ -319,12 +320,25 @@ class _Server:
             return runner_main.main(argv)
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else 1
-        except SandboxError as exc:  # in init, before any runner
-            print(f"plughost runner: {exc}", file=sys.stderr)
-            return 4
         except BaseException:  # anything else: say so on the runner's stderr and exit
             traceback.print_exc()
             return 1
+
+    def _fork_runner(self, policy: SandboxPolicy, pipes: list[int], server: int) -> None:
+        """In a cloned init: fork the runner before any other step; return only in the runner.
+
+        Every page init writes before it forks is copied twice, once for init and
+        again for the runner, which would then take the same steps itself: so init
+        takes none of :meth:`_become_runner`'s. What it inherited from this server
+        goes with its exec of the native init, which closes every descriptor but
+        its own two (:mod:`.sandbox.pidns`).
+        """
+        try:
+            plughost_runner.sandbox.enter_cloned(policy, self._ids, pipes[3], server)
+        except SandboxError as exc:  # still in init, whose stderr is this server's
+            with contextlib.suppress(OSError):
+                os.write(pipes[1], f"plughost runner: {exc}\n".encode())
+            os._exit(4)
 
     def _reap(self) -> None:
         while True:

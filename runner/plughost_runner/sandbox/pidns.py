@@ -175,15 +175,17 @@ def _exec_native_init(runner: int, report_fd: int, server: int) -> None:
     """Become the native init, which carries on as :func:`_serve_adopted`; return if it cannot.
 
     Only ``report_fd`` and ``server`` cross the exec; every other descriptor
-    this process inherited is closed first.
+    this process inherited is closed first, and stays closed in the Python init
+    that carries on where there is no native one: a cloned init forks the runner
+    before it closes anything (see the fork server).
     """
-    path = native_init()
-    if path is None:
-        return
     passed = (report_fd, server)
     kept = sorted(passed)
     for low, high in zip([-1, *kept], [*kept, os.sysconf("SC_OPEN_MAX")], strict=True):
         os.closerange(low + 1, high)
+    path = native_init()
+    if path is None:
+        return
     for fd in passed:
         os.set_inheritable(fd, True)
     with contextlib.suppress(OSError):
