@@ -54,7 +54,7 @@ WRAPPER = textwrap.dedent(
 
 # (stage, functions that begin it as "file:function" fragments, stages nested in it).
 STAGES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
-    ("client line: read, parse", ("stdio_server.py:_read",), ()),
+    ("client line: read, parse", ("stdio_server.py:_read",), ("forwarding.py:take",)),
     ("call taken: decision, task start", ("forwarding.py:take",), ()),
     (
         "registry: run_call, routing, argument check",

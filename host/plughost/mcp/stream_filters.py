@@ -16,6 +16,12 @@ its way from a pipe to the task that answers it crosses such a stream at each
 hop. An eager end skips that turn when the item can move at once (a receiver is
 waiting, or a sender is); a cancelled sender still raises before its item goes,
 so what arrives, in which order, and what a cancel stops are unchanged.
+
+A :class:`FilteredReceive` over an eager stream asks the stream to show it each
+message as it is sent (:meth:`EagerReceive.intercept`): the message is claimed
+in the sending task (the one that read it from the pipe), in the order sent, and
+a claimed message never enters the stream, so the task waiting for it is woken
+straight from there instead of through the session's task.
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ def _nothing() -> None:
 class FilteredReceive(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """``inner``'s items, minus the messages ``claim`` returns True for.
 
+    Over an eager stream, ``claim`` sees each message in the task that sends it;
+    over any other, in the task that receives.
+
     Args:
         inner: The transport's read stream.
         claim: Sees each message first; True keeps it from the session.
@@ -67,6 +76,10 @@ class FilteredReceive(anyio.abc.ObjectReceiveStream[SessionMessage | Exception])
         self._inner = inner
         self._claim = claim
         self._on_end = on_end
+        self._pushed = isinstance(inner, EagerReceive) and inner.intercept(self._claims)
+
+    def _claims(self, item: object) -> bool:
+        return isinstance(item, SessionMessage) and self._claim(item.message)
 
     @property
     def last_context(self) -> Any:
@@ -81,7 +94,7 @@ class FilteredReceive(anyio.abc.ObjectReceiveStream[SessionMessage | Exception])
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self._on_end()
                 raise
-            if not isinstance(item, SessionMessage) or not self._claim(item.message):
+            if self._pushed or not self._claims(item):  # pushed: claimed as it was sent
                 return item
 
     async def aclose(self) -> None:
@@ -107,11 +120,25 @@ class WatchedSend(anyio.abc.ObjectSendStream[SessionMessage]):
         await self._inner.aclose()
 
 
+class _Interception:
+    """What the receiving side of an eager stream takes off it as the items are sent."""
+
+    __slots__ = ("claim",)
+
+    def __init__(self) -> None:
+        self.claim: Callable[[Any], bool] | None = None
+
+
 class _MemoryEnd:
     """What both eager ends pass straight to the memory stream's end they wrap."""
 
-    def __init__(self, inner: MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]):
+    def __init__(
+        self,
+        inner: MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any],
+        interception: _Interception,
+    ):
         self._end = inner
+        self._interception = interception
 
     def statistics(self) -> MemoryObjectStreamStatistics:
         """The inner stream's statistics."""
@@ -129,13 +156,16 @@ class _MemoryEnd:
 class EagerSend(_MemoryEnd, anyio.abc.ObjectSendStream[T], Generic[T]):
     """A memory stream's send end that hands an item over without a turn when it can."""
 
-    def __init__(self, inner: MemoryObjectSendStream[T]) -> None:
-        super().__init__(inner)
+    def __init__(self, inner: MemoryObjectSendStream[T], interception: _Interception) -> None:
+        super().__init__(inner, interception)
         self._inner = inner
 
     async def send(self, item: T, /) -> None:
         """Send ``item``; wait only when no receiver is ready for it."""
         await anyio.lowlevel.checkpoint_if_cancelled()
+        claim = self._interception.claim
+        if claim is not None and claim(item):
+            return
         try:
             self._inner.send_nowait(item)
         except anyio.WouldBlock:
@@ -143,15 +173,29 @@ class EagerSend(_MemoryEnd, anyio.abc.ObjectSendStream[T], Generic[T]):
 
     def send_nowait(self, item: T) -> None:
         """Send ``item`` now, or raise :class:`anyio.WouldBlock`."""
+        claim = self._interception.claim
+        if claim is not None and claim(item):
+            return
         self._inner.send_nowait(item)
 
 
 class EagerReceive(_MemoryEnd, anyio.abc.ObjectReceiveStream[T], Generic[T]):
     """A memory stream's receive end that takes a waiting item without a turn."""
 
-    def __init__(self, inner: MemoryObjectReceiveStream[T]) -> None:
-        super().__init__(inner)
+    def __init__(self, inner: MemoryObjectReceiveStream[T], interception: _Interception) -> None:
+        super().__init__(inner, interception)
         self._inner = inner
+
+    def intercept(self, claim: Callable[[T], bool]) -> bool:
+        """Show ``claim`` each item as it is sent, in the sending task; True keeps it out.
+
+        Returns False, and changes nothing, if items already wait in the stream or
+        another claim was installed first: the receiver then claims as it receives.
+        """
+        if self._interception.claim is not None or self._end.statistics().current_buffer_used:
+            return False
+        self._interception.claim = claim
+        return True
 
     async def receive(self) -> T:
         """The next item; wait only when none is ready.
@@ -163,6 +207,15 @@ class EagerReceive(_MemoryEnd, anyio.abc.ObjectReceiveStream[T], Generic[T]):
             return self._inner.receive_nowait()
         except anyio.WouldBlock:
             return await self._inner.receive()
+
+    def close(self) -> None:
+        """Close the inner stream; senders are no longer shown to a claim."""
+        self._interception.claim = None
+        self._end.close()
+
+    async def aclose(self) -> None:
+        """Close the inner stream; senders are no longer shown to a claim."""
+        self.close()
 
     def receive_nowait(self) -> T:
         """The next item now, or raise :class:`anyio.WouldBlock`."""
@@ -177,4 +230,7 @@ class eager_memory_stream(tuple[EagerSend[T], EagerReceive[T]]):  # noqa: N801 -
 
     def __new__(cls, max_buffer_size: float = 0) -> eager_memory_stream[T]:
         send, receive = anyio.create_memory_object_stream[T](max_buffer_size)
-        return tuple.__new__(cls, (EagerSend(send), EagerReceive(receive)))
+        interception = _Interception()
+        return tuple.__new__(
+            cls, (EagerSend(send, interception), EagerReceive(receive, interception))
+        )
