@@ -129,6 +129,9 @@ async def call_continuously(host: PluginHost, stop: asyncio.Event) -> list[str]:
     while not stop.is_set():
         result = await host.invoke("version", {})
         answers.append(result.content if result.success else f"ERROR {result.error_code}")
+        # A call that fails without awaiting anything (a runner gone) must not starve the
+        # loop: the reload, the watcher and the test's own deadline run on it too.
+        await asyncio.sleep(0)
     return answers
 
 
