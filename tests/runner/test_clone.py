@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any
 
 import msgpack
@@ -96,12 +98,16 @@ def stand_in(argv):
         with open("/proc/self/uid_map") as uid_map:
             seen["uid_map"] = uid_map.read().split()
     print(json.dumps(seen), flush=True)
+    if "--hold" in os.environ.get("STAND_IN", ""):  # until the credentials pipe is closed
+        os.read(int(argv[argv.index("--credentials-fd") + 1]), 1)
     return 5
 runner_main.main = stand_in
 if sys.argv[2:] == ["--refuse-clone"]:
     def refused(flags):
         raise PermissionError(1, "clone: Operation not permitted")
     forkserver.clone.fork_into = refused
+if sys.argv[2:] == ["--no-native-init"]:
+    forkserver.plughost_runner.sandbox.pidns.NATIVE_INIT = "/nonexistent/plughost-init"
 sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", str(os.getppid())]))
 """
 
@@ -252,3 +258,44 @@ def test_a_runner_whose_clone_the_kernel_refuses_is_forked_and_enters_its_namesp
     assert (runner["pid"], runner["ppid"]) == (2, 1)
     assert replies[0]["forked"] != replies[1]["pid"]  # the child in between, as before
     assert replies[-1] == {"exit": replies[1]["pid"], "code": 5}
+
+
+def test_a_cloned_python_init_holds_none_of_the_servers_or_its_runners_descriptors() -> None:
+    # Where the native init is missing, the cloned init stays a Python process. It forks
+    # the runner before any other step, so it must close what it inherited itself.
+    needs_namespaces()
+    python_init = _Server("--no-native-init")
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    credentials, written = os.pipe()
+    theirs = {f"pipe:[{os.fstat(fd).st_ino}]" for fd in (out_read, err_read, credentials)}
+    policy = SandboxPolicy(user_namespace=True, network_namespace=True, pid_namespace=True)
+    argv = ["--endpoint", "ipc:///nowhere", "--runner-id", "r", "--sandbox", policy.to_json()]
+    packet = msgpack.packb({"id": 1, "argv": argv, "env": {"STAND_IN": "--hold"}})
+    try:
+        socket.send_fds(python_init.control, [packet], [out_write, err_write, credentials])
+        for fd in (out_write, err_write, credentials):
+            os.close(fd)
+        python_init.receive()  # forked
+        init = python_init.receive()["pid"]
+        _wait_for_name(init, "plughost-init")  # named once it has closed what it inherited
+
+        held = {os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+        assert not held & theirs, held  # the runner's streams and credentials
+        assert not [link for link in held if link.startswith("socket:")], held  # the control
+    finally:
+        os.close(written)
+        python_init.close()
+        for fd in (out_read, err_read):
+            os.close(fd)
+
+
+def _wait_for_name(pid: int, name: str, timeout: float = 30.0) -> None:
+    """Wait, under ``timeout``, until process ``pid`` has named itself ``name``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as comm:
+            if comm.read().strip() == name:
+                return
+        select.select([], [], [], 0.01)  # the next look at /proc, within the deadline
+    raise AssertionError(f"process {pid} never named itself {name}")
