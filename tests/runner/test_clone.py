@@ -84,7 +84,7 @@ def test_a_cloned_child_is_pid_1_of_new_namespaces_and_forks_a_runner_that_runs_
 
 # A fork server whose runners report where they run instead of serving a host.
 _SERVER = """
-import json, os, sys
+import json, os, select, sys, time
 import plughost_runner.forkserver as forkserver
 from plughost_runner import __main__ as runner_main
 def stand_in(argv):
@@ -97,10 +97,29 @@ def stand_in(argv):
         seen.update(pid=os.getpid(), ppid=os.getppid(), ids=[os.geteuid(), os.getegid()])
         with open("/proc/self/uid_map") as uid_map:
             seen["uid_map"] = uid_map.read().split()
+    if "--reach-init" in os.environ.get("STAND_IN", ""):
+        seen["init"] = reach_init()
     print(json.dumps(seen), flush=True)
     if "--hold" in os.environ.get("STAND_IN", ""):  # until the credentials pipe is closed
         os.read(int(argv[argv.index("--credentials-fd") + 1]), 1)
     return 5
+def reach_init():
+    # What plugin code could do to its init once init waits for it (asleep, as itself).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open("/proc/1/comm") as comm, open("/proc/1/stat") as stat:
+            if comm.read().strip() == "plughost-init" and stat.read().split()[2] == "S":
+                break
+        select.select([], [], [], 0.01)
+    report = open("/proc/1/cmdline").read().split("\\0")[1]  # native init: its report fd
+    reached = {}
+    for what, path in (("mem", "/proc/1/mem"), ("report", f"/proc/1/fd/{report}")):
+        try:
+            os.close(os.open(path, os.O_RDWR if what == "mem" else os.O_WRONLY))
+            reached[what] = "opened"
+        except OSError as exc:
+            reached[what] = exc.strerror
+    return reached
 runner_main.main = stand_in
 if sys.argv[2:] == ["--refuse-clone"]:
     def refused(flags):
@@ -299,3 +318,30 @@ def _wait_for_name(pid: int, name: str, timeout: float = 30.0) -> None:
                 return
         select.select([], [], [], 0.01)  # the next look at /proc, within the deadline
     raise AssertionError(f"process {pid} never named itself {name}")
+
+
+@pytest.mark.parametrize("options", [(), ("--refuse-clone",)], ids=["cloned", "forked"])
+def test_plugin_code_cannot_open_its_inits_memory_or_report_pipe_even_without_landlock(
+    options: tuple[str, ...],
+) -> None:
+    # Exec makes a process dumpable; the native init makes itself non-dumpable again, or
+    # code of the runner's own uid could write into it (no seccomp filter there) or forge
+    # the runner's end. Landlock would refuse it too, so the policy leaves Landlock out.
+    needs_namespaces()
+    made = _Server(*options)
+    policy = SandboxPolicy(
+        user_namespace=True,
+        network_namespace=True,
+        pid_namespace=True,
+        no_new_privs=True,
+        seccomp="seccomp" in OFFERED["offered"],  # type: ignore[operator]
+    )
+    try:
+        replies, out, err = made.fork(policy, stand_in="--apply --reach-init")
+    finally:
+        made.close()
+
+    runner = json.loads(out)
+    assert (runner["pid"], runner["ppid"]) == (2, 1), err
+    assert runner["init"] == {"mem": "Permission denied", "report": "Permission denied"}
+    assert replies[-1]["code"] == 5  # its own end, which nothing forged

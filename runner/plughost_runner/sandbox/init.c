@@ -16,6 +16,11 @@
  *   - exit as soon as SERVER_FD, a pidfd of the fork server, becomes readable
  *     (the fork server has died), ending the namespace with it.
  *
+ * Its first step makes it non-dumpable again: exec made it dumpable, and a
+ * dumpable init of the runner's own uid lets the runner's plugin code open its
+ * /proc/1/mem and /proc/1/fd (where Landlock is not there to refuse it) and so
+ * act as a process with none of the runner's seccomp filter, or forge its report.
+ *
  * Usage: plughost-init REPORT_FD SERVER_FD RUNNER_PID. The Python side passes
  * exactly those two descriptors across exec and closes every other one.
  * Built by scripts/bootstrap.sh with nothing beyond libc.
@@ -25,6 +30,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +69,9 @@ static int reap(pid_t runner, int *status) {
 }
 
 int main(int argc, char **argv) {
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        return 1;
+    }
     if (argc != 4) {
         return 2;
     }
