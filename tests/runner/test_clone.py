@@ -82,6 +82,40 @@ def test_a_cloned_child_is_pid_1_of_new_namespaces_and_forks_a_runner_that_runs_
     assert seen["grandchild"] == 0  # pid 2 under it, with a thread of its own
 
 
+_THREADED = """
+import os, threading
+from plughost_runner.sandbox import clone, namespaces
+release = threading.Event()
+thread = threading.Thread(target=release.wait)
+thread.start()
+try:
+    pid = clone.fork_into(namespaces.clone_flags(network=True, pid=True))
+except OSError as exc:
+    print(exc)
+else:
+    if pid == 0:
+        os._exit(0)  # a child that runs no Python while another thread may hold a lock
+    os.waitpid(pid, 0)
+    print("cloned")
+finally:
+    release.set()
+"""
+
+
+def test_a_caller_with_a_second_thread_is_refused_the_clone_that_skips_the_after_fork_steps() -> (
+    None
+):
+    # The kernel itself clones a threaded caller into new namespaces (unlike unshare),
+    # and the child then runs Python with no after-fork step: a lock another thread
+    # held stays held forever there.
+    needs_namespaces()
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADED], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert done.stdout.strip().endswith("clone: the caller has 2 threads, not one"), done.stderr
+
+
 # A fork server whose runners report where they run instead of serving a host.
 _SERVER = """
 import json, os, select, sys, time

@@ -15,9 +15,11 @@ The child is a short-lived init-to-be, and runs none of the steps a fork
 normally takes in a child: not CPython's (reset the interpreter's locks and
 threads, then every ``os.register_at_fork`` hook: together most of a
 millisecond of page copies in each child), nor the C library's (its record of
-the thread id stays the parent's). That is sound because the caller has a
-single thread, as ``unshare`` requires too, so no lock is held by a thread
-that is gone; the child must still not call ``raise``, ``abort`` or
+the thread id stays the parent's). That is sound only in a caller with a
+single thread, where no lock can be held by a thread the child does not
+have: unlike ``unshare``, the kernel clones a threaded caller into new
+namespaces, so :func:`fork_into` counts the caller's threads itself and
+refuses more than one. The child must still not call ``raise``, ``abort`` or
 ``pthread_kill``, nor start a thread, and it should ``exec`` soon. What runs
 as Python proper, the runner, is forked from it with :func:`os.fork`, which
 takes every step again.
@@ -26,6 +28,7 @@ takes every step again.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
 import signal
@@ -50,11 +53,15 @@ def fork_into(flags: int) -> int:
         0 in the child, the child's pid in the parent (as :func:`os.fork`).
 
     Raises:
-        OSError: the kernel refused (no user namespaces, a threaded caller...), or
-            this machine's ``clone`` is not known here (see :func:`supported`).
+        OSError: the caller has more than one thread, the kernel refused (no user
+            namespaces, a limit on their number...), or this machine's ``clone`` is
+            not known here (see :func:`supported`).
     """
     if _SYS_CLONE is None:
         raise OSError(0, f"clone: not known on {platform.machine()}")
+    threads = _threads()
+    if threads != 1:
+        raise OSError(errno.EINVAL, f"clone: the caller has {threads} threads, not one")
     # clone(flags, stack, parent_tid, child_tid, tls) on x86-64; aarch64 swaps the last
     # two, and every pointer is unused here: a NULL stack makes it fork-like.
     pid = _libc.syscall(
@@ -71,3 +78,8 @@ def fork_into(flags: int) -> int:
     if pid < 0:
         raise OSError(code, f"clone: {os.strerror(code)}")
     return int(pid)
+
+
+def _threads() -> int:
+    """How many threads this process has (``/proc/self/task`` links one directory each)."""
+    return os.stat("/proc/self/task").st_nlink - 2
