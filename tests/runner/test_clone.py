@@ -8,6 +8,7 @@ it runs, so no host is needed).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import msgpack
@@ -261,6 +263,50 @@ def test_a_runner_whose_cloned_init_cannot_join_its_cgroup_ends_with_the_reason(
     assert out == ""  # no runner ran
     assert err.startswith("plughost runner:") and "cannot sandbox the runner" in err
     assert "no-such-cgroup" in err
+
+
+@pytest.fixture
+def one_process() -> Iterator[dict[str, Any]]:
+    """Sandbox policy fields that leave a runner's init room for itself alone, not the runner."""
+    if os.geteuid() != 0:
+        yield {"processes": 1}  # RLIMIT_NPROC, counted in the runner's user namespace
+        return
+    for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):  # cgroup v1, then v2
+        group = os.path.join(root, f"plughost-test-{os.getpid()}")
+        try:
+            os.mkdir(group)
+        except OSError:
+            continue
+        try:
+            with open(os.path.join(group, "pids.max"), "w", encoding="utf-8") as limit:
+                limit.write("1")
+        except OSError:
+            os.rmdir(group)
+            continue
+        try:
+            yield {"cgroups": [os.path.join(group, "cgroup.procs")]}
+        finally:
+            os.rmdir(group)  # empty again: init and the server's other children are gone
+        return
+    pytest.skip("root without a pids cgroup it can make: no way to refuse init its fork")
+
+
+def test_a_runner_whose_cloned_init_cannot_fork_it_ends_with_the_reason_on_its_stderr(
+    server: _Server, one_process: dict[str, Any]
+) -> None:
+    needs_namespaces()
+    policy = SandboxPolicy(
+        user_namespace=True, network_namespace=True, pid_namespace=True, **one_process
+    )
+
+    replies, out, err = server.fork(policy)
+
+    assert replies[0]["forked"] == replies[1]["pid"]  # cloned: the init the host knows
+    assert replies[-1]["code"] == 4
+    assert out == ""  # no runner ran
+    assert err.startswith("plughost runner:")
+    assert "cannot fork the runner under its pid-namespace init" in err
+    assert os.strerror(errno.EAGAIN) in err
 
 
 def test_a_runner_without_a_pid_namespace_is_forked_as_before(server: _Server) -> None:

@@ -224,7 +224,7 @@ def enter_cloned(policy: SandboxPolicy, ids: tuple[int, int], report_fd: int, se
     (pid 2), where :func:`apply` then takes the remaining steps; init never returns.
 
     Raises:
-        SandboxError: a step failed (in init, before the runner exists).
+        SandboxError: a step failed (in init, before the runner exists, or its fork).
     """
     global _cloned
     try:
@@ -233,7 +233,11 @@ def enter_cloned(policy: SandboxPolicy, ids: tuple[int, int], report_fd: int, se
             _limit_processes(policy.processes)
     except OSError as exc:
         raise SandboxError(exc.errno, f"cannot sandbox the runner: {exc}") from exc
-    pidns.split_cloned(report_fd, server)
+    try:
+        pidns.split_cloned(report_fd, server)
+    except OSError as exc:  # a process limit reached, say: the runner was never forked
+        why = f"cannot fork the runner under its pid-namespace init: {exc.strerror}"
+        raise SandboxError(exc.errno, why) from exc
     _cloned = _Cloned(policy.network_namespace, ids)
 
 
