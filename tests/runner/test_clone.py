@@ -133,6 +133,9 @@ def stand_in(argv):
         seen.update(pid=os.getpid(), ppid=os.getppid(), ids=[os.geteuid(), os.getegid()])
         with open("/proc/self/uid_map") as uid_map:
             seen["uid_map"] = uid_map.read().split()
+    if "--list-fds" in os.environ.get("STAND_IN", ""):  # before the sandbox: all it got
+        seen["fds"] = [int(fd) for fd in os.listdir("/proc/self/fd") if os.path.exists(
+            f"/proc/self/fd/{fd}")]  # less the listing's own
     if "--reach-init" in os.environ.get("STAND_IN", ""):
         seen["init"] = reach_init()
     print(json.dumps(seen), flush=True)
@@ -233,6 +236,23 @@ def test_the_fork_server_clones_a_sandboxed_runners_init_and_hears_the_runners_e
     runner = json.loads(out)
     assert (runner["pid"], runner["ppid"]) == (2, 1), err
     assert "--report-fd" not in runner["argv"]  # init, not the runner, reports to the server
+
+
+def test_a_runner_under_a_cloned_init_holds_only_its_streams_and_credentials(
+    server: _Server,
+) -> None:
+    # Init forks it before closing anything it inherited from the fork server (the
+    # control socket, other runners' report pipes, the server's pidfd): the runner
+    # closes its own copies before any plugin code could use them.
+    needs_namespaces()
+    policy = SandboxPolicy(user_namespace=True, network_namespace=True, pid_namespace=True)
+
+    replies, out, err = server.fork(policy, stand_in="--list-fds")
+
+    runner = json.loads(out)
+    credentials = int(runner["argv"][runner["argv"].index("--credentials-fd") + 1])
+    assert sorted(runner["fds"]) == sorted([0, 1, 2, credentials]), err
+    assert replies[0]["forked"] == replies[1]["pid"]  # under the init the server cloned
 
 
 def test_a_runner_under_a_cloned_init_keeps_its_own_ids_in_its_sandbox(server: _Server) -> None:
