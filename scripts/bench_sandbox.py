@@ -235,9 +235,10 @@ def report(results: Results, command: str) -> str:
         "Wall-clock figures move with the machine's load (the load average when this ran: "
         f"{results.load:.1f} on {psutil.cpu_count()} CPUs); the CPU time of the runner "
         "processes does not, and its difference is what the sandbox costs a start. It counts "
-        "the runner's processes alive at READY: with a pid namespace, not the short-lived "
-        "process that entered it and handed its init to the fork server (the fork server "
-        "reaps it), so the CPU the pid namespace adds is a lower bound.",
+        "the runner's processes alive at READY: with a pid namespace, the runner and its "
+        "init, which the fork server clones straight into the new namespaces (where the "
+        "kernel refuses that clone, a short-lived process enters them first and is not "
+        "counted), but not the fork server's own share of each start.",
         "",
         "| target | measured | result |",
         "|---|---|---|",
