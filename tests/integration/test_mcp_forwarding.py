@@ -194,3 +194,22 @@ async def test_an_upstream_that_dies_mid_call_fails_the_call_and_the_next_call_r
     )
     assert after != before  # a new process answered
     assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_die", "mcp_fwd_whoami"]
+
+
+async def test_a_gateway_call_past_its_tool_timeout_fails_and_is_cancelled_at_the_upstream(
+    places: dict[str, Path],
+) -> None:
+    config = places["config"].read_text()
+    places["config"].write_text(config.replace("\nprotocol =", "\ntool_timeout = 1\nprotocol ="))
+    async with served(places) as client:
+        late = await client.call_tool("mcp_fwd_wait", {"label": "t", "seconds": 60})
+        await wait_until(lambda: "cancelled t" in events(places), timeout=30, what="cancel")
+        after = await client.call_tool("mcp_fwd_wait", {"label": "u"})
+
+    assert late.is_error is True
+    assert late.content[0].text == (
+        "MCP server 'fwd' did not answer 'wait' within 1 s (tool_timeout); the call was abandoned."
+    )
+    assert "done t" not in events(places)
+    assert after.content[0].text == "waited u"
+    assert taken(places) == ["mcp_fwd_wait", "mcp_fwd_wait"]

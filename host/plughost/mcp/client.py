@@ -177,7 +177,9 @@ class MCPConnection(ConnectionOwner):
         """Send ``operation`` once; a lost connection becomes a :class:`_LostError`."""
         with delivery.tracking(tracked=tracks_delivery(self.config)) as sent:
             try:
-                with anyio.fail_after(timeout):
+                # asyncio's deadline, not anyio's: the same TimeoutError, without an anyio
+                # cancel scope's bookkeeping on every call.
+                async with asyncio.timeout(timeout):
                     return await operation(client)
             except Exception as exc:
                 refusal = sent.refusal
