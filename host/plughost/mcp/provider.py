@@ -196,8 +196,10 @@ class MCPToolProvider:
         timeout = connection.config.tool_timeout
         with self._requests.calling(route.server):  # the server may ask our caller mid-call
             result = await self._call(connection, route, invocation, timeout)
-        metadata = {"server": route.server, "original_name": route.target, **result.metadata}
-        return result.model_copy(update={"tool_name": name, "metadata": metadata})
+        # The result was built for this call alone (by _call), so it is completed in place.
+        result.metadata = {"server": route.server, "original_name": route.target, **result.metadata}
+        result.tool_name = name
+        return result
 
     # --- resources and prompts, re-served (plughost.mcp.provider_content) ------------------
 
