@@ -31,6 +31,7 @@ import contextlib
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import TracebackType
 from typing import Any, Final
 
 import anyio
@@ -112,23 +113,19 @@ class MCPClientLink:
         self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
         self._finished = False
 
-    @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[None]:
+    def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Send queued log records while inside; on the way out, send what is left first.
 
         After it, the call is over: a late request through the link is refused.
         """
-        try:
-            async with self._logs():
-                yield
-        finally:
-            self._finished = True
+        return _Serving(self)
+
+    def _served(self) -> None:
+        """The call is over (after its logs were sent): refuse what comes late."""
+        self._finished = True
 
     @contextlib.asynccontextmanager
     async def _logs(self) -> AsyncIterator[None]:
-        if not self._levels:
-            yield
-            return
         send, receive = anyio.create_memory_object_stream[types.LoggingMessageNotification](
             math.inf
         )
@@ -243,6 +240,36 @@ class MCPClientLink:
             ) from None
         except ValidationError as exc:  # the session checks the answer against the method
             raise _malformed(method, exc) from None
+
+
+class _Serving:
+    """:meth:`MCPClientLink.serving`, entered once per call: a plain class, since most
+    calls send no logs and need nothing of a generator's set-up."""
+
+    __slots__ = ("_link", "_logs")
+
+    def __init__(self, link: MCPClientLink) -> None:
+        self._link = link
+        self._logs: contextlib.AbstractAsyncContextManager[None] | None = None
+
+    async def __aenter__(self) -> None:
+        if self._link._levels:  # the client asked for logs: a task sends them
+            logs = self._link._logs()
+            await logs.__aenter__()
+            self._logs = logs
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            if self._logs is not None:
+                return await self._logs.__aexit__(exc_type, exc, tb)
+            return None
+        finally:
+            self._link._served()
 
 
 def _malformed(method: str, exc: ValidationError) -> ClientRequestError:

@@ -52,7 +52,7 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -347,12 +347,10 @@ class _RelayedLink(MCPClientLink):
         super().__init__(ctx, tool=tool)
         self._channel = channel
 
-    @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[None]:
-        """:meth:`MCPClientLink.serving`, then abandon what the call still waits for."""
+    def _served(self) -> None:
+        """The call is over: abandon what it still waits for of its client."""
         try:
-            async with super().serving():
-                yield
+            super()._served()
         finally:
             self._channel.end()
 

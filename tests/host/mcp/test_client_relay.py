@@ -230,3 +230,17 @@ async def test_an_ask_cancelled_after_the_client_stopped_reading_is_still_just_c
         scope.cancel()
 
     assert outcomes == ["cancelled", "over"]
+
+
+async def test_a_call_that_fails_still_ends_and_its_link_refuses_what_comes_after() -> None:
+    async with relayed() as (relay, receive):
+        link = relay.link(1, "ask")
+        with pytest.raises(LookupError, match="the call's own fault"):
+            async with link.serving():
+                raise LookupError("the call's own fault")
+        with anyio.fail_after(10), pytest.raises(ClientRequestError) as late:
+            await link.generate(QUESTION)
+        sent = receive.statistics().current_buffer_used
+
+    assert "has finished" in str(late.value)
+    assert sent == 0 and relay.pending == 0
