@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-__all__ = ["ChildProcess", "read_pipes", "start_child"]
+__all__ = ["ChildProcess", "PipeFeed", "read_pipes", "start_child"]
 
 _STREAM_LIMIT = 2**16
 
@@ -56,6 +55,13 @@ class ChildProcess:
     async def wait(self) -> int:
         """Wait until the process has exited; return its exit code."""
         return await asyncio.shield(self._exited)
+
+    def exit_code(self) -> asyncio.Future[int]:
+        """A future of the exit code: cancelling it leaves the process's own alone.
+
+        What :meth:`wait` gives, without a task to run it in (one fewer per runner).
+        """
+        return asyncio.shield(self._exited)
 
     def close(self) -> None:
         """Close the output pipes (after the exit; children may still hold their ends)."""
@@ -142,13 +148,74 @@ async def read_pipes(
             if pipe is None:
                 raise ValueError("a child process's output was not piped")
             reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
-            pipe_transport, _ = await loop.connect_read_pipe(
-                functools.partial(asyncio.StreamReaderProtocol, reader), pipe
-            )
+            transports.append(PipeFeed(loop, pipe, reader))
             readers.append(reader)
-            transports.append(pipe_transport)
     except BaseException:
         for opened in transports:
             opened.close()
         raise
     return readers, transports
+
+
+class PipeFeed(asyncio.ReadTransport):
+    """Feeds a pipe's bytes to a stream reader from one reader callback of the loop.
+
+    What ``loop.connect_read_pipe`` with a ``StreamReaderProtocol`` does, less its
+    set-up: that one queues three callbacks and waits a loop iteration per pipe,
+    and a runner has two pipes, every start. The reader's back-pressure is kept:
+    past twice its limit it pauses this feed (the pipe fills, the writer waits),
+    and resumes it once drained.
+    """
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, pipe: IO[bytes], reader: asyncio.StreamReader
+    ) -> None:
+        super().__init__()
+        self._loop, self._pipe, self._reader = loop, pipe, reader
+        self._fd: int | None = pipe.fileno()
+        os.set_blocking(self._fd, False)
+        reader.set_transport(self)
+        self._paused = False
+        loop.add_reader(self._fd, self._read_ready)
+
+    def _read_ready(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            data = os.read(self._fd, _STREAM_LIMIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._reader.set_exception(exc)
+            self.close()
+            return
+        if data:
+            self._reader.feed_data(data)  # may pause this feed
+        else:
+            self._reader.feed_eof()
+            self.close()
+
+    def pause_reading(self) -> None:
+        if self._fd is not None and not self._paused:
+            self._paused = True
+            self._loop.remove_reader(self._fd)
+
+    def resume_reading(self) -> None:
+        if self._fd is not None and self._paused:
+            self._paused = False
+            self._loop.add_reader(self._fd, self._read_ready)
+
+    def is_reading(self) -> bool:
+        return self._fd is not None and not self._paused
+
+    def is_closing(self) -> bool:
+        return self._fd is None
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        if not self._paused:
+            self._loop.remove_reader(self._fd)
+        self._fd = None
+        self._pipe.close()
+        self._reader.feed_eof()  # a reader waiting on a closed feed ends, as on a pipe's end

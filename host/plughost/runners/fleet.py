@@ -29,7 +29,13 @@ from plughost.plugins.components import ComponentRegistry, ToolComponent
 from plughost.plugins.source import PluginProblem, PluginSource
 from plughost.redaction import SecretRedactor
 from plughost.runners.pool import Pools, RunnerPool
-from plughost.runners.supervisor import LostCallback, ReadyCallback, RunnerState, RunnerSupervisor
+from plughost.runners.supervisor import (
+    LostCallback,
+    ReadyCallback,
+    RunnerState,
+    RunnerSupervisor,
+    wait_all_settled,
+)
 from plughost.settings import HostSettings
 
 __all__ = ["HostBooks", "LocalRunners", "SupervisorFactory"]
@@ -111,7 +117,7 @@ class LocalRunners:
             runners.append(runner)
             if len(group) == 1 and self.replicas(group[0].plugin_id) > 1:
                 self._pools.ensure(group[0].plugin_id).add(runner)
-        await asyncio.gather(*(r.wait_settled(self._settle_timeout()) for r in runners))
+        await wait_all_settled(runners, self._settle_timeout())
         for runner in runners:
             if runner.state is not RunnerState.STARTING and not runner.report.get("loaded"):
                 if self._pools.leave(runner):
@@ -179,7 +185,7 @@ class LocalRunners:
         added = [self._launch(_runner_id(plugin_id), [source]) for _ in range(missing)]
         for runner in added:
             pool.add(runner)
-        await asyncio.gather(*(r.wait_settled(self._settle_timeout()) for r in added))
+        await wait_all_settled(added, self._settle_timeout())
         for runner in added:
             if runner.state is not RunnerState.STARTING and not runner.report.get("loaded"):
                 self._pools.leave(runner)

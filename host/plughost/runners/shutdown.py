@@ -44,7 +44,7 @@ class RunnerShutdown(SupervisedRunner):
             asyncio.create_task(self._output.read_pipe(process.stdout, logging.INFO)),
             asyncio.create_task(self._output.read_pipe(process.stderr, logging.WARNING)),
         ]
-        exited = asyncio.create_task(process.wait())
+        exited = process.exit_code()
         watchdog = asyncio.create_task(self._watchdog.run())
         try:
             waits: list[asyncio.Future[Any]] = [exited, watchdog, violation, tasks[0]]
@@ -70,7 +70,8 @@ class RunnerShutdown(SupervisedRunner):
             return reason
         finally:
             self._violation = None
-            for task in [*tasks, exited, watchdog]:
+            pending: list[asyncio.Future[Any]] = [*tasks, exited, watchdog]
+            for task in pending:
                 task.cancel()
             await asyncio.gather(*tasks, exited, watchdog, return_exceptions=True)
 

@@ -69,7 +69,7 @@ from plughost_sdk import wire
 from plughost_sdk.errors import ProtocolError, RunnerCrashedError
 from plughost_sdk.models import ToolExecutionResult
 
-__all__ = ["RunnerState", "RunnerSupervisor"]
+__all__ = ["RunnerState", "RunnerSupervisor", "wait_all_settled"]
 
 log = logging.getLogger(__name__)
 plugin_log = logging.getLogger("plughost.plugin")
@@ -133,6 +133,9 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
         self._channel = None
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()
+        # Set once the first start is over: READY, or supervision ended. Awaited
+        # directly (no task per wait), so fifty runners settle without 150 tasks.
+        self.first_start_over = asyncio.Event()
         self._stopping = asyncio.Event()
         self._process = None
         self._watchdog = Watchdog(
@@ -174,14 +177,13 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             if self.state is not RunnerState.FAILED:
                 self.state = RunnerState.STOPPED
             self._settled.set()
+            self.first_start_over.set()
             if self.gate is not None:
                 await self.gate.aclose()
 
     async def wait_settled(self, timeout: float) -> RunnerState:
         """Wait until the first start either reached READY or failed for good."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await _first(self._ready.wait(), self._settled.wait())
+        await wait_all_settled([self], timeout)
         return self.state
 
     def _give_up(self, reason: str) -> None:
@@ -388,6 +390,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             loaded=loaded,
         )
         self._ready.set()
+        self.first_start_over.set()
 
     async def request_content(
         self, method: wire.Method, plugin_id: str, body: dict[str, Any], timeout: float
@@ -520,11 +523,13 @@ _STOPPED_MID_CALL = (
 )
 
 
-async def _first(*awaitables: Any) -> None:
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+async def wait_all_settled(runners: Sequence[RunnerSupervisor], timeout: float) -> None:
+    """Wait, under one deadline, until every runner's first start is over.
+
+    The runners start together, so one deadline for all is each one's own; an
+    event already set is passed without a suspension.
+    """
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            for runner in runners:
+                await runner.first_start_over.wait()

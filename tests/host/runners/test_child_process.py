@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plughost.runners.child_process import start_child
+from plughost.runners.child_process import read_pipes, start_child
 from tests.fault_injection import alive
 from tests.waiting import wait_until
 
@@ -74,3 +75,48 @@ async def test_the_exit_is_seen_while_a_grandchild_still_holds_the_pipes(
 async def test_a_missing_program_raises() -> None:
     with pytest.raises(FileNotFoundError):
         await start_child(["/nonexistent/plughost-program"], ENV)
+
+
+async def test_a_pipe_feed_pauses_a_full_reader_and_resumes_once_it_is_read() -> None:
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    [reader], [feed] = await read_pipes([os.fdopen(read_end, "rb", buffering=0)])
+    chunk, written = b"x" * 2**16, 0
+
+    def fill() -> None:
+        nonlocal written
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                written += os.write(write_end, chunk)
+
+    try:
+        async with asyncio.timeout(20):
+            while feed.is_reading():  # nobody reads the reader: it fills, then pauses the feed
+                fill()
+                await asyncio.sleep(0)  # one loop iteration: the feed takes what waits
+            fill()
+            await asyncio.sleep(0)
+            with pytest.raises(BlockingIOError):  # paused: the pipe stays full
+                os.write(write_end, chunk)
+            got = b""
+            while len(got) < written:  # reading resumes the feed, which drains the pipe
+                got += await reader.read(2**16)
+            assert feed.is_reading()
+        assert got == b"x" * written
+    finally:
+        os.close(write_end)
+        feed.close()
+
+
+async def test_closing_a_pipe_feed_ends_its_reader() -> None:
+    read_end, write_end = os.pipe()
+    [reader], [feed] = await read_pipes([os.fdopen(read_end, "rb", buffering=0)])
+    try:
+        os.write(write_end, b"last words\n")
+        async with asyncio.timeout(20):
+            assert await reader.readline() == b"last words\n"
+            feed.close()
+            assert await reader.read() == b""
+        assert feed.is_closing()
+    finally:
+        os.close(write_end)
