@@ -243,8 +243,11 @@ class MCPClientLink:
 
 
 class _Serving:
-    """:meth:`MCPClientLink.serving`, entered once per call: a plain class, since most
-    calls send no logs and need nothing of a generator's set-up."""
+    """:meth:`MCPClientLink.serving`: the log sender while inside, then the call's end.
+
+    Entered once per call: a plain class, since most calls send no logs and need
+    nothing of a generator's set-up.
+    """
 
     __slots__ = ("_link", "_logs")
 
