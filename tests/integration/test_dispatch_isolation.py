@@ -161,9 +161,14 @@ async def test_commands_dispatched_during_a_reload_all_succeed_old_then_new(
         reloaded = asyncio.Event()
 
         async def keep_asking() -> None:
-            while not reloaded.is_set() or len(answers) < 5:
+            # Until a few commands were sent after the reload ended: one sent before it may
+            # still be in flight then, and the old version answers it.
+            sent_after = 0
+            while sent_after < 3 or len(answers) < 5:
+                after = reloaded.is_set()
                 outcome = await host.dispatch_command("/which")
                 answers.append((outcome.success, outcome.response))
+                sent_after += after
                 await asyncio.sleep(0.002)  # pacing, so the new runner gets CPU to start
 
         asker = asyncio.create_task(keep_asking())
