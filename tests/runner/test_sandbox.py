@@ -6,7 +6,10 @@ filter cannot be taken back, so they must never touch the test process.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -20,6 +23,7 @@ from plughost_runner.sandbox import (
     interpreter_candidates,
     interpreter_paths,
     landlock,
+    namespaces,
     seccomp,
 )
 from plughost_runner.sandbox.probe import probe
@@ -151,3 +155,26 @@ def test_a_policy_survives_its_json_form() -> None:
     assert SandboxPolicy.from_json(policy.to_json()) == policy
     with pytest.raises(TypeError):
         SandboxPolicy.from_json('{"unknown": 1}')
+
+
+class _RefusingLibc:
+    """A C library whose ``unshare`` fails with one errno, as the kernel would."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def unshare(self, flags: int) -> int:
+        ctypes.set_errno(self.code)
+        return -1
+
+
+@pytest.mark.parametrize(("code", "hint"), [(errno.ENOSPC, True), (errno.EPERM, False)])
+def test_a_refused_unshare_says_when_the_machines_namespace_limit_is_the_reason(
+    monkeypatch: pytest.MonkeyPatch, code: int, hint: bool
+) -> None:
+    monkeypatch.setattr(namespaces, "_libc", _RefusingLibc(code))
+    with pytest.raises(namespaces.NamespaceError) as refused:
+        namespaces.enter(network=True, pid=True)
+    assert refused.value.errno == code
+    assert str(refused.value.strerror).startswith(f"unshare: {os.strerror(code)}")
+    assert ("max_user_namespaces" in str(refused.value)) is hint

@@ -13,6 +13,7 @@ alone hides a process's ``environ`` and ``mem``, not its command line or status)
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -233,7 +234,17 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
+_LIMIT_HINT = (
+    "the machine's limit of namespaces is reached: see /proc/sys/user/max_user_namespaces "
+    "and its max_pid_, max_net_ and max_mnt_ siblings; raise them with sysctl, or run "
+    "fewer sandboxed runners (runner_grouping)"
+)
+
+
 def _check(result: int, what: str) -> None:
     if result != 0:
         code = ctypes.get_errno()
-        raise NamespaceError(code, f"{what}: {os.strerror(code)}")
+        reason = os.strerror(code)
+        if code == errno.ENOSPC and what == "unshare":  # not a full disk: the kernel's count
+            reason = f"{reason} ({_LIMIT_HINT})"
+        raise NamespaceError(code, f"{what}: {reason}")
