@@ -20,11 +20,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp import client_relay
+from plughost.mcp.client_link import MCPClientLink
 from plughost.mcp.client_relay import ClientRelay
 from plughost.tools.client_link import ClientRequestError
 
 QUESTION = {"messages": [{"role": "user", "content": "2+2?"}]}
-SAMPLING = {"sampling": {}}
+SAMPLING: dict[str, Any] = {"sampling": {}}
 
 
 def hello(capabilities: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +58,15 @@ def answer(request_id: Any, text: str = "four") -> types.JSONRPCResponse:
 async def next_message(receive: MemoryObjectReceiveStream[SessionMessage]) -> Any:
     with anyio.fail_after(10):
         return (await receive.receive()).message
+
+
+async def ask_within_its_call(link: MCPClientLink, failures: list[str]) -> None:
+    """Ask the client's model within the call's link; a refusal joins ``failures``."""
+    async with link.serving():
+        try:
+            await link.generate(QUESTION)
+        except ClientRequestError as exc:
+            failures.append(str(exc))
 
 
 async def test_a_request_the_client_answers_reaches_the_call_that_asked() -> None:
@@ -151,14 +161,7 @@ async def test_a_client_whose_stream_ends_mid_ask_fails_the_ask_as_the_session_d
         link = relay.link(1, "ask")
         failures: list[str] = []
 
-        async def ask() -> None:
-            async with link.serving():
-                try:
-                    await link.generate(QUESTION)
-                except ClientRequestError as exc:
-                    failures.append(str(exc))
-
-        tg.start_soon(ask)
+        tg.start_soon(ask_within_its_call, link, failures)
         await next_message(receive)
         relay.close()
 
@@ -192,14 +195,7 @@ async def test_a_malformed_answer_from_the_client_is_refused_with_what_is_wrong(
     async with relayed() as (relay, receive), anyio.create_task_group() as tg:
         link = relay.link(1, "ask")
 
-        async def ask() -> None:
-            async with link.serving():
-                try:
-                    await link.generate(QUESTION)
-                except ClientRequestError as exc:
-                    failures.append(str(exc))
-
-        tg.start_soon(ask)
+        tg.start_soon(ask_within_its_call, link, failures)
         request = await next_message(receive)
         relay.claim(types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result={"role": 7}))
 
