@@ -94,6 +94,9 @@ class MCPConnection(ConnectionOwner):
         listen_uris: The resource URIs a 2026-07-28 connection's listen stream asks
             updates for (they reach ``on_notification`` like any notification);
             read at each (re)opening of the stream, see :meth:`relisten`.
+        on_log: Called with each record a stdio server logs, in the order it wrote
+            them, by the task that read them (else the session's ``logging_callback``
+            gets them, a hop later).
     """
 
     # --- public API -----------------------------------------------------------------------

@@ -45,7 +45,7 @@ from plughost.mcp.session import (
     open_client,
 )
 from plughost.mcp.status import ServerState
-from plughost.mcp.upstream_tap import UpstreamTap
+from plughost.mcp.upstream_tap import LogHandler, UpstreamTap
 
 __all__ = ["Command", "ConnectionOwner"]
 
@@ -73,8 +73,10 @@ class ConnectionOwner:
         on_notification: Callable[[str, Any], None] | None = None,
         on_connected: Callable[[str, Client], Awaitable[None]] | None = None,
         listen_uris: Callable[[str], frozenset[str]] | None = None,
+        on_log: LogHandler | None = None,
     ) -> None:
         self.name = name
+        self._on_log = on_log
         self.config = config
         self.sandbox = SandboxState()  # a stdio server's protections, grants and refusals
         self._on_change = on_change
@@ -172,7 +174,7 @@ class ConnectionOwner:
         """
         timeout = self.config.connect_timeout
         connected, failure = False, ""
-        tap = UpstreamTap()
+        tap = UpstreamTap(self._on_log)
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
             try:
                 async with open_client(

@@ -31,8 +31,10 @@ and result conversion (:mod:`plughost.mcp.content`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
+import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +57,7 @@ from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
 from plughost.mcp.provider_content import UpstreamContent
 from plughost.mcp.session import Catalog, describe_error
-from plughost.mcp.upstream_requests import UpstreamRequests
+from plughost.mcp.upstream_requests import MAX_RECORD, UpstreamRequests
 from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
 from plughost.mcp.upstream_tap import forwarded_call
 from plughost.tools import progress
@@ -129,6 +131,7 @@ class MCPToolProvider:
                 on_notification=self._subscriptions.notification,
                 on_connected=self._connected,
                 listen_uris=self._subscriptions.subscribed,
+                on_log=functools.partial(self._requests.log, name),
             )
             for name, server in config.servers.items()
             if server.enabled
@@ -425,11 +428,16 @@ def _relay_to(receiver: progress.ProgressCallback) -> ProgressFnT:
     """The SDK's progress callback, passing the server's reports to the caller's receiver.
 
     The SDK calls it from its own task, outside the caller's context: the
-    receiver is captured here, when the call is made.
+    receiver is captured here, when the call is made. The server's word is
+    checked as a runner's is: a report whose progress or total is not a finite
+    number is dropped (it would reach an MCP client as JSON it cannot read), and
+    the message is cut at :data:`~plughost.mcp.upstream_requests.MAX_RECORD`.
     """
 
     async def relay(progress: float, total: float | None, message: str | None) -> None:
-        receiver(Progress(progress, total, message))
+        if not math.isfinite(progress) or (total is not None and not math.isfinite(total)):
+            return
+        receiver(Progress(progress, total, None if message is None else message[:MAX_RECORD]))
 
     return relay
 

@@ -8,7 +8,11 @@ its :class:`~plughost.tools.client_link.ClientLink`): plughost is a gateway, and
 the model and the user are on the other side. ``roots/list`` answers the
 ``[mcp] roots`` of the configuration. The ``notifications/message`` a server logs
 during a call go to that call's client too (logger ``mcp.<server>``), at the level
-the client asked plughost for.
+the client asked plughost for, bounded as a plugin's records are: the text is cut
+at :data:`MAX_RECORD` characters, and the server's own logger name is put on one
+line and cut. A stdio server's records are taken in the order it wrote them, by
+the task that read them (:meth:`UpstreamRequests.log`), so a record written
+before a call's result reaches the client before that result.
 
 Which call a request belongs to: while a call to a server runs, its caller's
 link is recorded for that server; a request from the server goes to the link
@@ -29,9 +33,14 @@ import mcp_types as types
 from mcp.client.session import ClientRequestContext
 from mcp_types.jsonrpc import INVALID_REQUEST
 
+from plughost.mcp.asking import clean
 from plughost.tools.client_link import ClientLink, ClientRequestError, current_client
 
-__all__ = ["UpstreamRequests"]
+__all__ = ["MAX_RECORD", "UpstreamRequests"]
+
+MAX_RECORD = 4000
+"""Characters of a server's log record passed on, as of a plugin's (its runner's line)."""
+_MAX_LOGGER = 100
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -100,11 +109,7 @@ class UpstreamRequests:
             return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in self._roots])
 
         async def logs(params: types.LoggingMessageNotificationParams) -> None:
-            link = self._link(server)
-            if link is not None:
-                data = params.data if isinstance(params.data, str) else json.dumps(params.data)
-                logger = f"mcp.{server}.{params.logger}" if params.logger else f"mcp.{server}"
-                link.log(_LEVELS.get(params.level, logging.INFO), logger, data)
+            self.log(server, params)
 
         return {
             "sampling_callback": sampling,
@@ -112,6 +117,16 @@ class UpstreamRequests:
             "list_roots_callback": roots,
             "logging_callback": logs,
         }
+
+    def log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        """Pass a record ``server`` logged to the client of its latest call, bounded."""
+        link = self._link(server)
+        if link is None:
+            return
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        own = clean(params.logger, _MAX_LOGGER) if params.logger else ""
+        logger = f"mcp.{server}.{own}" if own else f"mcp.{server}"
+        link.log(_LEVELS.get(params.level, logging.INFO), logger, data[:MAX_RECORD])
 
     def _link(self, server: str) -> ClientLink | None:
         # Not current_client: the callbacks run in the connection's own task, which may

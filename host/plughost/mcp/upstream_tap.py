@@ -17,10 +17,14 @@ Nothing from the server is believed beyond that: a response whose id the tap did
 not issue, or issued and already settled, goes to the session as before (which
 drops ids it does not know); a response is delivered only to the call that sent
 its id; a progress notification only to the call whose token it names, and only
-with numeric fields. When the read stream ends (the server died or closed), every
-waiting call fails with ``CONNECTION_CLOSED``, as the SDK's own requests do, and
-a call that is cancelled (its client cancelled, or its deadline passed) tells the
-server with ``notifications/cancelled`` under the id the server saw.
+with numeric fields. With ``on_log``, the server's ``notifications/message`` are
+taken too, valid ones handed to it by the task that read them: a record the
+server wrote before a result is then passed on before that result is delivered,
+which the session's own task, a hop behind, could not promise. When the read
+stream ends (the server died or closed), every waiting call fails with
+``CONNECTION_CLOSED``, as the SDK's own requests do, and a call that is
+cancelled (its client cancelled, or its deadline passed) tells the server with
+``notifications/cancelled`` under the id the server saw.
 
 What does not live here: deciding which calls go this way and answering the
 client (:mod:`plughost.mcp.forwarding`); the transport itself
@@ -35,7 +39,7 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +50,7 @@ from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from mcp_types.methods import validate_server_result
+from pydantic import ValidationError
 
 from plughost.mcp.stream_filters import FilteredReceive
 
@@ -71,13 +76,15 @@ class Progress:
 
 _Outcome = dict[str, Any] | types.ErrorData | Progress
 ProgressRelay = ProgressFnT
+LogHandler = Callable[[types.LoggingMessageNotificationParams], None]
 """Awaited with each report's progress, total and message (the SDK's progress callback)."""
 
 
 class UpstreamTap:
     """One upstream connection's side channel for forwarded calls (see the module doc)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_log: LogHandler | None = None) -> None:
+        self._on_log = on_log
         self._prefix = f"plughost-{secrets.token_hex(4)}-"
         self._ids = itertools.count(1)
         self._waiting: dict[str, _Waiter] = {}
@@ -177,12 +184,24 @@ class UpstreamTap:
             self._waiting.pop(request_id)
             waiter.put(outcome)
             return True
-        if (
-            isinstance(message, types.JSONRPCNotification)
-            and message.method == "notifications/progress"
-        ):
-            return self._progress(message.params or {})
+        if isinstance(message, types.JSONRPCNotification):
+            if message.method == "notifications/progress":
+                return self._progress(message.params or {})
+            if message.method == "notifications/message" and self._on_log is not None:
+                return self._log(self._on_log, message.params or {})
         return False
+
+    @staticmethod
+    def _log(on_log: LogHandler, params: Mapping[str, Any]) -> bool:
+        try:
+            record = types.LoggingMessageNotificationParams.model_validate(params, by_name=False)
+        except ValidationError:
+            return False  # the session drops it with a warning, as any malformed notification
+        try:
+            on_log(record)
+        except Exception:
+            log.exception("mcp log record handler failed")
+        return True
 
     def _progress(self, params: Mapping[str, Any]) -> bool:
         token = params.get("progressToken")

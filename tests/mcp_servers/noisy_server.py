@@ -1,0 +1,90 @@
+"""An MCP server that sends, during its calls, what no well-behaved server would.
+
+Run as ``python noisy_server.py``. It speaks JSON-RPC over stdio by hand (no
+SDK), so it can write what the SDK would refuse to: numbers that are not finite,
+records of any size. A handshake-era server with these tools:
+
+- ``odd_progress()``: under the call's progress token, reports NaN, infinity,
+  a total of NaN, a message of 100,000 characters, then one plain report
+  ``(1, 2, "half")``; then answers ``done``;
+- ``loud_log()``: logs one ``notifications/message`` of 100,000 characters under a
+  logger whose name has a line break, then answers ``done``;
+- ``many_logs(count)``: logs ``count`` records of 1,000 characters, then
+  answers ``done``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+WIDE = 100_000
+
+
+def _send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")  # json writes NaN and Infinity as such
+    sys.stdout.flush()
+
+
+def _notify(method: str, params: dict[str, Any]) -> None:
+    _send({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def _tool(name: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "inputSchema": {"type": "object", "properties": properties or {}}}
+
+
+TOOLS = [
+    _tool("odd_progress"),
+    _tool("loud_log"),
+    _tool("many_logs", {"count": {"type": "integer"}}),
+]
+
+
+def _call(params: dict[str, Any]) -> dict[str, Any]:
+    name = params.get("name")
+    token = (params.get("_meta") or {}).get("progressToken")
+    if name == "odd_progress" and token is not None:
+        odd = [
+            {"progress": float("nan")},
+            {"progress": float("inf"), "total": 2},
+            {"progress": 1, "total": float("nan")},
+            {"progress": 1, "total": 2, "message": "x" * WIDE},
+            {"progress": 1, "total": 2, "message": "half"},
+        ]
+        for report in odd:
+            _notify("notifications/progress", {"progressToken": token, **report})
+    elif name == "loud_log":
+        record = {"level": "warning", "logger": "a\nb", "data": "y" * WIDE}
+        _notify("notifications/message", record)
+    elif name == "many_logs":
+        for n in range(int((params.get("arguments") or {}).get("count", 0))):
+            _notify("notifications/message", {"level": "info", "data": f"{n:08d}" + "z" * 992})
+    return {"content": [{"type": "text", "text": "done"}]}
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    method, params = request.get("method"), request.get("params") or {}
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}, "logging": {}},
+            "serverInfo": {"name": "noisy", "version": "1"},
+        }
+    if method == "tools/list":
+        return {"tools": TOOLS}
+    if method == "tools/call":
+        return _call(params)
+    return {}
+
+
+def main() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "id" in request and "method" in request:
+            _send({"jsonrpc": "2.0", "id": request["id"], "result": _answer(request)})
+
+
+if __name__ == "__main__":
+    main()
