@@ -11,6 +11,10 @@ connection; nothing is sent before the client sets one); a 2026-07-28 client
 opts in per request with the ``io.modelcontextprotocol/logLevel`` ``_meta`` key.
 Records are queued as they arrive and sent in order by one task; the queue is
 drained before the call's result goes out, so a client sees a call's logs first.
+It holds at most :data:`MAX_QUEUED_LOGS` records: while a client does not keep
+up, the records past that are dropped and counted, and once the queue is drained
+the client is told how many (an upstream server's records pass no rate limit, and
+a client that stops reading must not make the host keep them all).
 
 Sampling and elicitation need a client that declared the capability, a
 protocol version that has the method (``sampling/createMessage`` exists in every
@@ -29,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Final
@@ -48,7 +51,13 @@ from pydantic import ValidationError
 from plughost.mcp.asking import FormRefused, asked, checked_form, clean
 from plughost.tools.client_link import ClientRequestError
 
-__all__ = ["LOG_LEVELS", "MCPClientLink", "keep_log_level", "set_logging_level"]
+__all__ = [
+    "LOG_LEVELS",
+    "MAX_QUEUED_LOGS",
+    "MCPClientLink",
+    "keep_log_level",
+    "set_logging_level",
+]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +74,8 @@ LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
 _LEVEL_KEY = "plughost.log_level"
 _SINCE = {"sampling": "2024-11-05", "elicitation": "2025-06-18"}  # the method's first version
 _DRAIN_TIMEOUT = 2.0
+MAX_QUEUED_LOGS: Final = 4096
+"""Records of one call waiting for its client; twice a runner's burst at its default rate."""
 
 Ask = Callable[[types.CreateMessageRequest | types.ElicitRequest], Awaitable[Mapping[str, Any]]]
 """Asks a 2026-07-28 client through an ``input_required`` round; returns its raw response."""
@@ -111,6 +122,7 @@ class MCPClientLink:
         self._tool = tool
         self._levels = _allowed_levels(ctx)
         self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
+        self._dropped = 0
         self._finished = False
 
     def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
@@ -127,7 +139,7 @@ class MCPClientLink:
     @contextlib.asynccontextmanager
     async def _logs(self) -> AsyncIterator[None]:
         send, receive = anyio.create_memory_object_stream[types.LoggingMessageNotification](
-            math.inf
+            MAX_QUEUED_LOGS
         )
         self._queue = send
         async with anyio.create_task_group() as tg:
@@ -151,21 +163,43 @@ class MCPClientLink:
         params = types.LoggingMessageNotificationParams(
             level=mcp_level, logger=logger, data=message
         )
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        try:
             self._queue.send_nowait(types.LoggingMessageNotification(params=params))
+        except anyio.WouldBlock:
+            self._dropped += 1
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
 
     async def _send_logs(
         self, notifications: MemoryObjectReceiveStream[types.LoggingMessageNotification]
     ) -> None:
         async with notifications:
             async for notification in notifications:
-                try:
-                    await self._ctx.session.send_notification(
-                        notification, related_request_id=self._ctx.request_id
-                    )
-                except Exception as exc:  # the client left: the call goes on without logs
-                    log.debug("mcp log notification not sent reason=%r", exc)
+                if not await self._send_log(notification):
                     return
+                if self._dropped and not notifications.statistics().current_buffer_used:
+                    await self._send_log(self._dropped_note())
+
+    def _dropped_note(self) -> types.LoggingMessageNotification:
+        dropped, self._dropped = self._dropped, 0
+        text = (
+            f"plughost dropped {dropped} log records of this call: "
+            "the client did not take them as fast as they came"
+        )
+        # warning, unless the client asked for fewer: then the lowest it takes
+        level = "warning" if "warning" in self._levels else min(self._levels, key=LOG_LEVELS.index)
+        params = types.LoggingMessageNotificationParams(level=level, logger="plughost", data=text)
+        return types.LoggingMessageNotification(params=params)
+
+    async def _send_log(self, notification: types.LoggingMessageNotification) -> bool:
+        try:
+            await self._ctx.session.send_notification(
+                notification, related_request_id=self._ctx.request_id
+            )
+        except Exception as exc:  # the client left: the call goes on without logs
+            log.debug("mcp log notification not sent reason=%r", exc)
+            return False
+        return True
 
     async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
         """Ask the client's model through ``sampling/createMessage``."""
