@@ -10,7 +10,12 @@ records of any size. A handshake-era server with these tools:
 - ``loud_log()``: logs one ``notifications/message`` of 100,000 characters under a
   logger whose name has a line break, then answers ``done``;
 - ``many_logs(count)``: logs ``count`` records of 1,000 characters, then
-  answers ``done``.
+  answers ``done``;
+- tools whose names collide once made model-facing: ``same_mcp_noisy_same``,
+  ``same`` and ``same!`` (the last two sanitize alike, and the second of them
+  would be qualified to the first's name), and ``twice`` listed twice. Each is
+  described as ``runs <its name>`` (``twice``: ``runs twice, listed first`` and
+  ``... second``) and answers ``ran <its name>``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ TOOLS = [
     _tool("odd_progress"),
     _tool("loud_log"),
     _tool("many_logs", {"count": {"type": "integer"}}),
+    *({**_tool(name), "description": f"runs {name}"} for name in ("same_mcp_noisy_same", "same")),
+    {**_tool("same!"), "description": "runs same!"},
+    {**_tool("twice"), "description": "runs twice, listed first"},
+    {**_tool("twice"), "description": "runs twice, listed second"},
 ]
 
 
@@ -61,6 +70,8 @@ def _call(params: dict[str, Any]) -> dict[str, Any]:
     elif name == "many_logs":
         for n in range(int((params.get("arguments") or {}).get("count", 0))):
             _notify("notifications/message", {"level": "info", "data": f"{n:08d}" + "z" * 992})
+    else:
+        return {"content": [{"type": "text", "text": f"ran {name}"}]}
     return {"content": [{"type": "text", "text": "done"}]}
 
 

@@ -101,3 +101,25 @@ async def test_an_upstreams_log_records_written_before_its_result_all_reach_the_
         await client.call_tool("mcp_noisy_many_logs", {"count": count})
 
     assert [str(r.data)[:8] for r in log] == [f"{n:08d}" for n in range(count)]
+
+
+async def test_an_upstreams_colliding_names_each_run_the_tool_they_describe(tmp_path: Path) -> None:
+    async with served(tmp_path, []) as client:
+        listed = [
+            t for t in (await client.list_tools()).tools if "same" in t.name or "twice" in t.name
+        ]
+        ran = {
+            t.name: (await client.call_tool(t.name, {})).content[0].text  # type: ignore[union-attr]
+            for t in listed
+        }
+
+    names = [t.name for t in listed]
+    assert len(names) == len(set(names)) == 4  # the second ``twice`` is not listed
+    assert {t.description for t in listed} == {
+        "runs same_mcp_noisy_same",
+        "runs same",
+        "runs same!",
+        "runs twice, listed first",
+    }
+    for tool in listed:  # a name runs the very tool the client was shown under it
+        assert ran[tool.name] == "ran " + (tool.description or "").split()[1].rstrip(",")

@@ -468,13 +468,19 @@ def _build_view(
     entries: list[tuple[ToolSpec, _Route]] = [_tool_entry(server, tool) for tool in tools]
     entries += [_resource_entry(server, resource) for resource in catalog.resources]
     entries += [_prompt_entry(server, prompt) for prompt in catalog.prompts]
+    listed: set[str] = set()
     for spec, route in entries:
-        update: dict[str, Any] = {"provider_name": provider_name}
-        if spec.name in view.routes:  # two raw names that sanitize alike
-            update["name"] = qualified_name(spec.name, spec.tool_id)
-        spec = spec.model_copy(update=update)
+        if spec.tool_id in listed:  # one name listed twice: the name runs the first
+            log.warning("mcp server lists a name twice, the first kept tool_id=%s", spec.tool_id)
+            continue
+        listed.add(spec.tool_id)
+        name, tries = spec.name, 0
+        while name in view.routes:  # raw names that sanitize alike, or to a qualified one
+            tries += 1
+            name = qualified_name(spec.name, spec.tool_id, str(tries) if tries > 1 else "")
+        spec = spec.model_copy(update={"provider_name": provider_name, "name": name})
         view.specs.append(spec)
-        view.routes[spec.name] = route
+        view.routes[name] = route
     return view
 
 
