@@ -14,6 +14,7 @@ says what lives there and what it may import (lowest first)::
     link/        the link to the host: socket, session, pulse, bridge, other requests
     service.py   RunnerService, the runner's side of the protocol, made of the above
     remote/      remote mode: ``plughost-runner``, a runner joining a host over TCP
+    rehearsal/   a runner's start rehearsed once in the fork server, so runners start warm
     __main__.py  ``python -m plughost_runner``, the entry point the host starts;
     forkserver.py  ``python -m plughost_runner.forkserver``, which forks runners
 

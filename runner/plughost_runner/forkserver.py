@@ -3,9 +3,11 @@
 Starting a runner as a fresh interpreter costs about 150 ms of CPU (Python,
 asyncio, pyzmq, pydantic), paid again at every restart and every reload, and
 paid on the same cores as the healthy plugins' calls. This process pays it
-once: it imports everything a runner needs, creates no thread, socket or event
-loop, and then forks a runner per request, which starts serving in a few
-milliseconds and shares the imported pages with its siblings.
+once: it imports everything a runner needs, rehearses the pure parts of a
+runner's start so that each runner finds that code warm
+(:mod:`plughost_runner.rehearsal`), keeps no thread, socket or event loop, and
+then forks a runner per request, which starts serving in a few milliseconds
+and shares the imported pages with its siblings.
 
 Protocol, over a ``SOCK_SEQPACKET`` socketpair (``--control-fd``), one msgpack
 map per packet:
@@ -64,6 +66,7 @@ import plughost_runner.sandbox
 import plughost_runner.sandbox.egress_proxy  # with urllib: 1.6 MiB less a networked runner
 import plughost_runner.service
 from plughost_runner import __main__ as runner_main
+from plughost_runner import rehearsal
 from plughost_runner.process.credentials import make_undumpable
 from plughost_runner.sandbox import SandboxError, SandboxPolicy, clone, namespaces
 from plughost_runner.sandbox.pidns import AS_INIT
@@ -130,7 +133,10 @@ class _Server:
 
     def serve(self) -> int:
         plughost_runner.sandbox.prepare()  # once here, not in every runner
-        runner_main.parser()
+        try:
+            rehearsal.rehearse(runner_main.parser())  # warm what every runner runs at start
+        except Exception as exc:  # a broken install: runners still start, each one cold
+            print(f"plughost fork server: no rehearsal, runners start cold: {exc}", file=sys.stderr)
         # Move everything imported so far out of the collector's sight: a collection in a
         # runner would otherwise write to (and so copy) every page it shares with us.
         gc.freeze()

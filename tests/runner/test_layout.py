@@ -30,7 +30,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "link": frozenset({"process", "maibot", "plugins"}),
     "service": frozenset({"process", "maibot", "plugins", "link"}),
     "remote": frozenset({"process", "maibot", "plugins", "link", "service"}),
-    "top": frozenset({"sandbox", "process", "maibot", "plugins", "link", "service"}),
+    "rehearsal": frozenset({"sandbox", "process", "maibot", "plugins"}),
+    "top": frozenset({"sandbox", "process", "maibot", "plugins", "link", "service", "rehearsal"}),
 }
 TOP_MODULES = frozenset({"__init__", "__main__", "forkserver"})
 
