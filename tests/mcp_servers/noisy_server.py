@@ -11,6 +11,9 @@ records of any size. A handshake-era server with these tools:
   logger whose name has a line break, then answers ``done``;
 - ``many_logs(count)``: logs ``count`` records of 1,000 characters, then
   answers ``done``;
+- ``ask_many(count)``: sends ``count`` ``sampling/createMessage`` requests at once,
+  waits for every answer (reporting progress, under the call's token if it has
+  one, with how many came so far), then answers ``answered A, refused R``;
 - tools whose names collide once made model-facing: ``same_mcp_noisy_same``,
   ``same`` and ``same!`` (the last two sanitize alike, and the second of them
   would be qualified to the first's name), and ``twice`` listed twice. Each is
@@ -44,6 +47,7 @@ TOOLS = [
     _tool("odd_progress"),
     _tool("loud_log"),
     _tool("many_logs", {"count": {"type": "integer"}}),
+    _tool("ask_many", {"count": {"type": "integer"}}),
     *({**_tool(name), "description": f"runs {name}"} for name in ("same_mcp_noisy_same", "same")),
     {**_tool("same!"), "description": "runs same!"},
     {**_tool("twice"), "description": "runs twice, listed first"},
@@ -67,12 +71,42 @@ def _call(params: dict[str, Any]) -> dict[str, Any]:
     elif name == "loud_log":
         record = {"level": "warning", "logger": "a\nb", "data": "y" * WIDE}
         _notify("notifications/message", record)
+    elif name == "ask_many":
+        return _ask_many(int((params.get("arguments") or {}).get("count", 0)), token)
     elif name == "many_logs":
         for n in range(int((params.get("arguments") or {}).get("count", 0))):
             _notify("notifications/message", {"level": "info", "data": f"{n:08d}" + "z" * 992})
     else:
         return {"content": [{"type": "text", "text": f"ran {name}"}]}
     return {"content": [{"type": "text", "text": "done"}]}
+
+
+def _ask_many(count: int, token: object) -> dict[str, Any]:
+    question = {"messages": [{"role": "user", "content": {"type": "text", "text": "?"}}]}
+    for n in range(count):
+        params = {**question, "maxTokens": 5}
+        _send(
+            {
+                "jsonrpc": "2.0",
+                "id": f"ask-{n}",
+                "method": "sampling/createMessage",
+                "params": params,
+            }
+        )
+    outcomes: dict[str, bool] = {}
+    while len(outcomes) < count:
+        message = json.loads(sys.stdin.readline() or "null")
+        if message is None:
+            raise SystemExit(0)
+        if str(message.get("id", "")).startswith("ask-") and "method" not in message:
+            outcomes[message["id"]] = "result" in message
+            if token is not None:
+                _notify(
+                    "notifications/progress", {"progressToken": token, "progress": len(outcomes)}
+                )
+    answered = sum(outcomes.values())
+    text = f"answered {answered}, refused {count - answered}"
+    return {"content": [{"type": "text", "text": text}]}
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:

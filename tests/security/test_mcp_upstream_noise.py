@@ -17,12 +17,15 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from plughost.mcp.client_relay import MAX_OPEN_REQUESTS
 from plughost.mcp.upstream_requests import MAX_RECORD
 from tests.mcp_servers.harness import HERE
 
@@ -31,7 +34,7 @@ UPSTREAM = HERE / "noisy_server.py"
 
 @asynccontextmanager
 async def served(
-    tmp_path: Path, log: list[types.LoggingMessageNotificationParams]
+    tmp_path: Path, log: list[types.LoggingMessageNotificationParams], sampling: Any = None
 ) -> AsyncIterator[Client]:
     config = tmp_path / "plughost.toml"
     config.write_text(
@@ -48,7 +51,11 @@ async def served(
 
     with (tmp_path / "serve.log").open("w") as errlog:
         async with Client(
-            stdio_client(target, errlog=errlog), mode="legacy", cache=None, logging_callback=logging
+            stdio_client(target, errlog=errlog),
+            mode="legacy",
+            cache=None,
+            logging_callback=logging,
+            sampling_callback=sampling,
         ) as client:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # setLevel is deprecated in the newest revision
@@ -123,3 +130,51 @@ async def test_an_upstreams_colliding_names_each_run_the_tool_they_describe(tmp_
     }
     for tool in listed:  # a name runs the very tool the client was shown under it
         assert ran[tool.name] == "ran " + (tool.description or "").split()[1].rstrip(",")
+
+
+async def test_an_upstream_asking_in_a_loop_reaches_the_client_a_bounded_number_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """Beside the session (the client relay's bound) and through it alike.
+
+    The client answers none until every request is either waiting on it or was
+    answered by plughost (the upstream reports how many answers it has had).
+    """
+    asked, waiting, most, settled = 3 * MAX_OPEN_REQUESTS, 0, 0, 0
+    enough = anyio.Event()
+
+    def check() -> None:
+        if waiting + settled >= asked:
+            enough.set()
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        nonlocal waiting, most
+        waiting += 1
+        most = max(most, waiting)
+        check()
+        await enough.wait()
+        waiting -= 1
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="4"), model="m"
+        )
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        nonlocal settled
+        settled = int(done)
+        check()
+
+    async with served(tmp_path, [], sampling) as client:
+        with anyio.fail_after(60):
+            beside = await client.call_tool(
+                "mcp_noisy_ask_many", {"count": asked}, progress_callback=progress
+            )
+            enough, most, settled = anyio.Event(), 0, 0
+            meta = {"plughost.test/route": "session"}  # a call the forwarder leaves to the session
+            through = await client.call_tool(
+                "mcp_noisy_ask_many", {"count": asked}, progress_callback=progress, meta=meta
+            )
+
+    expected = f"answered {MAX_OPEN_REQUESTS}, refused {asked - MAX_OPEN_REQUESTS}"
+    assert beside.content[0].text == expected  # type: ignore[union-attr]
+    assert through.content[0].text == expected  # type: ignore[union-attr]
+    assert most == MAX_OPEN_REQUESTS

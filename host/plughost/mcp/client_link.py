@@ -20,6 +20,10 @@ Sampling and elicitation need a client that declared the capability, a
 protocol version that has the method (``sampling/createMessage`` exists in every
 handshake-era version, 2024-11-05 on; ``elicitation/create`` from 2025-06-18),
 and a channel that can carry a request from the server in the middle of a call.
+A call waits on at most :data:`MAX_OPEN_REQUESTS` of its client's answers at a
+time; one more request is refused at once (:func:`too_many_requests`), so an
+upstream server that asks in a loop of its own cannot pile requests up on a
+client that does not answer yet.
 Every handshake-era version has one. A 2026-07-28 connection does not: its
 requests for input travel as an ``input_required`` result that the client
 answers by calling again, which the server serves for ``tools/call`` by parking
@@ -53,10 +57,12 @@ from plughost.tools.client_link import ClientRequestError
 
 __all__ = [
     "LOG_LEVELS",
+    "MAX_OPEN_REQUESTS",
     "MAX_QUEUED_LOGS",
     "MCPClientLink",
     "keep_log_level",
     "set_logging_level",
+    "too_many_requests",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +80,8 @@ LOG_LEVELS: Final[tuple[types.LoggingLevel, ...]] = (
 _LEVEL_KEY = "plughost.log_level"
 _SINCE = {"sampling": "2024-11-05", "elicitation": "2025-06-18"}  # the method's first version
 _DRAIN_TIMEOUT = 2.0
+MAX_OPEN_REQUESTS: Final = 16
+"""How many requests to its client one call may wait on at a time."""
 MAX_QUEUED_LOGS: Final = 4096
 """Records of one call waiting for its client; twice a runner's burst at its default rate."""
 
@@ -123,6 +131,7 @@ class MCPClientLink:
         self._levels = _allowed_levels(ctx)
         self._queue: MemoryObjectSendStream[types.LoggingMessageNotification] | None = None
         self._dropped = 0
+        self._open = 0  # requests to the client awaiting its answer
         self._finished = False
 
     def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
@@ -259,6 +268,15 @@ class MCPClientLink:
             )
 
     async def _send(self, request: Any, result_type: Any, method: str) -> Any:
+        if self._open >= MAX_OPEN_REQUESTS:
+            raise too_many_requests()
+        self._open += 1
+        try:
+            return await self._answer(request, result_type, method)
+        finally:
+            self._open -= 1
+
+    async def _answer(self, request: Any, result_type: Any, method: str) -> Any:
         if self._ask is not None:
             response = await self._ask(request)
             try:
@@ -307,6 +325,14 @@ class _Serving:
             return None
         finally:
             self._link._served()
+
+
+def too_many_requests() -> ClientRequestError:
+    """The refusal of a request past :data:`MAX_OPEN_REQUESTS` of one call."""
+    return ClientRequestError(
+        f"the MCP call already waits for {MAX_OPEN_REQUESTS} answers from its "
+        "client; it is asked nothing more until one comes"
+    )
 
 
 def _malformed(method: str, exc: ValidationError) -> ClientRequestError:

@@ -65,15 +65,18 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import MessageMetadata, SessionMessage
 from pydantic import ValidationError
 
-from plughost.mcp.client_link import LOG_LEVELS, MCPClientLink, keep_log_level
+from plughost.mcp.client_link import (
+    LOG_LEVELS,
+    MAX_OPEN_REQUESTS,
+    MCPClientLink,
+    keep_log_level,
+    too_many_requests,
+)
 from plughost.tools.client_link import ClientRequestError
 
 __all__ = ["MAX_OPEN_REQUESTS", "ClientRelay"]
 
 log = logging.getLogger(__name__)
-
-MAX_OPEN_REQUESTS = 16
-"""How many requests to its client one call may wait on at a time."""
 
 _CANCEL_WRITE_TIMEOUT = 2.0
 _HOLD_TIMEOUT = 10.0  # how long a request waits for notifications/initialized
@@ -372,10 +375,7 @@ class _CallChannel:
         if self._ended:
             _settled(_ENDED, method)
         if self.open >= MAX_OPEN_REQUESTS:
-            raise ClientRequestError(
-                f"the MCP call already waits for {MAX_OPEN_REQUESTS} answers from its "
-                "client; it is asked nothing more until one comes"
-            )
+            raise too_many_requests()
         self.open += 1
         return self._answers
 
