@@ -62,26 +62,39 @@ def _read(path: Path) -> str:
 
 
 def require_bearer(app: ASGIApp, token: str) -> ASGIApp:
-    """Wrap ``app`` so that an HTTP request without ``Authorization: Bearer <token>`` gets 401."""
+    """Wrap ``app`` so that an HTTP request without ``Authorization: Bearer <token>`` gets 401.
+
+    Every connection is checked, whatever its kind: a WebSocket handshake (which
+    uvicorn serves when a WebSocket library is installed) without the token is
+    closed before the app sees it. Only the server's own lifespan events pass.
+    """
     expected = f"Bearer {token}".encode()
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-            if not hmac.compare_digest(given, expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"www-authenticate", b'Bearer realm="plughost"'),
-                            (b"content-type", b"text/plain; charset=utf-8"),
-                        ],
-                    }
-                )
-                body = b"this MCP server needs an 'Authorization: Bearer <token>' header\n"
-                await send({"type": "http.response.body", "body": body})
-                return
-        await app(scope, receive, send)
+        if scope["type"] == "lifespan":
+            await app(scope, receive, send)
+            return
+        given = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), b"")
+        if hmac.compare_digest(given, expected):
+            await app(scope, receive, send)
+        elif scope["type"] == "http":
+            await _unauthorized(send)
+        else:  # a WebSocket handshake: closing it before accepting answers HTTP 403
+            await send({"type": "websocket.close", "code": 1008})
 
     return guarded
+
+
+async def _unauthorized(send: Send) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"www-authenticate", b'Bearer realm="plughost"'),
+                (b"content-type", b"text/plain; charset=utf-8"),
+            ],
+        }
+    )
+    body = b"this MCP server needs an 'Authorization: Bearer <token>' header\n"
+    await send({"type": "http.response.body", "body": body})

@@ -6,12 +6,13 @@ import asyncio
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from plughost.mcp.bearer import load_or_create_token
+from plughost.mcp.bearer import load_or_create_token, require_bearer
 from plughost.mcp.server import serve_http
 from plughost.tools.registry import ToolRegistry
 from tests.mcp_servers.harness import free_port
@@ -73,3 +74,28 @@ async def test_serve_http_with_a_token_refuses_requests_without_it() -> None:
 
     assert missing.status_code == wrong.status_code == 401
     assert right.status_code != 401
+
+
+async def test_a_websocket_handshake_without_the_token_never_reaches_the_app() -> None:
+    """uvicorn serves WebSockets where a WebSocket library is installed: they are guarded too."""
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    guarded = require_bearer(app, "t" * 32)
+    right = [(b"authorization", b"Bearer " + b"t" * 32)]
+    await guarded({"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
+    await guarded({"type": "websocket", "path": "/mcp", "headers": right}, receive, send)
+    await guarded({"type": "lifespan"}, receive, send)
+
+    assert sent == [{"type": "websocket.close", "code": 1008}]  # refused before accepting
+    assert reached == ["websocket", "lifespan"]  # with the token, and the server's own events
