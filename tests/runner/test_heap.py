@@ -52,3 +52,17 @@ def test_freed_buffers_are_reused_without_faulting_their_pages_in_again() -> Non
     assert kept_faults < 1_000
     # What was kept goes back to the kernel when the runner is idle.
     assert released >= 10_000_000
+
+
+def test_the_fork_server_has_the_heaps_c_library_handle_before_it_forks() -> None:
+    # Made in each forked runner instead, the handle cost every runner's start a dlopen.
+    code = (
+        "import ctypes, plughost_runner.forkserver\n"
+        "from plughost_runner.process import heap\n"
+        "print(isinstance(heap._libc, ctypes.CDLL))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+
+    assert found.stdout.strip() == "True"
