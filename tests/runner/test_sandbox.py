@@ -178,3 +178,60 @@ def test_a_refused_unshare_says_when_the_machines_namespace_limit_is_the_reason(
     assert refused.value.errno == code
     assert str(refused.value.strerror).startswith(f"unshare: {os.strerror(code)}")
     assert ("max_user_namespaces" in str(refused.value)) is hint
+
+
+def test_note_outside_sets_aside_only_paths_resolving_outside_the_shared_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    (shared / "kept").mkdir(parents=True)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "into_shared").symlink_to(shared / "kept")
+    monkeypatch.setattr(namespaces, "SHARED_DIRECTORIES", (str(shared),))
+    monkeypatch.setattr(namespaces, "_outside", frozenset())
+    paths = [tmp_path / "plain", tmp_path / "into_shared", shared / "kept", tmp_path / "absent"]
+
+    namespaces.note_outside([str(p) for p in paths])
+
+    assert namespaces._outside == {str(tmp_path / "plain"), str(tmp_path / "absent")}
+
+
+# Enters user and mount namespaces and covers a stand-in shared directory, keeping a link
+# that pointed outside it when the fork server looked (argv[2] == "noted") and into it now.
+_LINK_REPOINTED = """
+import json, os, sys
+from plughost_runner.sandbox import namespaces
+root = sys.argv[1]
+shared, link = os.path.join(root, "shared"), os.path.join(root, "link")
+os.makedirs(os.path.join(shared, "kept"))
+open(os.path.join(shared, "kept", "marker"), "w").close()
+os.makedirs(os.path.join(root, "elsewhere"))
+os.symlink(os.path.join(root, "elsewhere"), link)
+namespaces.SHARED_DIRECTORIES = (shared,)
+if sys.argv[2] == "noted":
+    namespaces.note_outside([link])
+os.unlink(link)
+os.symlink(os.path.join(shared, "kept"), link)
+namespaces.enter(network=False, pid=False)
+namespaces.hide_shared_directories([link])
+print(json.dumps({"seen": os.path.exists(os.path.join(link, "marker"))}))
+"""
+
+
+@pytest.mark.parametrize(("noted", "seen"), [("noted", False), ("not noted", True)])
+def test_a_path_set_aside_that_later_links_into_a_shared_directory_is_covered_not_kept(
+    tmp_path: Path, noted: str, seen: bool
+) -> None:
+    # Set aside by the fork server, the path is not looked at again: a runner loses sight
+    # of what it now leads to, and never gains any. Not set aside, it is bound back.
+    needs("user_namespace")
+    done = subprocess.run(
+        [sys.executable, "-c", _LINK_REPOINTED, str(tmp_path), noted],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+    assert json.loads(done.stdout) == {"seen": seen}

@@ -298,10 +298,12 @@ def interpreter_candidates() -> tuple[str, ...]:
 def prepare() -> None:
     """Do once, before forking runners, the work each runner's :func:`apply` would repeat.
 
-    The fork server calls it: the interpreter's paths are resolved and the
-    seccomp filter is built, so a forked runner only hands them to the kernel.
+    The fork server calls it: the interpreter's paths are resolved, the paths
+    every runner keeps that lie outside the shared directories are set aside
+    (:func:`.namespaces.note_outside`) and the seccomp filter is built, so a
+    forked runner only hands them to the kernel.
     """
-    interpreter_candidates()
+    namespaces.note_outside([*SYSTEM_READ, *DEVICES, *interpreter_candidates()])
     if seccomp.supported():
         seccomp.compiled()
 

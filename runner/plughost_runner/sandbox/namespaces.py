@@ -27,6 +27,7 @@ __all__ = [
     "hide_shared_directories",
     "loopback_up",
     "mount_proc",
+    "note_outside",
     "overlay_folder",
     "settle",
     "unmount",
@@ -42,6 +43,8 @@ _CAPABILITY_VERSION_3 = 0x20080522
 _LAST_CAPABILITY = 63
 
 _libc = ctypes.CDLL(None, use_errno=True)
+# Paths found outside every shared directory, once, before any runner was forked.
+_outside: frozenset[str] = frozenset()
 
 
 class NamespaceError(OSError):
@@ -104,11 +107,13 @@ def hide_shared_directories(keep: Iterable[str]) -> list[str]:
     lies below a covered directory (a plugin folder in ``/tmp``, this runner's
     own socket, ``/etc/resolv.conf``'s target in ``/run``) is bound back in at
     the same place. Must run in a mount namespace of this process's own.
+    A path :func:`note_outside` set aside is not looked at again.
 
     Returns:
         The directories now private to this runner.
     """
-    kept = sorted(_resolved_below(keep, SHARED_DIRECTORIES).items(), key=lambda item: len(item[0]))
+    below = _resolved_below([p for p in keep if p not in _outside], SHARED_DIRECTORIES)
+    kept = sorted(below.items(), key=lambda item: len(item[0]))
     covered = []
     for directory in SHARED_DIRECTORIES:
         if os.path.isdir(directory) and not os.path.islink(directory):
@@ -129,6 +134,28 @@ def hide_shared_directories(keep: Iterable[str]) -> list[str]:
         for _, fd in kept:
             os.close(fd)
     return covered
+
+
+def note_outside(paths: Iterable[str]) -> None:
+    """Set aside those of ``paths`` that lie outside every shared directory, resolved.
+
+    The fork server calls it once for the paths every runner keeps (the system's
+    and the interpreter's), so that :func:`hide_shared_directories` in each runner
+    resolves only the few that are not set aside (a plugin's folders,
+    ``/etc/resolv.conf`` where it links into ``/run``): one system call per
+    path component, once, instead of three system calls per path in every
+    runner. A path set aside that later comes to resolve below a shared
+    directory (replaced by a link into ``/tmp``, say) is covered in the runners
+    forked afterwards instead of bound back: they lose sight of it, never gain any.
+    """
+    global _outside
+    prefixes = tuple(os.path.join(d, "") for d in SHARED_DIRECTORIES)
+    _outside = frozenset(
+        path
+        for path in paths
+        if not os.path.join(path, "").startswith(prefixes)
+        and not os.path.join(os.path.realpath(path), "").startswith(prefixes)
+    )
 
 
 def _resolved_below(paths: Iterable[str], directories: Iterable[str]) -> dict[str, int]:
