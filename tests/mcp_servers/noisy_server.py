@@ -14,6 +14,9 @@ records of any size. A handshake-era server with these tools:
 - ``ask_many(count)``: sends ``count`` ``sampling/createMessage`` requests at once,
   waits for every answer (reporting progress, under the call's token if it has
   one, with how many came so far), then answers ``answered A, refused R``;
+- ``flap()``: from then on, the list changes at every listing (a tool
+  ``flap_0`` or ``flap_1`` comes and goes) and the server says so right after
+  each answer to ``tools/list`` (and after this call's own);
 - tools whose names collide once made model-facing: ``same_mcp_noisy_same``,
   ``same`` and ``same!`` (the last two sanitize alike, and the second of them
   would be qualified to the first's name), and ``twice`` listed twice. Each is
@@ -28,6 +31,8 @@ import sys
 from typing import Any
 
 WIDE = 100_000
+LISTED = [0]  # listings since flap() was called
+FLAPPING = [False]
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -48,6 +53,7 @@ TOOLS = [
     _tool("loud_log"),
     _tool("many_logs", {"count": {"type": "integer"}}),
     _tool("ask_many", {"count": {"type": "integer"}}),
+    _tool("flap"),
     *({**_tool(name), "description": f"runs {name}"} for name in ("same_mcp_noisy_same", "same")),
     {**_tool("same!"), "description": "runs same!"},
     {**_tool("twice"), "description": "runs twice, listed first"},
@@ -71,6 +77,8 @@ def _call(params: dict[str, Any]) -> dict[str, Any]:
     elif name == "loud_log":
         record = {"level": "warning", "logger": "a\nb", "data": "y" * WIDE}
         _notify("notifications/message", record)
+    elif name == "flap":
+        FLAPPING[0] = True
     elif name == "ask_many":
         return _ask_many(int((params.get("arguments") or {}).get("count", 0)), token)
     elif name == "many_logs":
@@ -114,11 +122,14 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {}, "logging": {}},
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
             "serverInfo": {"name": "noisy", "version": "1"},
         }
     if method == "tools/list":
-        return {"tools": TOOLS}
+        if not FLAPPING[0]:
+            return {"tools": TOOLS}
+        LISTED[0] += 1
+        return {"tools": [*TOOLS, _tool(f"flap_{LISTED[0] % 2}")]}
     if method == "tools/call":
         return _call(params)
     return {}
@@ -129,6 +140,8 @@ def main() -> None:
         request = json.loads(line)
         if "id" in request and "method" in request:
             _send({"jsonrpc": "2.0", "id": request["id"], "result": _answer(request)})
+            if FLAPPING[0] and request["method"] in ("tools/list", "tools/call"):
+                _notify("notifications/tools/list_changed", {})
 
 
 if __name__ == "__main__":

@@ -6,7 +6,12 @@ connection (see :mod:`plughost.mcp.client` for why): connecting under
 ``connect_timeout``, serving the commands other tasks send (``refresh``,
 ``stop``, ``lost``, ``relisten``), following the server's change notifications
 on either protocol era, retrying after a backoff, and the state changes that go
-with each step. The only ways in from other tasks are :meth:`_send` and
+with each step. A server may say its lists changed as often as it likes; one that
+says so after every listing would have plughost relist it, and tell every client,
+as fast as it answers. So the refreshes of one connection start at least
+:data:`REFRESH_PAUSE` seconds apart: the first after a quiet spell at once, and
+what changes meanwhile is picked up by the one after the pause (a stop or a lost
+connection does not wait for it). The only ways in from other tasks are :meth:`_send` and
 :meth:`_mark_lost`, which put a command on the owner's stream.
 
 Kept apart from :mod:`plughost.mcp.client`, which holds what any task may call
@@ -47,11 +52,13 @@ from plughost.mcp.session import (
 from plughost.mcp.status import ServerState
 from plughost.mcp.upstream_tap import LogHandler, UpstreamTap
 
-__all__ = ["Command", "ConnectionOwner"]
+__all__ = ["REFRESH_PAUSE", "Command", "ConnectionOwner"]
 
 log = logging.getLogger(__name__)
 
 _MAX_RETRY_DELAY = 60.0
+REFRESH_PAUSE = 1.0
+"""Seconds at least between the starts of two refreshes of one server's lists."""
 Command = Literal["refresh", "stop", "lost", "relisten"]
 """What other tasks ask of the owner task, on its command stream."""
 
@@ -102,6 +109,8 @@ class ConnectionOwner:
         self._attempt = anyio.Event()
         self._commands: MemoryObjectSendStream[Command] | None = None
         self._refresh_pending = False
+        self._refreshed_at = -math.inf
+        self._urgent = anyio.Event()  # a stop or a lost connection: no pause waits longer
         self._lost_reason = ""
         self._exit_reason = ""
 
@@ -125,6 +134,8 @@ class ConnectionOwner:
     # --- ways in from other tasks ---------------------------------------------------------
 
     def _send(self, command: Command) -> None:
+        if command in ("stop", "lost"):
+            self._urgent.set()
         if self._commands is not None:
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self._commands.send_nowait(command)
@@ -210,6 +221,8 @@ class ConnectionOwner:
     async def _serve(self, client: Client, commands: MemoryObjectReceiveStream[Command]) -> str:
         """Serve commands until ``stop`` (returns "") or ``lost`` (returns the reason)."""
         lost = ""
+        self._urgent = anyio.Event()
+        self._refresh_pending = False  # a refresh the last connection skipped: this one listed
         async with anyio.create_task_group() as tg:
             listening = self._start_listen(tg, client)
             async for command in commands:
@@ -222,10 +235,22 @@ class ConnectionOwner:
                     listening.cancel()
                     listening = self._start_listen(tg, client)
                     continue
-                self._refresh_pending = False
-                await self._refresh(client)
+                if await self._paused():
+                    self._refresh_pending = False  # what changed during the pause is in this one
+                    await self._refresh(client)
             tg.cancel_scope.cancel()
         return lost
+
+    async def _paused(self) -> bool:
+        """Wait out the pause since the last refresh; False if a stop or loss came first."""
+        delay = self._refreshed_at + REFRESH_PAUSE - anyio.current_time()
+        if delay > 0:
+            with anyio.move_on_after(delay):
+                await self._urgent.wait()
+        if self._urgent.is_set():
+            return False  # the command behind is served next
+        self._refreshed_at = anyio.current_time()
+        return True
 
     def _start_listen(self, tg: anyio.abc.TaskGroup, client: Client) -> anyio.CancelScope:
         scope = anyio.CancelScope()
