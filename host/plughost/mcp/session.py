@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -25,8 +26,11 @@ import mcp_types as types
 from mcp import Client, MCPError
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 
+from plughost.mcp import early_launch
+from plughost.mcp.adopted_process import AdoptedProcess
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.delivery import TrackingHTTPTransport
 from plughost.mcp.sandbox import LaunchPlan, SandboxState, read_report, sandboxed
@@ -93,9 +97,12 @@ async def open_client(
         server: Any
         kind = config.resolved_transport
         plan: LaunchPlan | None = None
+        adopted: AdoptedProcess | None = None
         if kind == "stdio":
             state = sandbox if sandbox is not None else SandboxState()
             plan = await stack.enter_async_context(sandboxed(name, config, state))
+            launch = _launch_of(plan, config)
+            adopted = await _adopt(name, plan, launch)
             server = stdio_transport(
                 plan.argv[0],
                 plan.argv[1:],
@@ -103,6 +110,7 @@ async def open_client(
                 cwd=config.cwd,
                 on_exit=on_exit,
                 pass_fds=(plan.passed,),
+                adopted=adopted,
             )
             if tap is not None:
                 server = tap.wrap(server)
@@ -134,7 +142,33 @@ async def open_client(
         entered = await stack.enter_async_context(client)
         if plan is not None:  # the server answered: the launcher reported before its exec
             read_report(plan.report, state)
+            if adopted is None:
+                early_launch.remember(name, *launch)
         yield entered
+
+
+def _launch_of(
+    plan: LaunchPlan, config: MCPServerConfig
+) -> tuple[list[str], dict[str, str], str | None]:
+    """The launch as :mod:`plughost.mcp.early_launch` keeps it: no descriptor number in it."""
+    argv = list(plan.argv)
+    if "--report-fd" in argv:
+        argv[argv.index("--report-fd") + 1] = "{report}"
+    return argv, get_default_environment() | plan.env, config.cwd
+
+
+async def _adopt(
+    name: str, plan: LaunchPlan, launch: tuple[list[str], dict[str, str], str | None]
+) -> AdoptedProcess | None:
+    """The server's process started early with this very launch, if there is one."""
+    early = early_launch.claim(name, *launch)
+    if early is None:
+        return None
+    # The launcher reports on the early pipe: read it where the plan's reader looks.
+    os.dup2(early.report, plan.report, inheritable=False)
+    os.close(early.report)
+    log.info("mcp server started early adopted server=%s pid=%d", name, early.process.pid)
+    return await AdoptedProcess.adopt(early.process)
 
 
 def tracks_delivery(config: MCPServerConfig) -> bool:

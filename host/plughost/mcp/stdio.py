@@ -180,6 +180,7 @@ async def stdio_transport(
     cwd: str | None,
     on_exit: Callable[[str], None],
     pass_fds: tuple[int, ...] = (),
+    adopted: anyio.abc.Process | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server and yield the SDK's (read stream, write stream) pair.
 
@@ -192,12 +193,14 @@ async def stdio_transport(
             (not when this context exits first).
         pass_fds: Descriptors the process inherits (the sandbox launcher's report pipe);
             this function closes them.
+        adopted: The process, already started with this very command
+            (:mod:`plughost.mcp.early_launch`): driven instead of starting another.
 
     Raises:
         OSError: The command could not be started.
     """
     try:
-        process = await anyio.open_process(
+        process = adopted or await anyio.open_process(
             [command, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

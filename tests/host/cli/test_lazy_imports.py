@@ -131,3 +131,31 @@ def test_one_shot_commands_load_neither_mcp_nor_search_nor_the_watcher(
 
     assert loaded & absent == set()
     assert "plughost.host" in loaded  # the command really ran the host
+
+
+def test_the_early_mcp_launch_loads_none_of_the_heavy_modules() -> None:
+    # It starts the upstream servers while serve imports the rest: it may need none of it.
+    assert loaded_after("import plughost.mcp.early_launch") == set()
+
+
+def test_serve_launches_its_upstreams_before_importing_the_mcp_sdk(tmp_path: Path) -> None:
+    config = tmp_path / "up.toml"
+    config.write_text('[mcp.servers.a]\ncommand = "true"\n')
+    # serve's early launch reports what was imported when it ran, then ends the process.
+    code = (
+        "import json, os, sys\n"
+        "from plughost.mcp import early_launch\n"
+        f"heavy = {HEAVY!r}\n"
+        "def launch(path, version):\n"
+        "    print(json.dumps(sorted(m for m in heavy if m in sys.modules)), flush=True)\n"
+        "    os._exit(0)\n"
+        "early_launch.launch = launch\n"
+        "from plughost.cli.main import cli\n"
+        f"cli(['serve', '--config', {str(config)!r}, '--mcp-stdio'], prog_name='plughost')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
