@@ -65,6 +65,8 @@ SETTLE_S = 2.0  # after start: let start-up work (trims, first beats) finish bef
 class Results:
     start_s: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     start_cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
+    # per-plugin grouping: the CPU spent starting by kind of process, ms per runner
+    start_cpu_by_kind: dict[str, list[float]] = field(default_factory=dict)
     cpu_pct: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     wakeups: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
     pss_mib: dict[str, list[float]] = field(default_factory=lambda: {g: [] for g in GROUPINGS})
@@ -194,6 +196,22 @@ def snapshot(processes: list[psutil.Process]) -> tuple[float, int]:
     return cpu / 1e9, switches
 
 
+def note_start_by_kind(out: Results, host_ns: int, spent_s: float, runners: int) -> None:
+    """Split a per-plugin start's CPU by kind of process, per runner.
+
+    Every process below the host was born during the start, so its whole time on
+    a CPU is start-up (the fork server's own start included); the host's is its
+    time over the start; what is left ended meanwhile (reaped children).
+    """
+    by_kind = {"host": host_ns / 1e6}
+    for member in tree(os.getpid())[1:]:
+        kind = kind_of(member)
+        by_kind[kind] = by_kind.get(kind, 0.0) + on_cpu_ns(member.pid) / 1e6
+    by_kind["ended meanwhile"] = max(0.0, spent_s * 1000 - sum(by_kind.values()))
+    for kind, ms in by_kind.items():
+        out.start_cpu_by_kind.setdefault(kind, []).append(ms / runners)
+
+
 async def answer_all(host: PluginHost, probes: list[tuple[str, str, dict[str, str]]]) -> None:
     invocations = []
     for plugin_id, tool, arguments in probes:
@@ -221,6 +239,7 @@ async def one_round(
         group_capability_plugins=True,  # one runner for all: the test plugins ask for some
     )
     host = PluginHost(folders, settings=settings)
+    host_began = on_cpu_ns(os.getpid())
     cpu_began = tree_cpu_s()
     began = time.perf_counter()
     try:
@@ -233,6 +252,8 @@ async def one_round(
         cpu_spent = tree_cpu_s() - cpu_began
         out.start_cpu_ms[grouping].append(cpu_spent / len(folders) * 1000)
         out.processes[grouping] = len(tree(os.getpid()))
+        if grouping == "per_plugin":
+            note_start_by_kind(out, on_cpu_ns(os.getpid()) - host_began, cpu_spent, len(folders))
         if window <= 0:  # --start-only
             return
         await asyncio.sleep(SETTLE_S)  # a measuring pause, not synchronisation
@@ -348,6 +369,22 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
         "|---|---|---|---|---|",
         *rows,
         "",
+        *(
+            [
+                "Where the per-plugin start's CPU goes (medians, ms per runner): "
+                + ", ".join(
+                    f"{kind} {benchlib.median(values):.1f}"
+                    for kind, values in sorted(
+                        results.start_cpu_by_kind.items(), key=lambda kv: -max(kv[1])
+                    )
+                    if kind != "gone"
+                )
+                + " (the fork server's own start included, paid once per host).",
+                "",
+            ]
+            if results.start_cpu_by_kind
+            else []
+        ),
         "Where the per-plugin PSS goes (medians): "
         + ", ".join(
             f"{kind} {benchlib.median(values):.0f} MiB"
@@ -377,7 +414,10 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
         ),
         "Start is `PluginHost.start()` until every plugin has answered a call; the CPU spent "
         "starting is the on-CPU time of the whole process tree over that start, the processes "
-        "that ended meanwhile included, divided by the number of plugins. Idle CPU is the "
+        "that ended meanwhile included, divided by the number of plugins. Split by kind of "
+        "process (per-plugin grouping), it is each process's whole time on a CPU (every one "
+        "below the host was born during the start), the host's time over the start, and what "
+        "ended meanwhile, per runner. Idle CPU is the "
         "time on a CPU (`/proc/<pid>/task/*/schedstat`) of the whole process tree over "
         f"{args.window:g} s, {SETTLE_S:g} s after "
         "start, as a share of one core; wake-ups are the tree's voluntary context switches "
