@@ -37,6 +37,7 @@ from plughost_sdk import wire
 __all__ = ["RehearsalError", "rehearse"]
 
 _HERE = Path(__file__).resolve().parent
+_PLUGINS = (("plughost_plugin", "plughost"), ("maibot_plugin", "maibot"))  # (folder, flavor)
 _NOWHERE = "/nonexistent/plughost-rehearsal"  # never created: nothing rehearsed writes files
 _POLICY = SandboxPolicy(
     user_namespace=True,
@@ -96,9 +97,6 @@ def _hello_answer() -> dict[str, Any]:
     *_, decoded = wire.decode_many(wire.encode(hello) + wire.encode(answer), [])
     body = decoded.get("body")
     return body if isinstance(body, dict) else {"plugins": []}
-
-
-_PLUGINS = (("plughost_plugin", "plughost"), ("maibot_plugin", "maibot"))
 
 
 def _spec_body(folder: str, flavor: str) -> dict[str, Any]:
