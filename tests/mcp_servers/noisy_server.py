@@ -17,6 +17,9 @@ records of any size. A handshake-era server with these tools:
 - ``flap()``: from then on, the list changes at every listing (a tool
   ``flap_0`` or ``flap_1`` comes and goes) and the server says so right after
   each answer to ``tools/list`` (and after this call's own);
+- ``backtrack(length)``: declares an output schema whose ``x`` must match
+  ``^(a+)+$`` and answers ``x`` = ``length`` letters ``a`` and a ``!`` (a
+  backtracking engine takes time exponential in ``length`` to refuse it);
 - tools whose names collide once made model-facing: ``same_mcp_noisy_same``,
   ``same`` and ``same!`` (the last two sanitize alike, and the second of them
   would be qualified to the first's name), and ``twice`` listed twice. Each is
@@ -54,6 +57,13 @@ TOOLS = [
     _tool("many_logs", {"count": {"type": "integer"}}),
     _tool("ask_many", {"count": {"type": "integer"}}),
     _tool("flap"),
+    {
+        **_tool("backtrack", {"length": {"type": "integer"}}),
+        "outputSchema": {
+            "type": "object",
+            "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}},
+        },
+    },
     *({**_tool(name), "description": f"runs {name}"} for name in ("same_mcp_noisy_same", "same")),
     {**_tool("same!"), "description": "runs same!"},
     {**_tool("twice"), "description": "runs twice, listed first"},
@@ -77,6 +87,9 @@ def _call(params: dict[str, Any]) -> dict[str, Any]:
     elif name == "loud_log":
         record = {"level": "warning", "logger": "a\nb", "data": "y" * WIDE}
         _notify("notifications/message", record)
+    elif name == "backtrack":
+        x = "a" * int((params.get("arguments") or {}).get("length", 0)) + "!"
+        return {"content": [{"type": "text", "text": x}], "structuredContent": {"x": x}}
     elif name == "flap":
         FLAPPING[0] = True
     elif name == "ask_many":

@@ -41,6 +41,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from plughost.mcp.config import MCPServerConfig
+from plughost.mcp.output_checks import check_outputs_safely
 from plughost.mcp.sandbox import SandboxState
 from plughost.mcp.session import (
     Catalog,
@@ -198,6 +199,7 @@ class ConnectionOwner:
                     tap=tap,
                 ) as client:
                     try:
+                        check_outputs_safely(client.session)
                         catalog = await fetch_catalog(client, self.config)
                         scope.deadline = math.inf
                         connected = True
