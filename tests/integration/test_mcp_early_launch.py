@@ -12,6 +12,7 @@ state is the process's).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import selectors
 import subprocess
@@ -232,3 +233,39 @@ def test_a_memo_another_user_may_write_is_not_believed(remembered: tuple[Path, P
     believed = _launch_then(config, "print(json.dumps(sorted(launched))); early_launch.discard()")
 
     assert (refused, believed) == ([], ["demo"])
+
+
+async def test_an_early_process_that_cannot_be_adopted_is_killed_and_the_server_started_anew(
+    remembered: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from plughost import __version__
+    from plughost.cli.serve_config import ServeConfig
+    from plughost.mcp import early_launch
+    from plughost.mcp.adopted_process import AdoptedProcess
+    from plughost.mcp.session import open_client
+
+    config, _ = remembered
+    monkeypatch.chdir(ROOT)  # where the serve that wrote the memo ran
+    monkeypatch.setattr(early_launch, "_memo", early_launch._Memo())
+    early_launch.launch(config, __version__)
+    early = early_launch._memo.launched["demo"].process
+
+    async def no_pidfd(process: Any) -> AdoptedProcess:
+        raise OSError("no pidfd here")
+
+    monkeypatch.setattr(AdoptedProcess, "adopt", no_pidfd)
+    server = ServeConfig.load(config).mcp.servers["demo"]
+    caplog.set_level(logging.INFO, logger="plughost.mcp.session")
+    try:
+        async with open_client(server, _ignore, lambda reason: None, name="demo") as client:
+            tools = [tool.name for tool in (await client.list_tools()).tools]
+    finally:
+        early_launch.discard()
+
+    assert "started early not adopted server=demo reason=no pidfd here" in caplog.text
+    assert early.poll() is not None
+    assert "echo" in tools
+
+
+async def _ignore(message: Any) -> None:
+    return None

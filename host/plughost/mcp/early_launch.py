@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tomllib
@@ -45,7 +46,7 @@ from typing import Any
 
 from plughost.mcp.own_file import read_own, write_own
 
-__all__ = ["MEMO_FILE", "Launch", "claim", "discard", "launch", "remember"]
+__all__ = ["MEMO_FILE", "Launch", "claim", "discard", "end", "launch", "remember"]
 
 MEMO_FILE = "mcp-launch.json"
 """Beside the tool catalogue, in the parent of ``[host] data_dir``."""
@@ -129,7 +130,7 @@ def claim(name: str, argv: list[str], env: dict[str, str], cwd: str | None) -> L
         return None
     if (early.argv, early.env, early.cwd) == (argv, env, cwd) and early.process.poll() is None:
         return early
-    _end(early)
+    end(early)
     return None
 
 
@@ -157,7 +158,21 @@ def remember(name: str, argv: list[str], env: dict[str, str], cwd: str | None) -
 def discard() -> None:
     """Kill every early process no connection claimed (serve is ending)."""
     while _memo.launched:
-        _end(_memo.launched.popitem()[1])
+        end(_memo.launched.popitem()[1])
+
+
+def end(early: Launch) -> None:
+    """Kill an early process and close what it held."""
+    with contextlib.suppress(OSError):
+        os.killpg(early.process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        early.process.wait(1.0)
+    for pipe in (early.process.stdin, early.process.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    with contextlib.suppress(OSError):
+        os.close(early.report)
 
 
 def _memo_path(config_file: Path, data: dict[str, Any]) -> Path:
@@ -256,16 +271,3 @@ def _start(argv: list[str], env: dict[str, str], cwd: str | None) -> Launch:
     finally:
         os.close(passed)
     return Launch(process, report, argv, env, cwd)
-
-
-def _end(early: Launch) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(early.process.pid, 9)
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        early.process.wait(1.0)
-    for pipe in (early.process.stdin, early.process.stdout):
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                pipe.close()
-    with contextlib.suppress(OSError):
-        os.close(early.report)

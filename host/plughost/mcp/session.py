@@ -164,11 +164,17 @@ async def _adopt(
     early = early_launch.claim(name, *launch)
     if early is None:
         return None
+    try:
+        adopted = await AdoptedProcess.adopt(early.process)
+    except OSError as exc:  # no pidfd (a kernel before 5.3): start it as always
+        log.info("mcp server started early not adopted server=%s reason=%s", name, exc)
+        early_launch.end(early)
+        return None
     # The launcher reports on the early pipe: read it where the plan's reader looks.
     os.dup2(early.report, plan.report, inheritable=False)
     os.close(early.report)
     log.info("mcp server started early adopted server=%s pid=%d", name, early.process.pid)
-    return await AdoptedProcess.adopt(early.process)
+    return adopted
 
 
 def tracks_delivery(config: MCPServerConfig) -> bool:
