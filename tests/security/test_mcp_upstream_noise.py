@@ -63,7 +63,7 @@ async def served(
             yield client
 
 
-async def test_an_upstreams_progress_reaches_the_client_only_finite_and_cut(
+async def test_an_upstreams_progress_and_logs_reach_the_client_bounded_and_before_its_result(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     reports: list[tuple[float, float | None, str | None]] = []
@@ -71,9 +71,15 @@ async def test_an_upstreams_progress_reaches_the_client_only_finite_and_cut(
     async def progress(done: float, total: float | None, message: str | None) -> None:
         reports.append((done, total, message))
 
-    async with served(tmp_path, []) as client:
+    loud: list[types.LoggingMessageNotificationParams] = []
+    async with served(tmp_path, loud) as client:
         result = await client.call_tool("mcp_noisy_odd_progress", {}, progress_callback=progress)
+        await client.call_tool("mcp_noisy_loud_log", {})
+        (record,) = loud
+        many = len(loud)
+        await client.call_tool("mcp_noisy_many_logs", {"count": 3})  # then its result, at once
 
+    # Progress: only finite numbers, the message cut.
     assert result.content[0].text == "done"  # type: ignore[union-attr]
     assert reports[-1] == (1.0, 2.0, "half")  # the plain report comes through, last
     assert all(math.isfinite(done) for done, _, _ in reports)
@@ -82,63 +88,23 @@ async def test_an_upstreams_progress_reaches_the_client_only_finite_and_cut(
     assert len(reports) == 2  # the wide one, cut, and the plain one; the others are dropped
     unreadable = [r for r in caplog.records if "Failed to validate" in r.getMessage()]
     assert unreadable == []  # nothing the client could not read was sent (NaN went as null)
-
-
-async def test_an_upstreams_log_record_reaches_the_client_cut_and_under_its_own_name(
-    tmp_path: Path,
-) -> None:
-    log: list[types.LoggingMessageNotificationParams] = []
-    async with served(tmp_path, log) as client:
-        result = await client.call_tool("mcp_noisy_loud_log", {})
-
-    assert result.content[0].text == "done"  # type: ignore[union-attr]
-    (record,) = log
+    # A log record: cut, under the server's name, its own logger name on one line and cut.
     assert isinstance(record.data, str) and 0 < len(record.data) <= MAX_RECORD
     assert record.logger is not None and record.logger.startswith("mcp.noisy.")
     assert "\n" not in record.logger and len(record.logger) <= len("mcp.noisy.") + 100
     assert record.level == "warning"
+    # Records written right before a result: every one reaches the client, before it.
+    assert [str(r.data)[:8] for r in loud[many:]] == [f"{n:08d}" for n in range(3)]
 
 
-async def test_an_upstreams_log_records_written_before_its_result_all_reach_the_client_first(
+async def test_an_upstreams_names_and_asks_are_held_to_what_plughost_decided(
     tmp_path: Path,
 ) -> None:
-    count = 3
-    log: list[types.LoggingMessageNotificationParams] = []
-    async with served(tmp_path, log) as client:
-        await client.call_tool("mcp_noisy_many_logs", {"count": count})
+    """Colliding names each run the tool they are shown for; looping asks are bounded.
 
-    assert [str(r.data)[:8] for r in log] == [f"{n:08d}" for n in range(count)]
-
-
-async def test_an_upstreams_colliding_names_each_run_the_tool_they_describe(tmp_path: Path) -> None:
-    async with served(tmp_path, []) as client:
-        listed = [
-            t for t in (await client.list_tools()).tools if "same" in t.name or "twice" in t.name
-        ]
-        ran = {
-            t.name: (await client.call_tool(t.name, {})).content[0].text  # type: ignore[union-attr]
-            for t in listed
-        }
-
-    names = [t.name for t in listed]
-    assert len(names) == len(set(names)) == 4  # the second ``twice`` is not listed
-    assert {t.description for t in listed} == {
-        "runs same_mcp_noisy_same",
-        "runs same",
-        "runs same!",
-        "runs twice, listed first",
-    }
-    for tool in listed:  # a name runs the very tool the client was shown under it
-        assert ran[tool.name] == "ran " + (tool.description or "").split()[1].rstrip(",")
-
-
-async def test_an_upstream_asking_in_a_loop_reaches_the_client_a_bounded_number_at_a_time(
-    tmp_path: Path,
-) -> None:
-    """Beside the session (the client relay's bound) and through it alike.
-
-    The client answers none until every request is either waiting on it or was
-    answered by plughost (the upstream reports how many answers it has had).
+    Asks are bounded beside the session (the client relay's bound) and through it
+    alike. The client answers none until every request is either waiting on it or
+    was answered by plughost (the upstream reports how many answers it has had).
     """
     asked, waiting, most, settled = 3 * MAX_OPEN_REQUESTS, 0, 0, 0
     enough = anyio.Event()
@@ -164,6 +130,13 @@ async def test_an_upstream_asking_in_a_loop_reaches_the_client_a_bounded_number_
         check()
 
     async with served(tmp_path, [], sampling) as client:
+        listed = [
+            t for t in (await client.list_tools()).tools if "same" in t.name or "twice" in t.name
+        ]
+        ran = {
+            t.name: (await client.call_tool(t.name, {})).content[0].text  # type: ignore[union-attr]
+            for t in listed
+        }
         with anyio.fail_after(60):
             beside = await client.call_tool(
                 "mcp_noisy_ask_many", {"count": asked}, progress_callback=progress
@@ -174,6 +147,16 @@ async def test_an_upstream_asking_in_a_loop_reaches_the_client_a_bounded_number_
                 "mcp_noisy_ask_many", {"count": asked}, progress_callback=progress, meta=meta
             )
 
+    names = [t.name for t in listed]
+    assert len(names) == len(set(names)) == 4  # the second ``twice`` is not listed
+    assert {t.description for t in listed} == {
+        "runs same_mcp_noisy_same",
+        "runs same",
+        "runs same!",
+        "runs twice, listed first",
+    }
+    for tool in listed:  # a name runs the very tool the client was shown under it
+        assert ran[tool.name] == "ran " + (tool.description or "").split()[1].rstrip(",")
     expected = f"answered {MAX_OPEN_REQUESTS}, refused {asked - MAX_OPEN_REQUESTS}"
     assert beside.content[0].text == expected  # type: ignore[union-attr]
     assert through.content[0].text == expected  # type: ignore[union-attr]
