@@ -32,6 +32,7 @@ from tests.waiting import wait_until
 EVERYTHING = PUBLISHED / "node" / "node_modules" / ".bin" / "mcp-server-everything"
 UPSTREAM = HERE / "forwarding_server.py"
 TAKEN = "mcp call answered beside the session tool="
+LANE = "lane=direct"
 
 
 @pytest.fixture
@@ -79,8 +80,31 @@ async def served(places: dict[str, Path]) -> AsyncIterator[Client]:
 
 def taken(places: dict[str, Path]) -> list[str]:
     """The tools of the calls the serve process answered beside its server session."""
+    return [tool for tool, _ in ways(places)]
+
+
+def ways(places: dict[str, Path]) -> list[tuple[str, bool]]:
+    """Each call answered beside the server session: its tool, and whether on the direct lane."""
     lines = places["log"].read_text().splitlines()
-    return [line.split(TAKEN, 1)[1].split()[0] for line in lines if TAKEN in line]
+    return [
+        (line.split(TAKEN, 1)[1].split()[0], line.endswith(LANE)) for line in lines if TAKEN in line
+    ]
+
+
+async def call(
+    client: Client, tool: str, arguments: dict[str, Any], lane: bool
+) -> types.CallToolResult:
+    """Call ``tool``; unless on the ``lane``, with a progress token, which keeps it off it."""
+    if lane:
+        return await client.call_tool(tool, arguments)
+    return await client.call_tool(tool, arguments, progress_callback=_ignored)
+
+
+async def _ignored(done: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+BOTH_PATHS = pytest.mark.parametrize("lane", [True, False], ids=["direct-lane", "task"])
 
 
 def events(places: dict[str, Path]) -> list[str]:
@@ -161,13 +185,15 @@ async def forge_responses(client: Client) -> tuple[types.CallToolResult, list[st
     return forged, unissued, later
 
 
+@BOTH_PATHS
 async def test_a_cancelled_gateway_call_is_cancelled_at_the_upstream(
-    places: dict[str, Path],
+    places: dict[str, Path], lane: bool
 ) -> None:
     async with served(places) as client:
+        await client.call_tool("mcp_fwd_whoami", {})  # the registry's routes are built
         with anyio.move_on_after(60):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(client.call_tool, "mcp_fwd_wait", {"label": "c", "seconds": 60})
+                tg.start_soon(call, client, "mcp_fwd_wait", {"label": "c", "seconds": 60}, lane)
                 await wait_until(lambda: "start c" in events(places), timeout=30, what="start")
                 tg.cancel_scope.cancel()  # the client sends notifications/cancelled
         await wait_until(lambda: "cancelled c" in events(places), timeout=30, what="cancel")
@@ -175,15 +201,17 @@ async def test_a_cancelled_gateway_call_is_cancelled_at_the_upstream(
 
     assert after.content[0].text == "waited d"
     assert "done c" not in events(places)
-    assert taken(places) == ["mcp_fwd_wait", "mcp_fwd_wait"]
+    assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_wait", "mcp_fwd_wait"]
+    assert ways(places)[1] == ("mcp_fwd_wait", lane)
 
 
+@BOTH_PATHS
 async def test_an_upstream_that_dies_mid_call_fails_the_call_and_the_next_call_restarts_it(
-    places: dict[str, Path],
+    places: dict[str, Path], lane: bool
 ) -> None:
     async with served(places) as client:
         before = (await client.call_tool("mcp_fwd_whoami", {})).content[0].text
-        died = await client.call_tool("mcp_fwd_die", {})
+        died = await call(client, "mcp_fwd_die", {}, lane)
         after = (await client.call_tool("mcp_fwd_whoami", {})).content[0].text
 
     assert died.is_error is True
@@ -194,15 +222,18 @@ async def test_an_upstream_that_dies_mid_call_fails_the_call_and_the_next_call_r
     )
     assert after != before  # a new process answered
     assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_die", "mcp_fwd_whoami"]
+    assert ways(places)[1] == ("mcp_fwd_die", lane)
 
 
+@BOTH_PATHS
 async def test_a_gateway_call_past_its_tool_timeout_fails_and_is_cancelled_at_the_upstream(
-    places: dict[str, Path],
+    places: dict[str, Path], lane: bool
 ) -> None:
     config = places["config"].read_text()
     places["config"].write_text(config.replace("\nprotocol =", "\ntool_timeout = 1\nprotocol ="))
     async with served(places) as client:
-        late = await client.call_tool("mcp_fwd_wait", {"label": "t", "seconds": 60})
+        await client.call_tool("mcp_fwd_whoami", {})  # the registry's routes are built
+        late = await call(client, "mcp_fwd_wait", {"label": "t", "seconds": 60}, lane)
         await wait_until(lambda: "cancelled t" in events(places), timeout=30, what="cancel")
         after = await client.call_tool("mcp_fwd_wait", {"label": "u"})
 
@@ -212,4 +243,5 @@ async def test_a_gateway_call_past_its_tool_timeout_fails_and_is_cancelled_at_th
     )
     assert "done t" not in events(places)
     assert after.content[0].text == "waited u"
-    assert taken(places) == ["mcp_fwd_wait", "mcp_fwd_wait"]
+    assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_wait", "mcp_fwd_wait"]
+    assert ways(places)[1] == ("mcp_fwd_wait", lane)

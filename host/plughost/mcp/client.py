@@ -53,6 +53,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
+import mcp_types as types
 from mcp import Client, MCPError
 
 from plughost.mcp import delivery
@@ -173,6 +174,17 @@ class MCPConnection(ConnectionOwner):
                 raise _outcome_unknown(lost.reason) from lost.__cause__
             message = f"connection lost again after reconnecting: {lost.reason}"
             raise ServerUnavailableError(message) from lost.__cause__
+
+    def lost_during(self, client: Client) -> OutcomeUnknownError:
+        """A request written beside ``client`` met the connection's end: may have run.
+
+        As :meth:`request` has it: the connection is marked lost, and the request
+        is not sent again.
+        """
+        closed = MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        reason = self._exit_reason or describe_error(closed)
+        self._mark_lost(client, reason)
+        return _outcome_unknown(reason)
 
     async def _send_once(
         self, client: Client, operation: Callable[[Client], Awaitable[T]], timeout: float

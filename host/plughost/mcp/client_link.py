@@ -134,6 +134,11 @@ class MCPClientLink:
         self._open = 0  # requests to the client awaiting its answer
         self._finished = False
 
+    @property
+    def wants_logs(self) -> bool:
+        """Whether the client asked for log records: then :meth:`serving` runs a sender."""
+        return bool(self._levels)
+
     def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Send queued log records while inside; on the way out, send what is left first.
 

@@ -132,6 +132,12 @@ class ConnectionOwner:
             return None
         return None if client.protocol_version in MODERN_PROTOCOL_VERSIONS else tap
 
+    def live_tap(self) -> tuple[Client, UpstreamTap] | None:
+        """The live client and its tap, when a call may be written beside it now."""
+        client = self._client
+        tap = None if client is None else self.tap_of(client)
+        return None if tap is None or client is None else (client, tap)
+
     # --- ways in from other tasks ---------------------------------------------------------
 
     def _send(self, command: Command) -> None:

@@ -55,7 +55,9 @@ from pydantic import ValidationError
 
 from plughost.mcp.client_relay import ClientRelay
 from plughost.mcp.content import result_to_mcp
+from plughost.mcp.direct_lane import DirectLane
 from plughost.mcp.registry_server import RegistryMCPServer, Reporter, ServedLink
+from plughost.mcp.stdio_server import PipeWriter
 from plughost.mcp.stream_filters import FilteredReceive, WatchedSend
 from plughost.tools import progress
 from plughost.tracing import tracing
@@ -81,6 +83,7 @@ class CallForwarder:
         self._initialize_id: types.RequestId | None = None
         self._version: str | None = None
         self._relay: ClientRelay | None = None
+        self._lane: DirectLane | None = None
         self._calls: dict[types.RequestId, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.forwarded = 0
@@ -97,12 +100,20 @@ class CallForwarder:
         """
         self._write = write_stream
         self._relay = relay = ClientRelay(write_stream)
+        if isinstance(write_stream, PipeWriter):  # the client's pipes: the lane reads its lines
+            self._lane = DirectLane(
+                self._bridge, relay, self._takes, self._response, write_stream.write_now, self._took
+            )
+            write_stream.line_hook = self._lane.take_line
         self._serving = True
         try:
             receive = FilteredReceive(read_stream, self.take, relay.close)
             yield receive, WatchedSend(write_stream, self.sent)
         finally:
             self._serving = False
+            if self._lane is not None:
+                write_stream.line_hook = None
+                self._lane.close()
             with anyio.CancelScope(shield=True):
                 await self._ended()
 
@@ -188,8 +199,13 @@ class CallForwarder:
             return True
         return isinstance(meta, Mapping) and set(meta) <= {"progressToken"} and _token(meta)
 
+    def _took(self) -> None:
+        self.forwarded += 1
+
     def _cancel(self, params: Mapping[str, Any] | None) -> bool:
         request_id = (params or {}).get("requestId")
+        if self._lane is not None and self._lane.cancel(request_id):
+            return True
         task = self._calls.get(request_id) if isinstance(request_id, str | int) else None
         if task is None:
             return False

@@ -42,24 +42,23 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import mcp_types as types
-from mcp import Client, MCPError
+from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import RequestParamsMeta
-from pydantic import ValidationError
 
+from plughost.mcp.call_failures import call_failure
 from plughost.mcp.client import (
     MCPConnection,
-    OutcomeUnknownError,
     ServerStatus,
     ServerUnavailableError,
 )
 from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
 from plughost.mcp.provider_content import UpstreamContent
-from plughost.mcp.session import Catalog, describe_error
+from plughost.mcp.session import Catalog
 from plughost.mcp.upstream_requests import MAX_RECORD, UpstreamRequests
 from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
-from plughost.mcp.upstream_tap import forwarded_call
+from plughost.mcp.upstream_tap import UpstreamTap, forwarded_call
 from plughost.tools import progress
 from plughost.tools.naming import qualified_name
 from plughost.tools.progress import Progress
@@ -346,33 +345,27 @@ class MCPToolProvider:
             return await connection.request(
                 _operation(route, invocation, connection), timeout=timeout, idempotent=idempotent
             )
-        except OutcomeUnknownError as exc:
-            message = f"MCP server {server!r} lost the connection during {route.target!r}: {exc}"
-            return ToolExecutionResult.failure(name, message, "outcome_unknown")
-        except TimeoutError:
-            message = (
-                f"MCP server {server!r} did not answer {route.target!r} within "
-                f"{timeout:g} s (tool_timeout); the call was abandoned."
-            )
-            return ToolExecutionResult.failure(name, message, "timeout")
-        except ServerUnavailableError as exc:
-            message = f"MCP server {server!r} is unavailable: {exc}"
-            return ToolExecutionResult.failure(name, message, "server_unavailable")
-        except MCPError as exc:
-            if exc.code == types.REQUEST_TIMEOUT:  # the server's own clock ran out first
-                message = f"MCP server {server!r} reported a timeout: {exc.message}"
-                return ToolExecutionResult.failure(name, message, "timeout")
-            message = f"MCP server {server!r} refused {route.target!r}: {exc.message}"
-            return ToolExecutionResult.failure(
-                name, message, "tool_error", metadata={"mcp_error_code": exc.code}
-            )
-        except ValidationError as exc:
-            message = f"MCP server {server!r} sent a malformed result: {describe_error(exc)}"
-            return ToolExecutionResult.failure(name, message, "invalid_result")
         except Exception as exc:  # the provider promise: failures are results, never raised
-            log.exception("mcp call failed server=%s tool=%s", server, route.target)
-            message = f"MCP call to {server!r} failed: {describe_error(exc)}"
-            return ToolExecutionResult.failure(name, message, "server_unavailable")
+            return call_failure(name, server, route.target, timeout, exc)
+
+    # --- the direct lane (plughost.mcp.direct_lane) ---------------------------------------
+
+    def forward_target(self, name: str) -> tuple[_Route, MCPConnection, Client, UpstreamTap] | None:
+        """Where a tool call of ``name`` can be written at once; None if it cannot be.
+
+        It can when ``name`` is a tool (not a resource or prompt made one) of a
+        connected server whose stdio transport has an open tap.
+        """
+        route = self._route(name)
+        if route is None or route.kind != "tool":
+            return None
+        connection = self._connections[route.server]
+        live = connection.live_tap()
+        return None if live is None else (route, connection, *live)
+
+    def calling(self, server: str) -> contextlib.AbstractContextManager[None]:
+        """Held while a call to ``server`` runs: what it asks goes to the current caller."""
+        return self._requests.calling(server)
 
 
 def _operation(

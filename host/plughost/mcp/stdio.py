@@ -55,6 +55,7 @@ _EXIT_GRACE = 2.0  # for the server to leave on its own once stdin closes, then 
 _ABANDON_GRACE = 0.2  # the same, for a connection given up on (a connect that timed out)
 _EXIT_POLL = 0.01
 _REAP_WAIT = 0.5  # after stdout closed: how long to wait to learn the exit code
+_BACKLOG = 64 * 1024  # bytes waiting for the server's pipe past which a request waits its turn
 # One JSON-RPC message from the server, at most (bytes), as serve reads from its own client.
 _LINE_LIMIT = 256 * 1024 * 1024
 
@@ -116,6 +117,25 @@ class _Writer:
         # asyncio's lock takes no turn of the loop when it is free (anyio's does, every time).
         self._lock = asyncio.Lock()
         self._closed = False
+        self.line_hook: Callable[[bytes], bool] | None = None
+        """Sees each line of the server's output first; True takes it from the session."""
+
+    def write_now(self, data: bytes, request: bool) -> bool:
+        """Put one line into the server's pipe at once; False if it was not written.
+
+        A ``request`` is refused while another send is under way or the pipe is
+        backed up (it then goes through :meth:`send`, which waits for room); a
+        notification (a cancel) is written all the same.
+        """
+        pipe = getattr(self._process.stdin, "_stream", None)
+        if self._closed or self._process.returncode is not None:
+            return False
+        if not isinstance(pipe, asyncio.StreamWriter) or pipe.is_closing():
+            return False
+        if request and (self._lock.locked() or pipe.transport.get_write_buffer_size() > _BACKLOG):
+            return False
+        pipe.write(data)
+        return True
 
     async def send(self, item: SessionMessage, /) -> None:
         stdin = self._process.stdin
@@ -221,7 +241,7 @@ async def stdio_transport(
     async def read() -> None:
         reason = None
         try:
-            output_ended = await _read_lines(process, send)
+            output_ended = await _read_lines(process, send, writer)
         except _LineTooLong as exc:
             output_ended, reason = True, str(exc)
             log.warning("mcp server output given up reason=%s", reason)
@@ -258,7 +278,7 @@ class _LineTooLong(Exception):
 
 
 async def _read_lines(
-    process: anyio.abc.Process, send: EagerSend[SessionMessage | Exception]
+    process: anyio.abc.Process, send: EagerSend[SessionMessage | Exception], writer: _Writer
 ) -> bool:
     """Hand every line of the server's stdout to the session; return True at end of output.
 
@@ -278,7 +298,10 @@ async def _read_lines(
             while (end := chunk.find(b"\n", start)) >= 0:
                 line += chunk[start:end]
                 if line and not line.isspace():
-                    await send.send(_parse(bytes(line)))  # its own: the buffer is reused
+                    data = bytes(line)  # its own: the buffer is reused
+                    hook = writer.line_hook
+                    if hook is None or not hook(data):
+                        await send.send(_parse(data))
                 line.clear()
                 start = end + 1
             line += chunk[start:]

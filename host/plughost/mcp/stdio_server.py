@@ -108,7 +108,7 @@ async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any
     incoming, read_stream = eager_memory_stream[SessionMessage | Exception](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read, reader, incoming)
+            tg.start_soon(_read, reader, incoming, write_stream)
             yield read_stream, write_stream
             tg.cancel_scope.cancel()
     finally:
@@ -118,11 +118,16 @@ async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any
 
 
 async def _read(
-    reader: asyncio.StreamReader, incoming: EagerSend[SessionMessage | Exception]
+    reader: asyncio.StreamReader,
+    incoming: EagerSend[SessionMessage | Exception],
+    writer: PipeWriter,
 ) -> None:
     async with incoming:
         while line := await _readline(reader):
             if not line.strip():
+                continue
+            hook = writer.line_hook
+            if hook is not None and hook(line):
                 continue
             try:
                 message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -153,6 +158,23 @@ class PipeWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         self._writer = writer
         self._senders = 0
         self._broken = False
+        self.line_hook: Callable[[bytes], bool] | None = None
+        """Sees each line the client writes first; True takes it from the session."""
+
+    def write_now(self, data: bytes) -> bool:
+        """Put ``data`` into the pipe after what was sent before it, without waiting.
+
+        False if the client's end is gone.
+        """
+        if self._broken:
+            return False
+        try:
+            self._writer.write(data)
+        except (ConnectionError, OSError) as exc:
+            log.debug("mcp stdout closed reason=%s", exc)
+            self._broken = True
+            return False
+        return True
 
     @property
     def pending(self) -> bool:

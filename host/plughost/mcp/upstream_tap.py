@@ -37,6 +37,7 @@ import asyncio
 import collections
 import contextlib
 import itertools
+import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -63,6 +64,8 @@ _CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection clos
 # tools/call result fields of the 2026-07-28 revision, outside a handshake-era contract:
 # dropped before validation, as the SDK's own session does.
 _LATER_FIELDS = frozenset({"resultType", "inputRequests", "requestState"})
+_RESULT = {"jsonrpc", "id", "result"}
+_ERROR = {"jsonrpc", "id", "error"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,8 @@ class UpstreamTap:
         self._on_log = on_log
         self._prefix = f"plughost-{secrets.token_hex(4)}-"
         self._ids = itertools.count(1)
-        self._waiting: dict[str, _Waiter] = {}
+        self._waiting: dict[str, _Waiter | _Direct] = {}
+        self._mark = f'"{self._prefix}'.encode()  # an id of the tap's, as it appears in JSON
         self._write: Any = None
         self._closed = False
 
@@ -104,6 +108,8 @@ class UpstreamTap:
             async with transport as streams:
                 read, write = streams[0], streams[1]
                 self._write = write
+                if hasattr(write, "line_hook"):  # a stdio transport: lane answers by the line
+                    write.line_hook = self.take_line
                 try:
                     yield (FilteredReceive(read, self.claim, self.close), write, *streams[2:])
                 finally:
@@ -156,6 +162,69 @@ class UpstreamTap:
             raise
         finally:
             self._waiting.pop(request_id, None)
+
+    def send_now(
+        self, params: Mapping[str, Any], on_outcome: Callable[[object], None]
+    ) -> str | None:
+        """Write ``tools/call`` with ``params`` at once, for :mod:`plughost.mcp.direct_lane`.
+
+        ``on_outcome`` is called once, by the task reading the server's output, with
+        the raw result (a dict), the server's :class:`~mcp_types.ErrorData`, or
+        ``CONNECTION_CLOSED``'s when the transport ends first; it is never called
+        after :meth:`cancel_now`. None when nothing was written: the transport
+        cannot take a line without waiting (the call goes the task's way).
+        """
+        write_now = getattr(self._write, "write_now", None)
+        if not self.live or write_now is None:
+            return None
+        request_id = f"{self._prefix}{next(self._ids)}"
+        request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        if not write_now(json.dumps(request, separators=(",", ":")).encode() + b"\n", True):
+            return None
+        self._waiting[request_id] = _Direct(on_outcome)
+        return request_id
+
+    def cancel_now(self, request_id: str, reason: str) -> None:
+        """Tell the server a call of :meth:`send_now` is abandoned; its answer is dropped."""
+        if self._waiting.pop(request_id, None) is None or not self.live:
+            return
+        params = {"requestId": request_id, "reason": reason}
+        line = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+        self._write.write_now(json.dumps(line, separators=(",", ":")).encode() + b"\n", False)
+
+    def take_line(self, line: bytes) -> bool:
+        """Deliver a line that answers a call of :meth:`send_now`; False passes it on.
+
+        Only a well-formed response under an id the tap issued and still waits on is
+        taken; anything else is parsed and checked as any message from the server.
+        """
+        if self._mark not in line:
+            return False
+        try:
+            message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+        except (ValueError, RecursionError):  # the session's parser reports it
+            return False
+        if type(message) is not dict or message.get("jsonrpc") != "2.0":
+            return False
+        request_id = message.get("id")
+        if type(request_id) is not str:
+            return False
+        waiter = self._waiting.get(request_id)
+        if not isinstance(waiter, _Direct):
+            return False
+        outcome: _Outcome
+        if message.keys() == _RESULT and type(message["result"]) is dict:
+            outcome = message["result"]
+        elif message.keys() == _ERROR:
+            try:
+                outcome = types.ErrorData.model_validate(message["error"], by_name=False)
+            except ValidationError:
+                return False
+        else:
+            return False
+        del self._waiting[request_id]
+        waiter.put(outcome)
+        return True
 
     async def _cancel(self, request_id: str) -> None:
         """Tell the server a call it received is abandoned: shielded, and bounded."""
@@ -230,15 +299,63 @@ async def forwarded_call(
         RuntimeError: The structured content does not match the output schema.
     """
     raw = await tap.call(params, relay)
+    result = _checked(client, raw)
+    if not result.is_error:
+        await client.session.validate_tool_result(params["name"], result)
+    return result
+
+
+def checked_result(client: Client, tool: str, raw: Mapping[str, Any]) -> types.CallToolResult:
+    """``raw`` checked as :func:`forwarded_call` checks it, without awaiting.
+
+    Only for a ``tool`` whose output schema the session knows (see
+    :func:`output_checked_now`): its check then runs to the end at once.
+
+    Raises:
+        pydantic.ValidationError: The result is malformed.
+        RuntimeError: The structured content does not match the output schema.
+    """
+    result = _checked(client, raw)
+    if not result.is_error:
+        check = client.session.validate_tool_result(tool, result)
+        try:
+            check.send(None)
+        except StopIteration:
+            return result
+        check.close()
+        raise RuntimeError(f"the output schema check of {tool} had to wait")
+    return result
+
+
+def output_checked_now(client: Client, tool: str) -> bool:
+    """Whether the session knows ``tool``'s output schema (or that it has none)."""
+    return tool in client.session._tool_output_schemas  # the SDK session's own cache
+
+
+def _checked(client: Client, raw: Mapping[str, Any]) -> types.CallToolResult:
     validate_server_result("tools/call", client.protocol_version, raw)
     raw = {key: value for key, value in raw.items() if key not in _LATER_FIELDS}
     ttl = raw.get("ttlMs")
     if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
         raw["ttlMs"] = 0
-    result = types.CallToolResult.model_validate(raw, by_name=False)
-    if not result.is_error:
-        await client.session.validate_tool_result(params["name"], result)
-    return result
+    return types.CallToolResult.model_validate(raw, by_name=False)
+
+
+class _Direct:
+    """A call of :meth:`UpstreamTap.send_now`: its outcome goes to a callback (no progress)."""
+
+    __slots__ = ("_on_outcome",)
+
+    def __init__(self, on_outcome: Callable[[object], None]) -> None:
+        self._on_outcome = on_outcome
+
+    def put(self, item: _Outcome) -> None:
+        if not isinstance(item, Progress):
+            self._on_outcome(item)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 class _Waiter:

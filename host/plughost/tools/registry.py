@@ -70,6 +70,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Literal
 
+from plughost.tools import views
 from plughost.tools.arguments import ArgumentErrors, prepare_arguments
 from plughost.tools.call_failures import (
     describe_span,
@@ -340,7 +341,8 @@ class ToolRegistry:
         self, context: ToolAvailabilityContext | None, *, ready_only: bool = False
     ) -> View:
         providers = list(self._providers)
-        listings = await asyncio.gather(*(_list_safely(p, context, ready_only) for p in providers))
+        lists = (views.list_safely(p, context, ready_only) for p in providers)
+        listings = await asyncio.gather(*lists)
         view = View()
         host = HostNames.of(
             providers,
@@ -362,7 +364,7 @@ class ToolRegistry:
         if not spec.name:
             log.warning("tool without a name skipped provider=%s", provider.provider_name)
             return
-        spec = _stamped(spec, provider)
+        spec = views.stamped(spec, provider)
         if not self.name_guard.admits(provider, spec, host):
             return
         first = view.routes.get(spec.name)
@@ -441,6 +443,44 @@ class ToolRegistry:
             if self._observers:
                 self._observe(routed[0] if routed else None, result, time.perf_counter() - started)
             return result
+        finally:
+            self._inflight -= 1
+            if self._inflight == 0 and self._idle is not None:
+                self._idle.set()
+
+    def route_now(
+        self, name: str, arguments: dict[str, Any], context: ToolAvailabilityContext
+    ) -> tuple[Route, dict[str, Any]] | None:
+        """Route a call by a caller shown every tool without awaiting: the route and the values.
+
+        The values are ``arguments`` checked, cast and defaulted as :meth:`invoke` does.
+        None unless the call is plain: not shutting down or tracing, the view built,
+        the tool routed and not hidden, the arguments valid; :meth:`invoke` then gives
+        the answer. The caller counts the call with :meth:`call_began` and :meth:`call_ended`.
+        """
+        if self._shutting_down or tracing():
+            return None
+        view = self._cached_view(context)
+        route = view.routes.get(name) if view is not None else None
+        if route is None or route.spec.visibility == "hidden":
+            return None
+        schema = route.spec.parameters_schema
+        prepared = prepare_arguments(arguments, schema)
+        if isinstance(prepared, ArgumentErrors):
+            return None
+        return route, fill_defaults(prepared.values, schema)
+
+    def call_began(self) -> None:
+        """A call routed by :meth:`route_now` runs: counted in flight, as :meth:`invoke` counts."""
+        self._inflight += 1
+
+    def call_ended(
+        self, spec: ToolSpec, result: ToolExecutionResult | None, seconds: float
+    ) -> None:
+        """A call of :meth:`call_began` ended: observed (unless cancelled: ``result`` None)."""
+        try:
+            if result is not None and self._observers:
+                self._observe(spec, result, seconds)
         finally:
             self._inflight -= 1
             if self._inflight == 0 and self._idle is not None:
@@ -557,26 +597,3 @@ class ToolRegistry:
             if refusal is not None:
                 return refusal
         return None
-
-
-async def _list_safely(
-    provider: ToolProvider, context: ToolAvailabilityContext | None, ready_only: bool = False
-) -> list[ToolSpec] | None:
-    ready = getattr(provider, "list_ready_tools", None) if ready_only else None
-    try:
-        return list(await (ready or provider.list_tools)(context))
-    except Exception:
-        log.exception("tool provider failed to list tools provider=%s", provider.provider_name)
-        return None
-
-
-def _stamped(spec: ToolSpec, provider: ToolProvider) -> ToolSpec:
-    """Fill in the provider fields a provider left empty, so warnings can name them."""
-    update: dict[str, Any] = {}
-    if not spec.provider_name:
-        update["provider_name"] = provider.provider_name
-    if not spec.provider_type:
-        update["provider_type"] = provider.provider_type
-    if not spec.tool_id:
-        update["tool_id"] = f"{provider.provider_type}:{provider.provider_name}:{spec.name}"
-    return spec.model_copy(update=update) if update else spec

@@ -15,14 +15,29 @@ What does not live here: the rules that decide which spec takes a name
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from plughost.tools.provider import ToolProvider
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
 
-__all__ = ["Builder", "Route", "RouteMoved", "Version", "View", "ViewCache", "ViewKey", "same_tool"]
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Builder",
+    "Route",
+    "RouteMoved",
+    "Version",
+    "View",
+    "ViewCache",
+    "ViewKey",
+    "list_safely",
+    "same_tool",
+    "stamped",
+]
 
 ViewKey = tuple[int, ToolAvailabilityContext | None]
 """The registry's version and the availability context a view was built for."""
@@ -128,3 +143,27 @@ class ViewCache:
             while len(self._views) > self._size:
                 self._views.popitem(last=False)
         return view
+
+
+async def list_safely(
+    provider: ToolProvider, context: ToolAvailabilityContext | None, ready_only: bool = False
+) -> list[ToolSpec] | None:
+    """``provider``'s tools (with ``ready_only``, those it can run now); None if it failed."""
+    ready = getattr(provider, "list_ready_tools", None) if ready_only else None
+    try:
+        return list(await (ready or provider.list_tools)(context))
+    except Exception:
+        log.exception("tool provider failed to list tools provider=%s", provider.provider_name)
+        return None
+
+
+def stamped(spec: ToolSpec, provider: ToolProvider) -> ToolSpec:
+    """Fill in the provider fields a provider left empty, so warnings can name them."""
+    update: dict[str, Any] = {}
+    if not spec.provider_name:
+        update["provider_name"] = provider.provider_name
+    if not spec.provider_type:
+        update["provider_type"] = provider.provider_type
+    if not spec.tool_id:
+        update["tool_id"] = f"{provider.provider_type}:{provider.provider_name}:{spec.name}"
+    return spec.model_copy(update=update) if update else spec
