@@ -53,6 +53,39 @@ COMMAND = ".venv/bin/python scripts/bench_mcp_gateway.py"
 EVERYTHING = ROOT / ".venv-mcp-servers" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
 VENVS = Path(tempfile.gettempdir()) / "plughost-bench-gateways"
 PACKAGES = {"fastmcp": ["fastmcp"], "mcp-proxy": ["mcp-proxy", "mcp<2"]}
+# The floor of any gateway written in Python on asyncio: a relay that reads each line,
+# parses it, rewrites a request's id and writes it on (and back), and checks nothing.
+RELAY_FLOOR = """
+import asyncio, itertools, json, sys
+
+async def main():
+    server = await asyncio.create_subprocess_exec(
+        *sys.argv[1:], stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out, ids, waiting = sys.stdout.buffer, itertools.count(1), {}
+
+    async def upward():
+        while line := await reader.readline():
+            message = json.loads(line)
+            if "method" in message and "id" in message:
+                own = f"relay-{next(ids)}"
+                waiting[own] = message["id"]
+                message["id"] = own
+            server.stdin.write(json.dumps(message).encode() + b"\\n")
+
+    asyncio.ensure_future(upward())
+    while line := await server.stdout.readline():
+        message = json.loads(line)
+        if "method" not in message and message.get("id") in waiting:
+            message["id"] = waiting.pop(message["id"])
+        out.write(json.dumps(message).encode() + b"\\n")
+        out.flush()
+
+asyncio.run(main())
+"""
 FASTMCP_PROXY = """
 import sys
 from fastmcp.client.transports import StdioTransport
@@ -135,6 +168,7 @@ async def _elicitation(context: Any, params: Any) -> Any:
 
 
 ASKING = "plughost stdio, client offers sampling"
+FLOOR = "id-rewriting relay (stdio)"
 
 
 async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[str, Any]:
@@ -196,6 +230,10 @@ async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[s
             None,
         ),
         "mcp-proxy (HTTP)": (f"http://127.0.0.1:{ports['mcp-proxy']}/mcp", None),
+        FLOOR: (
+            StdioServerParameters(command=sys.executable, args=["-c", RELAY_FLOOR, *node]),
+            None,
+        ),
     }
     offers = {"sampling_callback": _sampling, "elicitation_callback": _elicitation}
     return {
@@ -226,6 +264,7 @@ MARKS = {
     "plughost stdio": ("plughost", "--mcp-stdio"),
     "plughost HTTP": ("plughost", "--mcp-http"),
     "fastmcp proxy (stdio)": ("create_proxy",),
+    FLOOR: ("relay-",),
     "mcp-proxy (HTTP)": ("mcp-proxy",),
     "direct stdio": (str(EVERYTHING),),  # last: every gateway's command names it too
 }
@@ -291,12 +330,17 @@ def verdict(samples: dict[str, list[float]]) -> list[str]:
     """Each plughost p50 against the direct call's and the other gateways' on its transport."""
     p50 = {label: median(runs) for label, runs in samples.items()}
     ratio = p50["plughost stdio"] / p50["direct stdio"]
-    others = [label for label in p50 if "direct" not in label and "plughost" not in label]
+    others = [
+        label
+        for label in p50
+        if "direct" not in label and "plughost" not in label and label != FLOOR
+    ]
     cheapest = all(p50["plughost stdio"] < p50[label] for label in others)
     within = "within" if ratio <= 1.5 else "more than"
     below = "below" if cheapest else "not below"
     http = p50["plughost HTTP"] / p50["direct HTTP"]
     asking = p50[ASKING] / p50["plughost stdio"]
+    floor = p50[FLOOR] / p50["direct stdio"]
     over_http = [label for label in others if "HTTP" in label]
     cheapest_http = all(p50["plughost HTTP"] < p50[label] for label in over_http)
     return [
@@ -306,6 +350,10 @@ def verdict(samples: dict[str, list[float]]) -> list[str]:
         f"{'below' if cheapest_http else 'not below'} every other gateway's over HTTP.",
         f"A client that offers sampling and elicitation pays {asking:.2f} times the p50 of",
         "one that offers nothing, through the same plughost over stdio.",
+        "A Python relay that only parses each line and rewrites request ids, checking",
+        f"nothing, is at {floor:.2f} times the direct call: the floor of any gateway",
+        "written in Python on asyncio; plughost's checks and bookkeeping add",
+        f"{(p50['plughost stdio'] - p50[FLOOR]) * 1000:.2f} ms over it.",
     ]
 
 
@@ -339,19 +387,17 @@ def report(samples: dict[str, list[float]], cpu: dict[str, float], calls: int, w
             "",
             *verdict(samples),
             "",
-            "Over stdio a gateway call skips both MCP SDK sessions: plughost answers a",
-            "client's `tools/call` beside its server session, whatever the client offers",
-            "(what a call asks of it goes to it beside the session too), and writes the",
-            "call to the upstream beside its client session, under an id of",
-            "its own, taking the answer off the upstream's output (docs/mcp.md, \"Forwarded",
-            "calls\"). What remains per call: parsing the client's line and the upstream's,",
-            "the registry's routing and argument check, checking the upstream's result as the",
-            "SDK checks it and shaping it for the client's protocol version, about eight",
-            "event-loop turns (a message read from a pipe is taken, and an answer written",
-            "to one, by the task at hand, with no stream or writer task between), and two",
-            "more pipe hops than a direct call, each the wake-up of",
-            "another process: on a busy machine the wake-ups, more than the CPU, make the",
-            'difference ("The stdio MCP gateway, profiled" below says where the CPU goes).',
+            "Over stdio a gateway call skips both MCP SDK sessions and runs in no task of",
+            "its own: the reader of the client's pipe routes the call with the registry's",
+            "code and writes it into the upstream's pipe under an id of plughost's own, and",
+            "the reader of the upstream's pipe checks the answer as the SDK checks it and",
+            'writes the client\'s (docs/mcp.md, "The direct lane"). What remains per call:',
+            "parsing the client's line and the upstream's, the registry's routing and",
+            "argument check, checking the upstream's result and shaping it for the client's",
+            "protocol version, about five event-loop turns, and two more pipe hops than a",
+            "direct call, each the wake-up of another process: on a busy machine the",
+            'wake-ups, more than the CPU, make the difference ("The stdio MCP gateway,',
+            'profiled" below says where the CPU goes).',
             "`own CPU per call` is the user and system time of each contender's",
             "own process (not its upstream's) over the measured calls, steadier than",
             "latency on a shared machine. Measuring starts once every contender is quiet at",

@@ -54,7 +54,12 @@ WRAPPER = textwrap.dedent(
 
 # (stage, functions that begin it as "file:function" fragments, stages nested in it).
 STAGES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
-    ("client line: read, parse", ("stdio_server.py:_read",), ("forwarding.py:take",)),
+    (
+        "client line: read, parse",
+        ("stdio_server.py:_read",),
+        ("forwarding.py:take", "direct_lane.py:take_line"),
+    ),
+    ("lane: call routed, request written", ("direct_lane.py:take_line",), ()),
     ("call taken: decision, task start", ("forwarding.py:take",), ()),
     (
         "registry: run_call, routing, argument check",
@@ -67,7 +72,8 @@ STAGES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("upstream_tap.py:forwarded_call",),
     ),
     ("upstream: request written", ("upstream_tap.py:call",), ()),
-    ("upstream line: read, parse", ("mcp/stdio.py:_read_lines",), ()),
+    ("upstream line: read, parse", ("mcp/stdio.py:_read_lines",), ("upstream_tap.py:take_line",)),
+    ("lane: answer checked, shaped, written", ("upstream_tap.py:take_line",), ()),
     ("upstream result checked", ("upstream_tap.py:forwarded_call",), ("upstream_tap.py:call",)),
     (
         "answer: shaped, handed on",
