@@ -4,8 +4,9 @@ Lives here: the ``plughost`` group with ``serve``, ``new`` and ``check`` (``main
 the one-shot commands that ask a short-lived host (``one_shot_commands``) and the
 machinery they share (``one_shot``), the options and exit codes every command shares
 (``options``), ``runner-credentials`` (``credentials``), terminal output (``console``),
-the serve loop (``serve``), its TOML configuration (``serve_config``) and what
-keeps its tool catalogue true (``serve_catalogue``), plugin
+the serve loop (``serve``) and how it starts (``serve_start``), its TOML
+configuration (``serve_config``) and what keeps its tool catalogue true
+(``serve_catalogue``), plugin
 scaffolding (``scaffold``), the pre-deploy checker (``checker``, ``component_checks``)
 and the quick exit after a command (``quick_exit``).
 

