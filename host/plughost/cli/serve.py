@@ -140,7 +140,6 @@ async def _serve_started(
     if warm is not None:
         await warm.load()
     stdio = http = None
-    preloading: asyncio.Future[None] | None = None
     if warm is not None and config.serve.mcp == "stdio":
         stdio = _serve_stdio(warm, config, stopping, written)
     elif warm is not None and config.serve.mcp == "http":
@@ -152,7 +151,7 @@ async def _serve_started(
             return EXIT_STARTUP_FAILED
         try:
             async with _progress(host, config):
-                preloading = await start_with_upstream(host, config)
+                await start_with_upstream(host, config)
         except BaseException:
             if stdio is not None:
                 stdio.cancel()
@@ -173,8 +172,6 @@ async def _serve_started(
             return EXIT_STARTUP_FAILED
         await _serve_until_stopped(host, config, stop, warm, stdio, http, stopping, written)
     finally:
-        if preloading is not None:
-            await asyncio.wait([preloading])  # a worker thread: it ends by itself
         if http is not None and not http.done():
             http.cancel()
             await asyncio.wait([http])

