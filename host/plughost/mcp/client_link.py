@@ -60,6 +60,7 @@ __all__ = [
     "MAX_OPEN_REQUESTS",
     "MAX_QUEUED_LOGS",
     "MCPClientLink",
+    "asks_for_logs",
     "keep_log_level",
     "set_logging_level",
     "too_many_requests",
@@ -133,11 +134,6 @@ class MCPClientLink:
         self._dropped = 0
         self._open = 0  # requests to the client awaiting its answer
         self._finished = False
-
-    @property
-    def wants_logs(self) -> bool:
-        """Whether the client asked for log records: then :meth:`serving` runs a sender."""
-        return bool(self._levels)
 
     def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Send queued log records while inside; on the way out, send what is left first.
@@ -364,6 +360,11 @@ def _sampling_params(request: dict[str, Any]) -> types.CreateMessageRequestParam
         stop_sequences=request.get("stop_sequences"),
         model_preferences=preferences,
     )
+
+
+def asks_for_logs(connection: Connection) -> bool:
+    """Whether a handshake-era client set a log level on ``connection``: its calls send records."""
+    return connection.state.get(_LEVEL_KEY) in LOG_LEVELS
 
 
 def _allowed_levels(ctx: ServerRequestContext[Any]) -> frozenset[str]:

@@ -69,6 +69,7 @@ from plughost.mcp.client_link import (
     LOG_LEVELS,
     MAX_OPEN_REQUESTS,
     MCPClientLink,
+    asks_for_logs,
     keep_log_level,
     too_many_requests,
 )
@@ -122,6 +123,11 @@ class ClientRelay:
         level = (request.params or {}).get("level")
         if level in LOG_LEVELS:
             self._levels[request.id] = level
+
+    @property
+    def wants_logs(self) -> bool:
+        """Whether the client set a log level: a call then runs a sender of its records."""
+        return asks_for_logs(self.connection)
 
     @property
     def setting_level(self) -> bool:

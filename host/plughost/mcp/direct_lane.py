@@ -59,6 +59,7 @@ from plughost_sdk.models import ToolExecutionContext, ToolExecutionResult, ToolS
 
 if TYPE_CHECKING:
     from plughost.mcp.client import MCPConnection
+    from plughost.mcp.client_link import MCPClientLink
     from plughost.mcp.client_relay import ClientRelay
     from plughost.mcp.registry_server import RegistryMCPServer
 
@@ -77,6 +78,10 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# One decoder for every line: json.loads with an argument builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 @dataclass(slots=True, eq=False)
 class _Call:
     """One call on the lane, from its request written to its answer."""
@@ -92,7 +97,7 @@ class _Call:
     tap: UpstreamTap
     upstream_id: str
     started: float
-    link: Any
+    link: _LazyLink
     calling: AbstractContextManager[None]
     registry: ToolRegistry
     timer: asyncio.TimerHandle | None = None
@@ -135,7 +140,7 @@ class DirectLane:
         if _MARK not in line or not self._open:
             return False
         try:
-            message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+            message = _DECODER.decode(line.decode("utf-8"))
         except (ValueError, RecursionError):
             return False  # the session's parser says what is wrong with it
         if type(message) is not dict or message.keys() != _KEYS:
@@ -180,9 +185,9 @@ class DirectLane:
         mcp_route, connection, client, tap = target
         if not output_checked_now(client, mcp_route.target):
             return False
-        link = self._relay.link(request_id, name)
-        if link.wants_logs:  # the task path runs the link's log sender
+        if self._relay.wants_logs:  # the task path runs the link's log sender
             return False
+        link = _LazyLink(self._relay, request_id, name)
         token = current_client.set(link)
         try:
             calling = provider.calling(mcp_route.server)
@@ -298,11 +303,51 @@ class DirectLane:
             call.timer.cancel()
         try:
             call.calling.__exit__(None, None, None)
-            call.link._served()  # the call is over: what it still asks of its client ends
+            call.link.served()  # the call is over: what it still asks of its client ends
         finally:
             self._bridge.calls.__exit__(None, None, None)
             seconds = time.perf_counter() - call.started
             call.registry.call_ended(call.spec, result, seconds)
+
+
+class _LazyLink:
+    """A lane call's client link, made when first used: most calls never ask their client.
+
+    It is what the upstream's requests mid-call reach (through
+    :meth:`~plughost.mcp.provider.MCPToolProvider.calling`): the link the relay
+    makes for the call, as on the task path.
+    """
+
+    __slots__ = ("_link", "_over", "_relay", "_request_id", "_tool")
+
+    def __init__(self, relay: ClientRelay, request_id: types.RequestId, tool: str) -> None:
+        self._relay = relay
+        self._request_id = request_id
+        self._tool = tool
+        self._link: MCPClientLink | None = None
+        self._over = False
+
+    def _made(self) -> MCPClientLink:
+        if self._link is None:
+            self._link = self._relay.link(self._request_id, self._tool)
+            if self._over:  # asked after the call ended: refused as any late request
+                self._link._served()
+        return self._link
+
+    def log(self, level: int, logger: str, message: str) -> None:
+        self._made().log(level, logger, message)
+
+    async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
+        return await self._made().generate(request)
+
+    async def elicit(self, asker: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        return await self._made().elicit(asker, message, schema)
+
+    def served(self) -> None:
+        """The call is over: its link refuses what comes late, made now or later."""
+        self._over = True
+        if self._link is not None:
+            self._link._served()
 
 
 def _completed(call: _Call, result: ToolExecutionResult) -> ToolExecutionResult:

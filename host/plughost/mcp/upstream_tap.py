@@ -201,7 +201,7 @@ class UpstreamTap:
         if self._mark not in line:
             return False
         try:
-            message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+            message = _DECODER.decode(line.decode("utf-8"))
         except (ValueError, RecursionError):  # the session's parser reports it
             return False
         if type(message) is not dict or message.get("jsonrpc") != "2.0":
@@ -356,6 +356,10 @@ class _Direct:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+# One decoder for every line: json.loads with an argument builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 class _Waiter:
