@@ -104,7 +104,8 @@ async def _ignored(done: float, total: float | None, message: str | None) -> Non
     return None
 
 
-BOTH_PATHS = pytest.mark.parametrize("lane", [True, False], ids=["direct-lane", "task"])
+# Each fault is tried on the direct lane (a plain call) and in a task (a progress token).
+PATHS = (("c", True), ("k", False))
 
 
 def events(places: dict[str, Path]) -> list[str]:
@@ -185,63 +186,83 @@ async def forge_responses(client: Client) -> tuple[types.CallToolResult, list[st
     return forged, unissued, later
 
 
-@BOTH_PATHS
-async def test_a_cancelled_gateway_call_is_cancelled_at_the_upstream(
-    places: dict[str, Path], lane: bool
+async def test_a_cancelled_gateway_call_is_cancelled_at_the_upstream_on_either_path(
+    places: dict[str, Path],
 ) -> None:
     async with served(places) as client:
         await client.call_tool("mcp_fwd_whoami", {})  # the registry's routes are built
-        with anyio.move_on_after(60):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(call, client, "mcp_fwd_wait", {"label": "c", "seconds": 60}, lane)
-                await wait_until(lambda: "start c" in events(places), timeout=30, what="start")
-                tg.cancel_scope.cancel()  # the client sends notifications/cancelled
-        await wait_until(lambda: "cancelled c" in events(places), timeout=30, what="cancel")
+        for label, lane in PATHS:
+            with anyio.move_on_after(60):
+                async with anyio.create_task_group() as tg:
+                    arguments = {"label": label, "seconds": 60}
+                    tg.start_soon(call, client, "mcp_fwd_wait", arguments, lane)
+                    await wait_until(
+                        lambda label=label: f"start {label}" in events(places),
+                        timeout=30,
+                        what="start",
+                    )
+                    tg.cancel_scope.cancel()  # the client sends notifications/cancelled
+            await wait_until(
+                lambda label=label: f"cancelled {label}" in events(places),
+                timeout=30,
+                what="cancel",
+            )
         after = await client.call_tool("mcp_fwd_wait", {"label": "d"})
 
     assert after.content[0].text == "waited d"
-    assert "done c" not in events(places)
-    assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_wait", "mcp_fwd_wait"]
-    assert ways(places)[1] == ("mcp_fwd_wait", lane)
+    assert not any(f"done {label}" in events(places) for label, _ in PATHS)
+    assert taken(places) == ["mcp_fwd_whoami", *["mcp_fwd_wait"] * 3]
+    assert ways(places)[1:3] == [("mcp_fwd_wait", lane) for _, lane in PATHS]
 
 
-@BOTH_PATHS
 async def test_an_upstream_that_dies_mid_call_fails_the_call_and_the_next_call_restarts_it(
-    places: dict[str, Path], lane: bool
+    places: dict[str, Path],
 ) -> None:
     async with served(places) as client:
-        before = (await client.call_tool("mcp_fwd_whoami", {})).content[0].text
-        died = await call(client, "mcp_fwd_die", {}, lane)
-        after = (await client.call_tool("mcp_fwd_whoami", {})).content[0].text
+        answers = [(await client.call_tool("mcp_fwd_whoami", {})).content[0].text]
+        died = []
+        for _, lane in PATHS:
+            died.append(await call(client, "mcp_fwd_die", {}, lane))
+            answers.append((await client.call_tool("mcp_fwd_whoami", {})).content[0].text)
 
-    assert died.is_error is True
-    assert died.content[0].text == (
-        "MCP server 'fwd' lost the connection during 'die': the connection was lost while "
-        "the request was with the server (command exited with code 3); it may or may not "
-        "have run, so it was not sent again"
-    )
-    assert after != before  # a new process answered
-    assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_die", "mcp_fwd_whoami"]
-    assert ways(places)[1] == ("mcp_fwd_die", lane)
+    for result in died:
+        assert result.is_error is True
+        assert result.content[0].text == (
+            "MCP server 'fwd' lost the connection during 'die': the connection was lost while "
+            "the request was with the server (command exited with code 3); it may or may not "
+            "have run, so it was not sent again"
+        )
+    assert len(set(answers)) == 3  # a new process answered after each death
+    assert taken(places) == ["mcp_fwd_whoami", *["mcp_fwd_die", "mcp_fwd_whoami"] * 2]
+    assert [way for way in ways(places) if way[0] == "mcp_fwd_die"] == [
+        ("mcp_fwd_die", lane) for _, lane in PATHS
+    ]
 
 
-@BOTH_PATHS
 async def test_a_gateway_call_past_its_tool_timeout_fails_and_is_cancelled_at_the_upstream(
-    places: dict[str, Path], lane: bool
+    places: dict[str, Path],
 ) -> None:
     config = places["config"].read_text()
     places["config"].write_text(config.replace("\nprotocol =", "\ntool_timeout = 1\nprotocol ="))
+    late = []
     async with served(places) as client:
         await client.call_tool("mcp_fwd_whoami", {})  # the registry's routes are built
-        late = await call(client, "mcp_fwd_wait", {"label": "t", "seconds": 60}, lane)
-        await wait_until(lambda: "cancelled t" in events(places), timeout=30, what="cancel")
+        for label, lane in PATHS:
+            late.append(await call(client, "mcp_fwd_wait", {"label": label, "seconds": 60}, lane))
+            await wait_until(
+                lambda label=label: f"cancelled {label}" in events(places),
+                timeout=30,
+                what="cancel",
+            )
         after = await client.call_tool("mcp_fwd_wait", {"label": "u"})
 
-    assert late.is_error is True
-    assert late.content[0].text == (
-        "MCP server 'fwd' did not answer 'wait' within 1 s (tool_timeout); the call was abandoned."
-    )
-    assert "done t" not in events(places)
+    for result in late:
+        assert result.is_error is True
+        assert result.content[0].text == (
+            "MCP server 'fwd' did not answer 'wait' within 1 s (tool_timeout); "
+            "the call was abandoned."
+        )
+    assert not any(f"done {label}" in events(places) for label, _ in PATHS)
     assert after.content[0].text == "waited u"
-    assert taken(places) == ["mcp_fwd_whoami", "mcp_fwd_wait", "mcp_fwd_wait"]
-    assert ways(places)[1] == ("mcp_fwd_wait", lane)
+    assert taken(places) == ["mcp_fwd_whoami", *["mcp_fwd_wait"] * 3]
+    assert ways(places)[1:3] == [("mcp_fwd_wait", lane) for _, lane in PATHS]
