@@ -37,7 +37,6 @@ calls a shutdown waits for.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp import Client, MCPError
+from pydantic_core import from_json
 
 from plughost.mcp.call_failures import call_failure
 from plughost.mcp.content import result_from_mcp, result_to_mcp
@@ -72,14 +72,6 @@ _PARAMS = frozenset({"name", "arguments"})
 _MARK = b'"tools/call"'
 # Every MCP client's call runs in this context (RegistryMCPServer._invoke): its tools are those.
 _AVAILABLE = ToolExecutionContext(platform="mcp").availability()
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# One decoder for every line: json.loads with an argument builds a new one per call.
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 @dataclass(slots=True, eq=False)
@@ -140,8 +132,9 @@ class DirectLane:
         if _MARK not in line or not self._open:
             return False
         try:
-            message = _DECODER.decode(line.decode("utf-8"))
-        except (ValueError, RecursionError):
+            # the session's own parser: a line it refuses is never taken
+            message = from_json(line, allow_inf_nan=False)
+        except ValueError:
             return False  # the session's parser says what is wrong with it
         if type(message) is not dict or message.keys() != _KEYS:
             return False

@@ -52,6 +52,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from mcp_types.methods import validate_server_result
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from plughost.mcp.stream_filters import FilteredReceive
 
@@ -179,7 +180,11 @@ class UpstreamTap:
             return None
         request_id = f"{self._prefix}{next(self._ids)}"
         request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-        if not write_now(json.dumps(request, separators=(",", ":")).encode() + b"\n", True):
+        try:  # a value JSON cannot carry (inf) is left to the session's encoder
+            line = json.dumps(request, separators=(",", ":"), allow_nan=False).encode()
+        except ValueError:
+            return None
+        if not write_now(line + b"\n", True):
             return None
         self._waiting[request_id] = _Direct(on_outcome)
         return request_id
@@ -201,8 +206,9 @@ class UpstreamTap:
         if self._mark not in line:
             return False
         try:
-            message = _DECODER.decode(line.decode("utf-8"))
-        except (ValueError, RecursionError):  # the session's parser reports it
+            # the session's own parser: a line it refuses is never taken
+            message = from_json(line, allow_inf_nan=False)
+        except ValueError:  # the session's parser reports it
             return False
         if type(message) is not dict or message.get("jsonrpc") != "2.0":
             return False
@@ -352,14 +358,6 @@ class _Direct:
     def put(self, item: _Outcome) -> None:
         if not isinstance(item, Progress):
             self._on_outcome(item)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# One decoder for every line: json.loads with an argument builds a new one per call.
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 class _Waiter:

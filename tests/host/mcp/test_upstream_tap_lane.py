@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 import mcp_types as types
+import pytest
 
 from plughost.mcp.upstream_tap import UpstreamTap
 
@@ -106,3 +107,35 @@ def test_nothing_is_sent_on_a_backed_up_pipe_and_a_closed_tap_settles_what_waits
     assert refused is None and sent is not None
     assert outcomes == [types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")]
     assert tap.send_now({"name": "echo", "arguments": {}}, outcomes.append) is None
+
+
+def test_a_line_the_sessions_parser_refuses_is_not_taken_for_a_call() -> None:
+    pipe, outcomes = _Pipe(), []
+    tap = _tap(pipe)
+    bodies = [
+        # a lone surrogate: no JSON a client could be sent, so no answer it could get
+        b'[{"type":"text","text":"\\ud800"}]',
+        # deeper than the session's parser goes, though not Python's json module
+        b'[{"type":"text","text":"x","_meta":{"a":' + b"[" * 300 + b"]" * 300 + b"}}]",
+        b'[{"type":"text","text":"\xff"}]',  # not UTF-8
+    ]
+    refused = []
+    for body in bodies:
+        sent = tap.send_now({"name": "echo", "arguments": {}}, outcomes.append)
+        assert sent is not None
+        line = b'{"jsonrpc":"2.0","id":"' + sent.encode() + b'","result":{"content":' + body + b"}}"
+        with pytest.raises(ValueError, match="Invalid JSON"):
+            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        refused.append(line)
+
+    assert [tap.take_line(line) for line in refused] == [False] * len(refused)
+    assert outcomes == []
+
+
+def test_a_call_json_cannot_carry_is_not_written() -> None:
+    pipe, outcomes = _Pipe(), []
+    tap = _tap(pipe)
+
+    sent = tap.send_now({"name": "add", "arguments": {"a": float("inf")}}, outcomes.append)
+
+    assert sent is None and pipe.lines == []  # the task's way sends what the session would
