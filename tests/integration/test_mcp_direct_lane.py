@@ -10,17 +10,30 @@ the client gets must be the same JSON; the serve log says which way each went.
 
 from __future__ import annotations
 
+import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types as types
+import psutil
+
 from tests.integration.test_mcp_forwarding import (
+    PATHS,
     as_json,
     call,
+    events,
     places,
     served,
     ways,
     with_everything,
 )
+from tests.mcp_servers.harness import HERE
+from tests.waiting import wait_until
+
+VANISHING = HERE / "vanishing_server.py"
 
 __all__ = ["places", "with_everything"]  # the fixtures, used by name
 
@@ -57,3 +70,56 @@ async def test_plain_calls_take_the_direct_lane_and_answer_as_a_task_answers(
         ("mcp_everything_get-sum", False),  # its argument errors are the registry's to give
         ("mcp_fwd_wait", True),
     ]
+
+
+async def test_a_tool_leaving_its_list_mid_call_and_a_shutdown_mid_call_on_either_path(
+    places: dict[str, Path],
+) -> None:
+    with places["config"].open("a") as config:
+        for name in ("gone_c", "gone_k"):  # one upstream per path: its tool leaves once
+            config.write(
+                f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\n"
+                f'args = [{json.dumps(str(VANISHING))}]\nprotocol = "legacy"\n'
+            )
+    waited: dict[str, types.CallToolResult] = {}
+
+    async def wait(label: str, lane: bool) -> None:
+        arguments = {"label": label, "seconds": 1}
+        waited[label] = await call(client, "mcp_fwd_wait", arguments, lane)
+
+    async with served(places) as client:
+        for name in ("fwd_whoami", "gone_c_stay", "gone_k_stay"):  # the routes are built
+            await client.call_tool(f"mcp_{name}", {})
+        lane = await call(client, "mcp_gone_c_vanish", {}, True)
+        task = await call(client, "mcp_gone_k_vanish", {}, False)
+        await client.call_tool("mcp_fwd_whoami", {})  # the routes are built again, two gone
+        # A drain (SIGTERM): the calls in flight on both paths finish and are answered.
+        serve = _serve_process(places)
+        async with anyio.create_task_group() as tg:
+            for label, lane_path in PATHS:
+                tg.start_soon(wait, label, lane_path)
+            await wait_until(
+                lambda: all(f"start {label}" in events(places) for label, _ in PATHS),
+                timeout=30,
+                what="both calls started",
+            )
+            serve.send_signal(signal.SIGTERM)
+
+    assert as_json(lane) == as_json(task)  # the schema check finds the tool gone either way
+    assert task.is_error is False and task.structured_content == {"gone": True}
+    assert {label: r.content[0].text for label, r in waited.items()} == {
+        label: f"waited {label}" for label, _ in PATHS
+    }
+    assert ways(places)[3:5] == [("mcp_gone_c_vanish", True), ("mcp_gone_k_vanish", False)]
+    assert sorted(ways(places)[6:]) == [("mcp_fwd_wait", False), ("mcp_fwd_wait", True)]
+
+
+def _serve_process(places: dict[str, Path]) -> psutil.Process:
+    config = str(places["config"])
+    found = [
+        process
+        for process in psutil.Process().children(recursive=True)
+        if config in process.cmdline() and "--mcp-stdio" in process.cmdline()
+    ]
+    assert len(found) == 1, found
+    return found[0]
