@@ -123,3 +123,36 @@ def _serve_process(places: dict[str, Path]) -> psutil.Process:
     ]
     assert len(found) == 1, found
     return found[0]
+
+
+# JSON-RPC errors an upstream may answer a call with; the first two read as a lost connection.
+REFUSALS = [
+    (types.CONNECTION_CLOSED, "gone away"),
+    (types.INTERNAL_ERROR, "Session terminated upstream"),
+    (types.INVALID_PARAMS, "no such thing"),
+]
+
+
+async def test_an_upstreams_error_answers_alike_on_either_path(places: dict[str, Path]) -> None:
+    with places["config"].open("a") as config:
+        config.write(
+            f"[mcp.servers.odd]\ncommand = {json.dumps(sys.executable)}\n"
+            f'args = [{json.dumps(str(VANISHING))}]\nprotocol = "legacy"\n'
+        )
+    answers: dict[bool, list[Any]] = {True: [], False: []}
+    async with served(places) as client:
+        for code, message in REFUSALS:
+            for lane in (True, False):
+                await client.call_tool("mcp_odd_stay", {})  # connected, and the routes built
+                arguments = {"code": code, "message": message}
+                answers[lane].append(as_json(await call(client, "mcp_odd_refuse", arguments, lane)))
+
+    assert answers[True] == answers[False]
+    assert [a["content"][0]["text"] for a in answers[True]] == [
+        "MCP server 'odd' lost the connection during 'refuse': the connection was lost while "
+        f"the request was with the server ({message}); it may or may not have run, so it was "
+        "not sent again"
+        for message in ("gone away", "Session terminated upstream")
+    ] + ["MCP server 'odd' refused 'refuse': no such thing"]
+    refusals = [way for way in ways(places) if way[0] == "mcp_odd_refuse"]
+    assert refusals == [("mcp_odd_refuse", lane) for _ in REFUSALS for lane in (True, False)]

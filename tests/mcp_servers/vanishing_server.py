@@ -1,16 +1,18 @@
-"""An MCP server (official SDK, stdio) whose tool leaves its list in the middle of a call.
+"""An MCP server (official SDK, stdio) whose tools do odd things to a call in flight.
 
 Tools:
 
 - ``vanish()``: with an output schema; removes itself from the server's tools, says
   ``notifications/tools/list_changed``, waits (at most 30 s) until the client has
   listed the tools again, then answers with structured content;
-- ``stay()``: answers ``here``.
+- ``stay()``: answers ``here``;
+- ``refuse(code, message)``: answers with the JSON-RPC error ``code`` and ``message``.
 """
 
 from __future__ import annotations
 
 import anyio
+from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel
@@ -48,6 +50,12 @@ async def vanish(ctx: Context) -> Gone:
 def stay() -> str:
     """Answer at once."""
     return "here"
+
+
+@server.tool()
+def refuse(code: int, message: str) -> str:
+    """Answer with this JSON-RPC error."""
+    raise MCPError(code=code, message=message)
 
 
 if __name__ == "__main__":

@@ -175,13 +175,13 @@ class MCPConnection(ConnectionOwner):
             message = f"connection lost again after reconnecting: {lost.reason}"
             raise ServerUnavailableError(message) from lost.__cause__
 
-    def lost_during(self, client: Client) -> OutcomeUnknownError:
+    def lost_during(self, client: Client, error: MCPError | None = None) -> OutcomeUnknownError:
         """A request written beside ``client`` met the connection's end: may have run.
 
         As :meth:`request` has it: the connection is marked lost, and the request
-        is not sent again.
+        is not sent again. ``error`` is the server's answer that says so, if any.
         """
-        closed = MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+        closed = error or MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
         reason = self._exit_reason or describe_error(closed)
         self._mark_lost(client, reason)
         return _outcome_unknown(reason)

@@ -51,7 +51,13 @@ from pydantic_core import from_json
 from plughost.mcp.call_failures import call_failure
 from plughost.mcp.content import result_from_mcp, result_to_mcp
 from plughost.mcp.provider import MCPToolProvider
-from plughost.mcp.upstream_tap import UpstreamTap, checked_result, output_checked_now
+from plughost.mcp.session import is_connection_lost
+from plughost.mcp.upstream_tap import (
+    CONNECTION_ENDED,
+    UpstreamTap,
+    checked_result,
+    output_checked_now,
+)
 from plughost.mcp.warm_start import WarmStart
 from plughost.tools.client_link import current_client
 from plughost.tools.registry import ToolRegistry
@@ -284,10 +290,12 @@ class DirectLane:
                 )
             return _completed(call, result_from_mcp(call.name, checked))
         error: Exception
-        if isinstance(outcome, types.ErrorData) and outcome.code != types.CONNECTION_CLOSED:
+        if not isinstance(outcome, types.ErrorData) or outcome is CONNECTION_ENDED:
+            error = call.connection.lost_during(call.client)  # with the request in its hands
+        else:
             error = MCPError(code=outcome.code, message=outcome.message, data=outcome.data)
-        else:  # the connection closed with the request in the server's hands
-            error = call.connection.lost_during(call.client)
+            if is_connection_lost(error):  # an answer the task path reads as a lost connection
+                error = call.connection.lost_during(call.client, error)
         failure = call_failure(call.name, call.server, call.target, call.timeout, error)
         return _completed(call, failure)
 

@@ -56,12 +56,14 @@ from pydantic_core import from_json
 
 from plughost.mcp.stream_filters import FilteredReceive
 
-__all__ = ["Progress", "ProgressRelay", "UpstreamTap", "forwarded_call"]
+__all__ = ["CONNECTION_ENDED", "Progress", "ProgressRelay", "UpstreamTap", "forwarded_call"]
 
 log = logging.getLogger(__name__)
 
 _CANCEL_WRITE_TIMEOUT = 2.0
-_CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
+# What every waiting call is settled with when the transport ends (this very object: an
+# upstream's own CONNECTION_CLOSED answer is another, its message the upstream's).
+CONNECTION_ENDED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
 # tools/call result fields of the 2026-07-28 revision, outside a handshake-era contract:
 # dropped before validation, as the SDK's own session does.
 _LATER_FIELDS = frozenset({"resultType", "inputRequests", "requestState"})
@@ -122,7 +124,7 @@ class UpstreamTap:
         """Fail every waiting call with ``CONNECTION_CLOSED``; no call is sent from now on."""
         self._closed = True
         for waiter in list(self._waiting.values()):
-            waiter.put(_CLOSED)
+            waiter.put(CONNECTION_ENDED)
 
     async def call(self, params: Mapping[str, Any], relay: ProgressRelay | None) -> dict[str, Any]:
         """Send ``tools/call`` with ``params`` and return the server's raw result.
