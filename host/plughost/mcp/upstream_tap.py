@@ -52,7 +52,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from mcp_types.methods import validate_server_result
 from pydantic import ValidationError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from plughost.mcp.stream_filters import FilteredReceive
 
@@ -182,9 +182,9 @@ class UpstreamTap:
             return None
         request_id = f"{self._prefix}{next(self._ids)}"
         request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-        try:  # a value JSON cannot carry (inf) is left to the session's encoder
-            line = json.dumps(request, separators=(",", ":"), allow_nan=False).encode()
-        except ValueError:
+        try:  # the bytes the session's writer makes of it (inf as null)
+            line = to_json(request, inf_nan_mode="null")
+        except ValueError:  # no JSON (a lone surrogate): the session's writer reports it
             return None
         if not write_now(line + b"\n", True):
             return None

@@ -23,11 +23,13 @@ class _Pipe:
 
     def __init__(self, accepts: bool = True) -> None:
         self.lines: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
         self.accepts = accepts
 
     def write_now(self, data: bytes, request: bool) -> bool:
         if request and not self.accepts:
             return False
+        self.raw.append(data.rstrip(b"\n"))
         self.lines.append(json.loads(data))
         return True
 
@@ -132,10 +134,17 @@ def test_a_line_the_sessions_parser_refuses_is_not_taken_for_a_call() -> None:
     assert outcomes == []
 
 
-def test_a_call_json_cannot_carry_is_not_written() -> None:
+def test_a_call_is_written_as_the_sessions_writer_writes_it_or_not_at_all() -> None:
     pipe, outcomes = _Pipe(), []
     tap = _tap(pipe)
+    arguments = {"a": float("inf"), "b": "\u00e9", "c": [1e16, None]}
 
-    sent = tap.send_now({"name": "add", "arguments": {"a": float("inf")}}, outcomes.append)
+    sent = tap.send_now({"name": "add", "arguments": arguments}, outcomes.append)
+    unwritable = tap.send_now({"name": "add", "arguments": {"a": "\ud800"}}, outcomes.append)
 
-    assert sent is None and pipe.lines == []  # the task's way sends what the session would
+    assert sent is not None
+    session = types.JSONRPCRequest(
+        jsonrpc="2.0", id=sent, method="tools/call", params={"name": "add", "arguments": arguments}
+    )
+    assert pipe.raw == [session.model_dump_json(by_alias=True, exclude_unset=True).encode()]
+    assert unwritable is None  # the task's way: the session's writer says what is wrong
