@@ -271,14 +271,18 @@ class DirectLane:
 
     def _finish(self, call: _Call, result: ToolExecutionResult) -> None:
         """Count the call's end, then answer it: run by a pipe reader, so nothing escapes."""
+        self._end(call, result)
+        message: types.JSONRPCMessage
         try:
-            self._end(call, result)
             message = self._respond(call.client_id, result_to_mcp(result))
             line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            if not self._write_now(line + b"\n"):
-                log.debug("mcp answer dropped: the client's stream is closed")
-        except Exception:
-            log.exception("mcp call on the direct lane could not be answered tool=%s", call.name)
+        except Exception as exc:  # as the task path answers a fault of ours
+            log.exception("mcp tool call failed beside the session tool=%s", call.name)
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
+            message = types.JSONRPCError(jsonrpc="2.0", id=call.client_id, error=error)
+            line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        if not self._write_now(line + b"\n"):
+            log.debug("mcp answer dropped: the client's stream is closed")
 
     def _result(self, call: _Call, outcome: object) -> ToolExecutionResult:
         if isinstance(outcome, dict):
@@ -300,11 +304,16 @@ class DirectLane:
         return _completed(call, failure)
 
     def _end(self, call: _Call, result: ToolExecutionResult | None) -> None:
+        """Release all the call holds, each part whatever another does: nothing escapes."""
         if call.timer is not None:
             call.timer.cancel()
         try:
-            call.calling.__exit__(None, None, None)
-            call.link.served()  # the call is over: what it still asks of its client ends
+            try:
+                call.calling.__exit__(None, None, None)
+            finally:
+                call.link.served()  # the call is over: what it still asks of its client ends
+        except Exception:
+            log.exception("mcp call on the direct lane ended with a fault tool=%s", call.name)
         finally:
             self._bridge.calls.__exit__(None, None, None)
             seconds = time.perf_counter() - call.started

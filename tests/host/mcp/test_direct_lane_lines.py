@@ -1,11 +1,14 @@
-"""DirectLane.take_line: a client's line the session's parser refuses is never taken.
+"""DirectLane in memory: the client's lines it takes, and answers that must go out.
 
-The session answers such a line with its parse error; the lane, reading the
-line first, must leave it to the session rather than relay it upstream.
+A client's line the session's parser refuses is never taken: the session
+answers it with its parse error. A call on the lane is answered exactly once,
+whatever fails of ours on the way, and its counts are released.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -13,6 +16,10 @@ import mcp_types as types
 import pytest
 
 from plughost.mcp.direct_lane import DirectLane
+from plughost.mcp.direct_lane import _Call as _LaneCall
+from plughost.mcp.shutdown import CallCounter
+from plughost.tools.registry import ToolRegistry
+from plughost_sdk.models import ToolExecutionResult, ToolSpec
 
 
 def _lane(seen: list[Mapping[str, Any]]) -> DirectLane:
@@ -46,3 +53,95 @@ def test_a_call_the_sessions_parser_refuses_is_left_to_the_session() -> None:
 
     assert taken == [False] * len(refused) and plain is False
     assert seen == [{"name": "echo", "arguments": {"text": "hi"}}]
+
+
+class _Bridge:
+    def __init__(self) -> None:
+        self.calls = CallCounter()
+
+
+class _Link:
+    over = False
+
+    def served(self) -> None:
+        self.over = True
+
+
+class _Tap:
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    def cancel_now(self, request_id: str, reason: str) -> None:
+        self.cancelled.append(request_id)
+
+
+class _Calling:
+    """The caller record of a call: one that fails to be left, as a fault of ours would."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        raise RuntimeError("the caller record was already gone")
+
+
+def _lane_call(
+    client_id: int, spec: ToolSpec, link: _Link, tap: _Tap, registry: ToolRegistry
+) -> _LaneCall:
+    unused = cast(Any, None)
+    return _LaneCall(
+        client_id=client_id,
+        name=spec.name,
+        spec=spec,
+        server="up",
+        target=spec.name,
+        timeout=30.0,
+        connection=unused,
+        client=unused,
+        tap=cast(Any, tap),
+        upstream_id=f"plughost-x-{client_id}",
+        started=0.0,
+        link=cast(Any, link),
+        calling=_Calling(),
+        registry=registry,
+    )
+
+
+async def test_a_fault_while_ending_or_answering_still_answers_once_and_releases_the_call() -> None:
+    bridge, registry, written = _Bridge(), ToolRegistry(), []
+
+    def respond(request_id: types.RequestId, result: types.CallToolResult) -> Any:
+        raise RuntimeError("no shape for this result")
+
+    def write_now(line: bytes) -> bool:
+        written.append(json.loads(line))
+        return True
+
+    unused = cast(Any, None)
+    lane = DirectLane(cast(Any, bridge), unused, unused, respond, write_now, unused)
+    spec = ToolSpec(name="echo", description="", parameters_schema={"type": "object"})
+    links, tap = [_Link(), _Link()], _Tap()
+    answered, cancelled = (
+        _lane_call(client_id, spec, link, tap, registry)
+        for client_id, link in zip((7, 8), links, strict=True)
+    )
+    for _ in (answered, cancelled):
+        bridge.calls.__enter__()
+        registry.call_began()
+    lane._calls[8] = cancelled
+
+    lane._finish(answered, ToolExecutionResult(tool_name="echo", content="hi"))
+    taken = lane.cancel(8)  # run by the client's reader: a fault must not escape into it
+
+    # as the task path answers a fault of its own: one INTERNAL_ERROR under the client's id
+    assert written == [
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": types.INTERNAL_ERROR, "message": "no shape for this result"},
+        }
+    ]
+    assert taken is True and tap.cancelled == ["plughost-x-8"]
+    assert [link.over for link in links] == [True, True]  # late asks of the client refused
+    assert registry.inflight == 0 and await registry.wait_idle(0)
+    await asyncio.wait_for(bridge.calls.quiet(), 5)
