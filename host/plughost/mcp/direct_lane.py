@@ -56,6 +56,7 @@ from plughost.mcp.upstream_tap import (
     CONNECTION_ENDED,
     UpstreamTap,
     checked_result,
+    checked_result_later,
     output_checked_now,
 )
 from plughost.mcp.warm_start import WarmStart
@@ -99,6 +100,7 @@ class _Call:
     calling: AbstractContextManager[None]
     registry: ToolRegistry
     timer: asyncio.TimerHandle | None = None
+    later: asyncio.Task[None] | None = None  # the output schema check, when it must list first
 
 
 class DirectLane:
@@ -236,6 +238,8 @@ class DirectLane:
         if call is None:
             return False
         del self._calls[call.client_id]
+        if call.later is not None:
+            call.later.cancel()
         call.tap.cancel_now(call.upstream_id, "the caller cancelled the call")
         self._end(call, None)  # cancelled: never answered, as the spec asks
         return True
@@ -252,6 +256,11 @@ class DirectLane:
         """The upstream answered (or its connection closed): answer the client."""
         if self._calls.get(call.client_id) is not call:
             return
+        if isinstance(outcome, dict) and not output_checked_now(call.client, call.target):
+            # The tool left the session's cache mid-call: its check lists the tools first, in
+            # a task, as on the task path; the call's deadline and cancel still apply meanwhile.
+            call.later = asyncio.get_running_loop().create_task(self._check_later(call, outcome))
+            return
         del self._calls[call.client_id]
         try:
             result = self._result(call, outcome)
@@ -261,10 +270,24 @@ class DirectLane:
             result = ToolExecutionResult.failure(call.name, message, "registry_error")
         self._finish(call, result)
 
+    async def _check_later(self, call: _Call, outcome: dict[str, Any]) -> None:
+        try:
+            checked = await checked_result_later(call.client, call.target, outcome)
+            result = _completed(call, result_from_mcp(call.name, checked))
+        except Exception as exc:
+            result = _completed(
+                call, call_failure(call.name, call.server, call.target, call.timeout, exc)
+            )
+        if self._calls.get(call.client_id) is call:
+            del self._calls[call.client_id]
+            self._finish(call, result)
+
     def _timed_out(self, call: _Call) -> None:
         if self._calls.get(call.client_id) is not call:
             return
         del self._calls[call.client_id]
+        if call.later is not None:
+            call.later.cancel()
         call.tap.cancel_now(call.upstream_id, "the caller cancelled the call")
         failure = call_failure(call.name, call.server, call.target, call.timeout, TimeoutError())
         self._finish(call, _completed(call, failure))

@@ -306,10 +306,21 @@ async def forwarded_call(
         pydantic.ValidationError: The server's result is malformed.
         RuntimeError: The structured content does not match the output schema.
     """
-    raw = await tap.call(params, relay)
+    return await checked_result_later(client, params["name"], await tap.call(params, relay))
+
+
+async def checked_result_later(
+    client: Client, tool: str, raw: Mapping[str, Any]
+) -> types.CallToolResult:
+    """``raw`` checked as :func:`forwarded_call` checks it (which may list the tools first).
+
+    Raises:
+        pydantic.ValidationError: The result is malformed.
+        RuntimeError: The structured content does not match the output schema.
+    """
     result = _checked(client, raw)
     if not result.is_error:
-        await client.session.validate_tool_result(params["name"], result)
+        await client.session.validate_tool_result(tool, result)
     return result
 
 

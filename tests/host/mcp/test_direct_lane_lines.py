@@ -145,3 +145,72 @@ async def test_a_fault_while_ending_or_answering_still_answers_once_and_releases
     assert [link.over for link in links] == [True, True]  # late asks of the client refused
     assert registry.inflight == 0 and await registry.wait_idle(0)
     await asyncio.wait_for(bridge.calls.quiet(), 5)
+
+
+class _Session:
+    """The SDK session's output-schema check, for a tool that left the cache mid-call."""
+
+    def __init__(self) -> None:
+        self._tool_output_schemas: dict[str, Any] = {}
+        self.relisted = asyncio.Event()
+
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        await self.relisted.wait()  # the SDK lists the tools again, then finds none to check
+
+
+class _Caller:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+async def test_an_answer_whose_schema_check_must_wait_is_checked_as_the_task_path_checks_it() -> (
+    None
+):
+    bridge, registry, written = _Bridge(), ToolRegistry(), []
+    session = _Session()
+    client = cast(Any, type("Client", (), {"protocol_version": "2025-11-25", "session": session}))
+
+    def respond(request_id: types.RequestId, result: types.CallToolResult) -> Any:
+        return types.JSONRPCResponse(
+            jsonrpc="2.0",
+            id=request_id,
+            result=result.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
+
+    unused = cast(Any, None)
+    lane = DirectLane(cast(Any, bridge), unused, unused, respond, written.append, unused)
+    spec = ToolSpec(name="vanish", description="", parameters_schema={"type": "object"})
+    tap, calls = _Tap(), []
+    for client_id in (1, 2):
+        call = _lane_call(client_id, spec, _Link(), tap, registry)
+        call.client, call.calling = client, _Caller()
+        bridge.calls.__enter__()
+        registry.call_began()
+        lane._calls[client_id] = call
+        calls.append(call)
+    raw = {"content": [{"type": "text", "text": "gone"}], "structuredContent": {"gone": True}}
+
+    for call in calls:
+        lane._settle(call, raw)  # its tool left the session's cache: the check must list first
+    nothing_yet = list(written)
+    lane.cancel(2)  # a cancel meanwhile still ends a call unanswered
+    session.relisted.set()
+    await asyncio.wait_for(bridge.calls.quiet(), 5)
+
+    assert nothing_yet == []
+    assert [json.loads(line) for line in written] == [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "content": [{"type": "text", "text": "gone"}],
+                "structuredContent": {"gone": True},
+                "isError": False,
+                "resultType": "complete",
+            },
+        }
+    ]
+    assert registry.inflight == 0
