@@ -16,7 +16,9 @@ client's ``tools/call`` of an upstream server's tool, out of that:
   result and back into the client's, exactly as the task would, and writes it
   to the client's pipe under the client's id.
 
-So a call runs in no task of its own, with no await between its steps. Everything that decides
+So a call runs in no task of its own, with no await between its steps (but for an
+answer whose tool left the session's list mid-call: its check lists the tools first,
+in a task, as on the task path). Everything that decides
 what a call does is shared with the task path, so the answer is the same; what
 the lane cannot decide at once goes that way instead, untouched: a call with
 ``_meta`` (a progress token), a client that asked for log records, arguments
