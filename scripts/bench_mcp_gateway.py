@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -311,7 +312,11 @@ async def measure(
                 if round_ == warmup:
                     await settled(watched)
                     cpu = {label: cpu_seconds(p) for label, p in watched.items()}
-                for label, client in clients.items():
+                # A fresh order each round: no contender always follows the same one (a call
+                # after an HTTP contender's finds the caches the HTTP stack left behind).
+                order = list(clients.items())
+                random.Random(round_).shuffle(order)
+                for label, client in order:
                     tool = TOOLS.get(label, "echo")
                     started = time.perf_counter()
                     result = await client.call_tool(tool, {"message": "hello"})
@@ -375,8 +380,9 @@ def report(samples: dict[str, list[float]], cpu: dict[str, float], calls: int, w
             "## MCP gateways: per-call cost",
             "",
             f"`{COMMAND} --calls {calls}` — {calls} calls of server-everything's `echo` per",
-            f"contender after {warmup} unmeasured, interleaved call by call over sessions held",
-            "open, with the official MCP client (handshake-era protocol). `direct` is",
+            f"contender after {warmup} unmeasured, interleaved call by call (in a shuffled",
+            "order each round) over sessions held open, with the official MCP client",
+            "(handshake-era protocol). `direct` is",
             "server-everything (npm, run with node) over stdio and over its own streamable",
             "HTTP transport; every gateway fronts the same server started over stdio:",
             "`plughost serve` with only an `[mcp]` table (the upstream sandboxed, as every",
