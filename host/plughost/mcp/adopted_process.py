@@ -2,7 +2,8 @@
 
 :mod:`plughost.mcp.early_launch` starts stdio servers with ``subprocess.Popen``
 while serve is still importing; the connection that claims one wants what
-``anyio.open_process`` returns. This wraps the ``Popen``: its pipes become
+``anyio.open_process`` returns. This wraps the ``Popen``: its pipes (stdin,
+stdout, and stderr when it is one) become
 asyncio pipe transports (read and written from the loop, as anyio's own are),
 and its end is learnt from a pidfd, so waiting takes no thread and no polling.
 
@@ -17,6 +18,7 @@ import contextlib
 import os
 import signal
 import subprocess
+from typing import IO
 
 import anyio
 import anyio.abc
@@ -58,18 +60,32 @@ class _PipeSend(anyio.abc.ByteSendStream):
         self._stream.close()
 
 
+async def _read_end(pipe: IO[bytes]) -> _PipeReceive:
+    """The read end of one of the process's pipes, read from the running loop."""
+    reader = asyncio.StreamReader(limit=2**31)
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), pipe
+    )
+    return _PipeReceive(reader, transport)
+
+
 class AdoptedProcess(anyio.abc.Process):
-    """``process``, with its stdin and stdout pipes, as an anyio process on the running loop.
+    """``process``, with its pipes, as an anyio process on the running loop.
 
     Build it with :meth:`adopt`.
     """
 
     def __init__(
-        self, process: subprocess.Popen[bytes], stdin: _PipeSend, stdout: _PipeReceive
+        self,
+        process: subprocess.Popen[bytes],
+        stdin: _PipeSend,
+        stdout: _PipeReceive,
+        stderr: _PipeReceive | None = None,
     ) -> None:
         self._process = process
         self._stdin = stdin
         self._stdout = stdout
+        self._stderr = stderr
         self._pidfd = os.pidfd_open(process.pid)
 
     @classmethod
@@ -78,15 +94,13 @@ class AdoptedProcess(anyio.abc.Process):
         if process.stdin is None or process.stdout is None:
             raise ValueError("the process must have been started with stdin and stdout pipes")
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=2**31)
-        read_pipe, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), process.stdout
-        )
+        stdout = await _read_end(process.stdout)
+        stderr = await _read_end(process.stderr) if process.stderr is not None else None
         write_pipe, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, process.stdin
         )
         writer = asyncio.StreamWriter(write_pipe, protocol, None, loop)
-        return cls(process, _PipeSend(writer), _PipeReceive(reader, read_pipe))
+        return cls(process, _PipeSend(writer), stdout, stderr)
 
     async def wait(self) -> int:
         while (code := self._process.poll()) is None:
@@ -121,14 +135,16 @@ class AdoptedProcess(anyio.abc.Process):
         return self._stdout
 
     @property
-    def stderr(self) -> None:
-        return None
+    def stderr(self) -> anyio.abc.ByteReceiveStream | None:
+        return self._stderr
 
     async def aclose(self) -> None:
         """Close the pipes, wait for the process to end, and close its pidfd."""
         with contextlib.suppress(OSError):
             await self._stdin.aclose()
             await self._stdout.aclose()
+            if self._stderr is not None:
+                await self._stderr.aclose()
         try:
             await self.wait()
         finally:

@@ -167,7 +167,7 @@ def end(early: Launch) -> None:
         os.killpg(early.process.pid, signal.SIGKILL)
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         early.process.wait(1.0)
-    for pipe in (early.process.stdin, early.process.stdout):
+    for pipe in (early.process.stdin, early.process.stdout, early.process.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):
                 pipe.close()
@@ -260,6 +260,7 @@ def _start(argv: list[str], env: dict[str, str], cwd: str | None) -> Launch:
             actual,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,  # logged under its name once claimed (plughost.mcp.stdio)
             env=env,
             cwd=cwd,
             start_new_session=True,

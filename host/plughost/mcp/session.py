@@ -111,6 +111,7 @@ async def open_client(
                 on_exit=on_exit,
                 pass_fds=(plan.passed,),
                 adopted=adopted,
+                name=name,
             )
             if tap is not None:
                 server = tap.wrap(server)

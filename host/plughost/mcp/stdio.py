@@ -21,6 +21,9 @@ group, wait, SIGKILL; shielded and bounded. The waits are 2 s when the
 connection closes normally and 0.2 s when it is abandoned (cancelled, or failed),
 so a server that hung is gone within a moment of its ``connect_timeout``.
 
+The server's stderr is a pipe too, logged line by line under the server's name
+and within bounds (:mod:`plughost.mcp.server_stderr`), never passed to serve's own.
+
 What does not live here: the session on top of it (:mod:`plughost.mcp.session`).
 """
 
@@ -32,7 +35,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any, Self
@@ -45,6 +47,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp.delivery import mark_sent
+from plughost.mcp.server_stderr import ServerStderr
 from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
 
 __all__ = ["exit_reason", "stdio_transport"]
@@ -201,6 +204,7 @@ async def stdio_transport(
     on_exit: Callable[[str], None],
     pass_fds: tuple[int, ...] = (),
     adopted: anyio.abc.Process | None = None,
+    name: str = "server",
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server and yield the SDK's (read stream, write stream) pair.
 
@@ -215,6 +219,8 @@ async def stdio_transport(
             this function closes them.
         adopted: The process, already started with this very command
             (:mod:`plughost.mcp.early_launch`): driven instead of starting another.
+        name: The server's name, which tags each line of its stderr
+            (:mod:`plughost.mcp.server_stderr`).
 
     Raises:
         OSError: The command could not be started.
@@ -224,7 +230,7 @@ async def stdio_transport(
             [command, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=sys.stderr,
+            stderr=subprocess.PIPE,  # read by the loop and logged under its name
             env=get_default_environment() | (env or {}),
             cwd=cwd,
             start_new_session=True,
@@ -254,6 +260,9 @@ async def stdio_transport(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(read)
+            stderr = ServerStderr(name)
+            if process.stderr is not None:
+                tg.start_soon(stderr.read, process.stderr)
             try:
                 yield receive, writer
             except BaseException:
@@ -264,6 +273,7 @@ async def stdio_transport(
                 with anyio.CancelScope(shield=True):
                     await writer.aclose()
                     await _stop(process, grace=_ABANDON_GRACE if abandoned else _EXIT_GRACE)
+                    await stderr.drained(_REAP_WAIT)  # its last words, often why it ended
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

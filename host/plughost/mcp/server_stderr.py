@@ -1,0 +1,115 @@
+"""What a stdio upstream server writes to its stderr, logged as the host decides.
+
+An upstream server is untrusted code, as a plugin is, and its stderr is as much
+its own as a runner's: it may write a line that reads like one of serve's own
+(``12:00:00 INFO    plughost.startup: sandbox: none``), terminal escape
+sequences, or gigabytes. So its stderr is a pipe the host's loop reads, and each
+line is logged by :class:`ServerStderr` under the host's rules:
+
+- **Names.** Every line is logged by ``plughost.mcp.server_stderr`` at WARNING
+  (a runner's stderr is logged at that level too) as ``server=NAME: LINE``; the
+  name is the one the configuration gives the server, so a line can only ever
+  read as that server's.
+- **Characters.** Control characters and invisible formatting (``\\x1b``,
+  ``\\r``, ``\\u202e``) are written out as escapes (:func:`plughost.events.shown`):
+  nothing a server writes moves the cursor, recolours the terminal or starts a
+  line of its own.
+- **Size.** A line is cut at :data:`MAX_LINE` characters; a longer run without a
+  line break is cut into lines of that length.
+- **Rate.** At most :data:`WINDOW_LINES` lines each :data:`WINDOW` seconds; the
+  rest are dropped and counted, and the count is logged once when the window
+  ends (or the pipe does). While the server is over its allowance the pipe is
+  left unread for a moment, so a server writing in a loop blocks on its own
+  full pipe instead of keeping the host's loop busy.
+
+What does not live here: starting the process (:mod:`plughost.mcp.stdio`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import anyio
+import anyio.abc
+
+from plughost.events import shown
+
+__all__ = ["MAX_LINE", "WINDOW", "WINDOW_LINES", "ServerStderr"]
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 4000
+"""Characters kept of one line (the limit a runner's output lines have)."""
+WINDOW = 10.0
+"""Seconds of one rate window."""
+WINDOW_LINES = 2000
+"""Lines logged per window at most: 200 a second, as a runner's default output rate."""
+_PAUSE = 0.05
+"""Seconds the pipe is left unread while the server is over its allowance."""
+
+
+class ServerStderr:
+    """Logs the lines one upstream server writes to stderr, under its name and within bounds."""
+
+    def __init__(self, server: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._server = server
+        self._clock = clock
+        self._window_start = clock()
+        self._logged = 0
+        self._dropped = 0
+        self._ended = anyio.Event()
+        self._reading = False
+
+    async def read(self, stream: anyio.abc.ByteReceiveStream) -> None:
+        """Log what arrives on ``stream`` until it ends (or the task is cancelled)."""
+        self._reading = True
+        partial = b""
+        try:
+            async for chunk in stream:
+                *lines, partial = (partial + chunk).split(b"\n")
+                while len(partial) > MAX_LINE:  # no line break for a long while: cut it
+                    lines.append(partial[:MAX_LINE])
+                    partial = partial[MAX_LINE:]
+                if not self._log(lines):
+                    await anyio.sleep(_PAUSE)  # leave the pipe full: the writer waits
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # the pipe went away with the process
+        finally:
+            if partial:
+                self._log([partial])
+            self._report_drops()
+            self._ended.set()
+
+    async def drained(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the pipe's end (a stopped server's last lines)."""
+        if not self._reading:
+            return
+        with anyio.move_on_after(timeout):
+            await self._ended.wait()
+
+    def _log(self, lines: list[bytes]) -> bool:
+        """Log ``lines`` within the window's allowance; False if some were dropped."""
+        now = self._clock()
+        if now - self._window_start >= WINDOW:
+            self._report_drops()
+            self._window_start, self._logged = now, 0
+        room = max(0, WINDOW_LINES - self._logged)
+        for line in lines[:room]:
+            text = shown(line[:MAX_LINE].decode("utf-8", "replace").rstrip())
+            log.warning("server=%s: %s", self._server, text[:MAX_LINE])
+        self._logged += min(room, len(lines))
+        self._dropped += max(0, len(lines) - room)
+        return len(lines) <= room
+
+    def _report_drops(self) -> None:
+        if self._dropped:
+            log.warning(
+                "server=%s: %d lines of its stderr dropped: it wrote more than %d lines in %g s",
+                self._server,
+                self._dropped,
+                WINDOW_LINES,
+                WINDOW,
+            )
+            self._dropped = 0

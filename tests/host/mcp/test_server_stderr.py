@@ -1,0 +1,62 @@
+"""ServerStderr over an in-memory pipe: lines cut, escaped, tagged and counted."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+import anyio.abc
+import pytest
+
+from plughost.mcp.server_stderr import MAX_LINE, WINDOW, WINDOW_LINES, ServerStderr
+
+
+class _Pipe(anyio.abc.ByteReceiveStream):
+    def __init__(self, *chunks: bytes) -> None:
+        self._chunks = list(chunks)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._chunks:
+            raise anyio.EndOfStream
+        return self._chunks.pop(0)
+
+    async def aclose(self) -> None:
+        self._chunks.clear()
+
+
+def _messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "plughost.mcp.server_stderr"]
+
+
+async def test_a_line_without_a_break_is_cut_into_lines_of_the_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    long = b"x" * (MAX_LINE * 2 + 10)
+    await ServerStderr("s").read(_Pipe(long[:5000], long[5000:], b"\nend"))
+    assert [len(m) for m in _messages(caplog)] == [
+        len("server=s: ") + n for n in (MAX_LINE, MAX_LINE, 10, 3)
+    ]
+
+
+async def test_an_escaped_line_is_still_cut_at_the_limit(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    await ServerStderr("s").read(_Pipe(b"\x1b" * MAX_LINE + b"\n"))
+    (message,) = _messages(caplog)
+    assert message == "server=s: " + r"\x1b" * (MAX_LINE // 4)
+
+
+async def test_lines_past_the_windows_allowance_are_dropped_and_counted_once_a_window(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    now = [0.0]
+    stderr = ServerStderr("s", clock=lambda: now[0])
+    burst = b"line\n" * (WINDOW_LINES + 5)
+    await stderr.read(_Pipe(burst))
+    assert _messages(caplog)[-1].startswith("server=s: 5 lines of its stderr dropped")
+    assert len(_messages(caplog)) == WINDOW_LINES + 1
+    caplog.clear()
+    now[0] = WINDOW  # a new window: a new allowance
+    await stderr.read(_Pipe(b"again\n"))
+    assert _messages(caplog) == ["server=s: again"]
