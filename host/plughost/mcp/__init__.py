@@ -3,7 +3,8 @@
 Lives here: server configuration (``config``), one upstream session with its
 restart policy (``session``; ``client``, what any task asks of a connection;
 ``client_owner``, the owner task that connects, serves and retries; ``status``),
-the ``MCPToolProvider`` (``provider``) with the subscriptions it holds upstream
+the ``MCPToolProvider`` (``provider``, which holds a server's tools to a
+plugin's bounds, ``tool_bounds``) with the subscriptions it holds upstream
 (``upstream_subscriptions``), content conversion between MCP and plughost results
 (``content``), what a client's user is shown when a plugin or a server asks
 (``asking``), the registry as MCP handlers (``registry_server``), served from the
@@ -11,7 +12,7 @@ catalogue of its last tool list while the host starts (``catalogue``,
 ``warm_start``, ``warm_content``), its stdio upstreams started before the SDK is
 imported, from the memo of their last launch (``early_launch``, driven through
 ``adopted_process``; the catalogue and the memo are files of the user's own,
-``own_file``), and the
+``own_file``; a stdio server's stderr is logged by ``server_stderr``), and the
 stdio/HTTP transports that serve it (``server``, ``stdio_server``) with its
 orderly end (``shutdown``), and uvicorn embedded in the host's event loop
 (``uvicorn_embed``, shared with ``plughost.web``). Calls answered beside the SDK's

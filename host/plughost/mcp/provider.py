@@ -31,6 +31,7 @@ and result conversion (:mod:`plughost.mcp.content`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -56,6 +57,7 @@ from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
 from plughost.mcp.provider_content import UpstreamContent
 from plughost.mcp.session import Catalog
+from plughost.mcp.tool_bounds import bounded_tools
 from plughost.mcp.upstream_requests import MAX_RECORD, UpstreamRequests
 from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
 from plughost.mcp.upstream_tap import UpstreamTap, forwarded_call
@@ -97,6 +99,7 @@ class _ServerView:
     catalog: Catalog
     specs: list[ToolSpec] = field(default_factory=list)
     routes: dict[str, _Route] = field(default_factory=dict)
+    refused: tuple[str, ...] = ()  # tools over a bound (plughost.mcp.tool_bounds)
 
 
 class MCPToolProvider:
@@ -146,7 +149,11 @@ class MCPToolProvider:
 
     def status(self) -> dict[str, ServerStatus]:
         """The connection state of every enabled server, by name."""
-        return {name: conn.status() for name, conn in self._connections.items()}
+        statuses = {name: conn.status() for name, conn in self._connections.items()}
+        for name, view in self._views.items():  # the last listing's refusals, if still current
+            if view.refused and view.catalog is self._connections[name].catalog:
+                statuses[name] = dataclasses.replace(statuses[name], refused=view.refused)
+        return statuses
 
     async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
         """Connect the servers not connected yet, then list every reachable server's tools."""
@@ -457,7 +464,7 @@ def _build_view(
     provider_name: str, server: str, config: MCPServerConfig, catalog: Catalog
 ) -> _ServerView:
     view = _ServerView(catalog=catalog)
-    tools = _enabled(server, config, catalog.tools)
+    tools, view.refused = bounded_tools(server, _enabled(server, config, catalog.tools))
     entries: list[tuple[ToolSpec, _Route]] = [_tool_entry(server, tool) for tool in tools]
     entries += [_resource_entry(server, resource) for resource in catalog.resources]
     entries += [_prompt_entry(server, prompt) for prompt in catalog.prompts]

@@ -41,6 +41,8 @@ class ServerStatus:
         sandbox: The protections a stdio server's process runs under (empty for HTTP).
         network: The destinations a stdio server may reach (its network grants).
         denied: Connections its sandbox refused since plughost started it.
+        refused: Why each tool of its last listing over a bound was refused
+            (:mod:`plughost.mcp.tool_bounds`).
     """
 
     state: ServerState
@@ -53,6 +55,7 @@ class ServerStatus:
     sandbox: tuple[str, ...] = ()
     network: tuple[str, ...] = ()
     denied: int = 0
+    refused: tuple[str, ...] = ()
 
 
 class ServerUnavailableError(PlugHostError):

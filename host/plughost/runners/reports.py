@@ -30,6 +30,7 @@ from collections.abc import Collection
 from typing import Any, Final
 
 from plughost.plugins.command_patterns import command_problem
+from plughost.tools.declaration_limits import MAX_DESCRIPTION, MAX_SCHEMA_BYTES, MAX_TOOLS
 from plughost.tools.patterns import check_patterns
 
 __all__ = [
@@ -43,12 +44,6 @@ __all__ = [
     "declared_names",
 ]
 
-MAX_DESCRIPTION: Final = 16 * 1024
-"""Characters of one tool description (each of description, brief and detailed)."""
-MAX_SCHEMA_BYTES: Final = 64 * 1024
-"""Bytes of one tool's parameter schema, as JSON."""
-MAX_TOOLS: Final = 512
-"""Tools one plugin may declare; as many components, resources and prompts (each kind)."""
 _OTHER_KINDS: Final = ("components", "resources", "prompts")
 _MAX_ITEM_BYTES: Final = 4 * MAX_SCHEMA_BYTES
 """Bytes of one component, resource or prompt declaration, as JSON (metadata included)."""

@@ -3,7 +3,8 @@
 Lives here: the ``ToolProvider`` protocol, ``ToolRegistry`` (and what a call that
 could not run returns, ``call_failures``), argument casting and
 JSON Schema validation, declared defaults, provider-specific definitions (OpenAI,
-Anthropic), batching by concurrency class, built-in tools, tool naming and the
+Anthropic), the sizes a tool's definition may have (``declaration_limits``),
+batching by concurrency class, built-in tools, tool naming and the
 names the host keeps from plugins (``reserved``), model responses' tool calls to
 invocations and back (``model_calls``), and the history helpers that turn
 results into model messages (``history``, tagged messages in ``messages``,
