@@ -4,7 +4,8 @@
 with an 8.8 MB description, one with a 300 KB input schema, one with a long
 title and one with a heavy ``_meta`` beside two ordinary tools. Each oversize
 tool is refused alone, with a warning and a status line naming the server, the
-tool and the bound; the ordinary ones are served. Through a real
+tool and the bound (also in the console's row of the server); the ordinary
+ones are served. Through a real
 ``plughost serve``, listing and ``tool_search`` take about what they take when
 the server lists the ordinary tools only (measured in the same test).
 """
@@ -24,10 +25,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from plughost.host import PluginHost
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.tool_bounds import MAX_DEFINITION_BYTES, bounded_tools
 from plughost.tools.declaration_limits import MAX_DESCRIPTION, MAX_SCHEMA_BYTES, MAX_TOOLS
+from plughost.web.snapshot import mcp_servers
 from tests.mcp_servers.harness import HERE
 
 UPSTREAM = HERE / "oversize_tools_server.py"
@@ -43,11 +46,15 @@ async def test_oversize_tools_are_refused_alone_with_a_reason_in_the_log_and_the
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     provider = MCPToolProvider({"over": _server(oversize=True)})
+    host = PluginHost([])
+    host.tools.register_provider(provider)
     try:
         specs = await provider.list_tools()
         refused = provider.status()["over"].refused
+        (row,) = mcp_servers(host)  # what the console shows
     finally:
-        await provider.close()
+        await host.tools.close()
+    assert row["refused"] == list(refused)
     assert {spec.metadata["original_name"] for spec in specs} == {"lookup", "echo"}
     reasons = dict(line.split(" refused: ", 1) for line in refused)
     assert reasons["tool 'long_description'"] == (

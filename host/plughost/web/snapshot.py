@@ -305,6 +305,7 @@ def mcp_servers(host: PluginHost) -> list[dict[str, Any]]:
                     "sandbox": list(status.sandbox),
                     "network": list(status.network),
                     "denied": status.denied,
+                    "refused": list(status.refused),
                 }
             )
     return rows

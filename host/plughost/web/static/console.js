@@ -305,7 +305,8 @@ function renderMcp(servers) {
         ? el("div", { class: "details network" },
             `sandbox: ${(s.sandbox || []).join(", ") || "none yet"}; network: ${(s.network || []).join(", ") || "none"}` +
             (s.denied ? `; ${s.denied} connection(s) refused` : ""))
-        : ""));
+        : "",
+      ...(s.refused || []).map((why) => el("div", { class: "details refused" }, why))));
   }
 }
 
