@@ -54,7 +54,7 @@ COMMAND = ".venv/bin/python scripts/bench_mcp_gateway.py"
 EVERYTHING = ROOT / ".venv-mcp-servers" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
 VENVS = Path(tempfile.gettempdir()) / "plughost-bench-gateways"
 PACKAGES = {"fastmcp": ["fastmcp"], "mcp-proxy": ["mcp-proxy", "mcp<2"]}
-# The floor of any gateway written in Python on asyncio: a relay that reads each line,
+# What a gateway in Python on asyncio costs before it checks anything: a relay that reads each line,
 # parses it, rewrites a request's id and writes it on (and back), and checks nothing.
 RELAY_FLOOR = """
 import asyncio, itertools, json, sys
@@ -356,8 +356,8 @@ def verdict(samples: dict[str, list[float]]) -> list[str]:
         f"A client that offers sampling and elicitation pays {asking:.2f} times the p50 of",
         "one that offers nothing, through the same plughost over stdio.",
         "A Python relay that only parses each line and rewrites request ids, checking",
-        f"nothing, is at {floor:.2f} times the direct call: the floor of any gateway",
-        "written in Python on asyncio; plughost's checks and bookkeeping add",
+        f"nothing, is at {floor:.2f} times the direct call: what a gateway written in",
+        "Python on asyncio costs before it checks anything; plughost's checks and bookkeeping add",
         f"{(p50['plughost stdio'] - p50[FLOOR]) * 1000:.2f} ms over it.",
     ]
 
