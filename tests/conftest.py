@@ -51,23 +51,6 @@ def fast_settings(tmp_path: Path, **runner: Any) -> HostSettings:
 HostFactory = Callable[..., AbstractAsyncContextManager[PluginHost]]
 
 
-# Folders whose tests start real serve processes, runners and MCP servers: scheduled
-# first, so the two workers share them and the quick unit tests fill the end of the run,
-# instead of one worker finishing a slow file alone while the other waits.
-_SLOW_FIRST = ("integration", "security", "deploy")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the slow folders' files first; the order within each file is kept."""
-
-    def rank(item: pytest.Item) -> int:
-        parts = Path(str(item.path)).parts
-        folder = parts[parts.index("tests") + 1] if "tests" in parts[:-1] else ""
-        return _SLOW_FIRST.index(folder) if folder in _SLOW_FIRST else len(_SLOW_FIRST)
-
-    items.sort(key=rank)  # stable: files and tests keep their order within a folder
-
-
 @pytest.fixture
 def make_host(tmp_path: Path) -> HostFactory:
     """Build a started PluginHost over the given plugin folders, stopped afterwards."""
