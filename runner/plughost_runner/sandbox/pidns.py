@@ -121,16 +121,17 @@ def split_cloned(report_fd: int, server: int) -> None:
     it, opened before the clone: from inside the namespace it has no pid).
     The runner returns with neither descriptor.
     """
+    program = _native_init_opened()
     runner = os.fork()
     if runner == 0:
-        for fd in (report_fd, server):
+        for fd in (report_fd, server, *_given(program)):
             os.close(fd)  # the runner can neither speak for init nor signal the fork server
         return
     try:
         os.write(report_fd, _STATUS.pack(AS_INIT))
     except OSError:
         os._exit(1)  # the fork server is gone: so is the namespace
-    _exec_native_init(runner, report_fd, server)
+    _exec_native_init(runner, report_fd, server, program)
     _end_with(lambda child, pipe: _serve_adopted(child, pipe, server), runner, report_fd)
 
 
@@ -162,16 +163,37 @@ def _split_adopted(report_fd: int, server: int) -> None:
     os.setsid()
     os.close(session_read)
     os.close(session_write)
+    program = _native_init_opened()
     runner = os.fork()
     if runner == 0:
-        for fd in (report_fd, server):
+        for fd in (report_fd, server, *_given(program)):
             os.close(fd)  # the runner can neither speak for init nor signal the fork server
         return
-    _exec_native_init(runner, report_fd, server)
+    _exec_native_init(runner, report_fd, server, program)
     _end_with(lambda child, pipe: _serve_adopted(child, pipe, server), runner, report_fd)
 
 
-def _exec_native_init(runner: int, report_fd: int, server: int) -> None:
+def _native_init_opened() -> int | None:
+    """The native init, opened before the runner is forked; None where it cannot be.
+
+    The runner covers ``/tmp`` and other folders as soon as it starts, in the mount
+    namespace it shares with init, and a virtualenv may lie there: the program is
+    executed through this descriptor, which the covering does not hide.
+    """
+    path = native_init()
+    if path is None:
+        return None
+    try:
+        return os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _given(program: int | None) -> tuple[int, ...]:
+    return () if program is None else (program,)
+
+
+def _exec_native_init(runner: int, report_fd: int, server: int, program: int | None) -> None:
     """Become the native init, which carries on as :func:`_serve_adopted`; return if it cannot.
 
     Only ``report_fd`` and ``server`` cross the exec; every other descriptor
@@ -180,16 +202,17 @@ def _exec_native_init(runner: int, report_fd: int, server: int) -> None:
     before it closes anything (see the fork server).
     """
     passed = (report_fd, server)
-    kept = sorted(passed)
+    kept = sorted((*passed, *_given(program)))
     for low, high in zip([-1, *kept], [*kept, os.sysconf("SC_OPEN_MAX")], strict=True):
         os.closerange(low + 1, high)
-    path = native_init()
-    if path is None:
+    if program is None:
         return
     for fd in passed:
         os.set_inheritable(fd, True)
+    argv = [NATIVE_INIT, str(report_fd), str(server), str(runner)]
     with contextlib.suppress(OSError):
-        os.execv(path, [path, str(report_fd), str(server), str(runner)])
+        os.execve(program, argv, os.environ)  # closed by the exec itself (close-on-exec)
+    os.close(program)
     for fd in passed:
         os.set_inheritable(fd, False)
 
