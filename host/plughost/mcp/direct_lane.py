@@ -239,10 +239,7 @@ class DirectLane:
         call = self._calls.get(request_id)
         if call is None:
             return False
-        del self._calls[call.client_id]
-        if call.later is not None:
-            call.later.cancel()
-        call.tap.cancel_now(call.upstream_id, "the caller cancelled the call")
+        self._withdraw(call)
         self._end(call, None)  # cancelled: never answered, as the spec asks
         return True
 
@@ -287,12 +284,16 @@ class DirectLane:
     def _timed_out(self, call: _Call) -> None:
         if self._calls.get(call.client_id) is not call:
             return
+        self._withdraw(call)
+        failure = call_failure(call.name, call.server, call.target, call.timeout, TimeoutError())
+        self._finish(call, _completed(call, failure))
+
+    def _withdraw(self, call: _Call) -> None:
+        """Forget ``call`` and tell its server it is abandoned (a cancel, or its deadline)."""
         del self._calls[call.client_id]
         if call.later is not None:
             call.later.cancel()
         call.tap.cancel_now(call.upstream_id, "the caller cancelled the call")
-        failure = call_failure(call.name, call.server, call.target, call.timeout, TimeoutError())
-        self._finish(call, _completed(call, failure))
 
     def _finish(self, call: _Call, result: ToolExecutionResult) -> None:
         """Count the call's end, then answer it: run by a pipe reader, so nothing escapes."""
@@ -370,7 +371,8 @@ class _LazyLink:
         return self._link
 
     def log(self, level: int, logger: str, message: str) -> None:
-        self._made().log(level, logger, message)
+        """Dropped: a lane call's client set no log level when it began, and the task
+        path's link drops the records of such a call too (it runs no sender)."""
 
     async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
         return await self._made().generate(request)

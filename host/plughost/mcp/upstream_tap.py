@@ -37,7 +37,6 @@ import asyncio
 import collections
 import contextlib
 import itertools
-import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -173,7 +172,7 @@ class UpstreamTap:
 
         ``on_outcome`` is called once, by the task reading the server's output, with
         the raw result (a dict), the server's :class:`~mcp_types.ErrorData`, or
-        ``CONNECTION_CLOSED``'s when the transport ends first; it is never called
+        :data:`CONNECTION_ENDED` when the transport ends first; it is never called
         after :meth:`cancel_now`. None when nothing was written: the transport
         cannot take a line without waiting (the call goes the task's way).
         """
@@ -197,7 +196,7 @@ class UpstreamTap:
             return
         params = {"requestId": request_id, "reason": reason}
         line = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-        self._write.write_now(json.dumps(line, separators=(",", ":")).encode() + b"\n", False)
+        self._write.write_now(to_json(line) + b"\n", False)
 
     def take_line(self, line: bytes) -> bool:
         """Deliver a line that answers a call of :meth:`send_now`; False passes it on.
