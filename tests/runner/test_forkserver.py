@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import selectors
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import msgpack
+
+from tests.waiting import wait_until
 
 
 def test_the_fork_server_imports_the_maibot_layer_before_it_forks() -> None:
@@ -140,8 +143,9 @@ def held_fork():
     forks.append(1)
     pid = fork()
     if pid == 0 and len(forks) == 1:
-        with open(noted, "w") as out:
+        with open(noted + ".part", "w") as out:
             json.dump([p for p in pipes() if p != gate_pipe], out)
+        os.replace(noted + ".part", noted)  # whole, or not there yet
         os.setsid = lambda: (os.read(gate, 1), setsid())[1]
     return pid
 def listing(argv):
@@ -183,6 +187,8 @@ def test_a_runner_forked_while_another_is_not_yet_in_its_session_holds_none_of_i
         assert reply["id"] == 2, reply
         with os.fdopen(out_read, closefd=False) as listed:
             second = set(json.loads(listed.readline()))
+        # The held child writes its listing on its own time, after the server answered.
+        asyncio.run(wait_until(noted.exists, timeout=30, what="the held child's listing"))
         first = set(json.loads(noted.read_text()))
     finally:
         server.kill()
