@@ -28,6 +28,8 @@ from tests.mcp_servers.loud_stderr_server import ESCAPES, FORGED
 UPSTREAM = HERE / "loud_stderr_server.py"
 TAG = "plughost.mcp.server_stderr: server=loud: "
 FLOOD = 20_000
+KEY = "sk-loud-9f8e7d6c5b4a3210"
+"""The server's key, given it in the configuration's ``env``: it prints it, serve must not."""
 
 
 async def _serve_once(tmp_path: Path, flood: int, *options: str) -> str:
@@ -37,7 +39,7 @@ async def _serve_once(tmp_path: Path, flood: int, *options: str) -> str:
         f"[host]\ndata_dir = {json.dumps(str(tmp_path / 'data' / 'plugins'))}\n"
         f"[mcp.servers.loud]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(UPSTREAM))}]\n"
-        f'env = {{ FLOOD = "{flood}" }}\n'
+        f'env = {{ FLOOD = "{flood}", LOUD_API_KEY = "{KEY}" }}\n'
     )
     args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config), "--mcp-stdio"]
     target = StdioServerParameters(command=sys.executable, args=[*args, *options], cwd=tmp_path)
@@ -62,13 +64,15 @@ async def test_a_forged_line_escapes_and_a_flood_reach_the_log_only_as_the_serve
         assert raw not in text, f"{raw!r} reached the log raw"
     assert any(TAG + r"\x1b[2J\x1b[31mred\x1b[0m\x0dover\u202eevil" in line for line in lines)
     assert ESCAPES not in text
+    assert KEY not in text  # the configuration gave it to the server, not to the log
 
     logged = [line for line in lines if TAG + "flood " in line]
     counted = re.finditer(r"server=loud: (\d+) lines of its stderr dropped", text)
     drops = [int(match[1]) for match in counted]
     assert drops, "the flood's drops were not counted"
-    written = FLOOD + 3  # the forged line, the escapes, the flood and the ready line
-    others = sum(TAG + what in text for what in (FORGED, "\\x1b[2J", "loud server ready"))
+    written = FLOOD + 4  # the forged line, the escapes, the flood, the key and the ready line
+    shown = (FORGED, "\\x1b[2J", "my key is [redacted]", "loud server ready")
+    others = sum(TAG + what in text for what in shown)
     assert len(logged) + others + sum(drops) == written
     assert len(logged) + others <= WINDOW_LINES * len(drops)
 
@@ -87,3 +91,5 @@ async def test_with_json_logs_each_stderr_line_is_a_json_record_of_the_server_st
         assert "server=loud: " + ESCAPES.replace("\x1b", r"\x1b") not in messages
         assert any(m.startswith(r"server=loud: \x1b[2J") for m in messages), messages
         assert not any(FORGED in r.get("message", "") for r in records if r not in ours)
+        assert "server=loud: my key is [redacted]" in messages, (run, messages)
+        assert KEY not in text, run

@@ -16,6 +16,11 @@ line is logged by :class:`ServerStderr` under the host's rules:
   line of its own.
 - **Size.** A line is cut at :data:`MAX_LINE` characters; a longer run without a
   line break is cut into lines of that length.
+- **Secrets.** The values of the secret-looking variables of the environment the
+  server is given (``API_KEY``, ``GITHUB_TOKEN``: names :data:`~plughost.redaction.SECRET_KEY`
+  matches, the configuration's ``env`` among them) are masked as ``[redacted]``:
+  a server that prints its configuration or a failed request with its key shows
+  the operator the line, not the key.
 - **Rate.** At most :data:`WINDOW_LINES` lines each :data:`WINDOW` seconds; the
   rest are dropped and counted, and the count is logged once when the window
   ends (or the pipe does). While the server is over its allowance the pipe is
@@ -29,12 +34,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import anyio
 import anyio.abc
 
 from plughost.events import shown
+from plughost.redaction import SecretRedactor
 
 __all__ = ["MAX_LINE", "WINDOW", "WINDOW_LINES", "ServerStderr"]
 
@@ -53,8 +59,16 @@ _PAUSE = 0.05
 class ServerStderr:
     """Logs the lines one upstream server writes to stderr, under its name and within bounds."""
 
-    def __init__(self, server: str, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        server: str,
+        clock: Callable[[], float] = time.monotonic,
+        secrets: Iterable[str] = (),
+    ) -> None:
         self._server = server
+        self._redactor = SecretRedactor()
+        for secret in secrets:
+            self._redactor.add(secret)
         self._clock = clock
         self._window_start = clock()
         self._logged = 0
@@ -97,7 +111,8 @@ class ServerStderr:
             self._window_start, self._logged = now, 0
         room = max(0, WINDOW_LINES - self._logged)
         for line in lines[:room]:
-            text = shown(line[:MAX_LINE].decode("utf-8", "replace").rstrip())
+            text = self._redactor.redact(line[:MAX_LINE].decode("utf-8", "replace").rstrip())
+            text = shown(text)
             log.warning("server=%s: %s", self._server, text[:MAX_LINE])
         self._logged += min(room, len(lines))
         self._dropped += max(0, len(lines) - room)

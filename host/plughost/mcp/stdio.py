@@ -49,6 +49,7 @@ from mcp.shared.message import SessionMessage
 from plughost.mcp.delivery import mark_sent
 from plughost.mcp.server_stderr import ServerStderr
 from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
+from plughost.secret_values import SECRET_KEY
 
 __all__ = ["exit_reason", "stdio_transport"]
 
@@ -225,13 +226,14 @@ async def stdio_transport(
     Raises:
         OSError: The command could not be started.
     """
+    environment = get_default_environment() | (env or {})
     try:
         process = adopted or await anyio.open_process(
             [command, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,  # read by the loop and logged under its name
-            env=get_default_environment() | (env or {}),
+            env=environment,
             cwd=cwd,
             start_new_session=True,
             pass_fds=pass_fds,
@@ -260,7 +262,8 @@ async def stdio_transport(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(read)
-            stderr = ServerStderr(name)
+            secrets = [value for key, value in environment.items() if SECRET_KEY.search(key)]
+            stderr = ServerStderr(name, secrets=secrets)
             if process.stderr is not None:
                 tg.start_soon(stderr.read, process.stderr)
             try:

@@ -60,3 +60,13 @@ async def test_lines_past_the_windows_allowance_are_dropped_and_counted_once_a_w
     now[0] = WINDOW  # a new window: a new allowance
     await stderr.read(_Pipe(b"again\n"))
     assert _messages(caplog) == ["server=s: again"]
+
+
+async def test_the_servers_secrets_are_masked_even_when_a_line_arrives_in_pieces(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    secret = "ghp_0123456789abcdefXYZ"
+    stderr = ServerStderr("s", secrets=[secret, "short"])  # too short to mask: ordinary text
+    await stderr.read(_Pipe(b"token=" + secret[:7].encode(), secret[7:].encode() + b" short\n"))
+    assert _messages(caplog) == ["server=s: token=[redacted] short"]
