@@ -50,11 +50,13 @@ async def test_oversize_tools_are_refused_alone_with_a_reason_in_the_log_and_the
     host.tools.register_provider(provider)
     try:
         specs = await provider.list_tools()
-        refused = provider.status()["over"].refused
+        status = provider.status()["over"]
+        refused = status.refused
         (row,) = mcp_servers(host)  # what the console shows
     finally:
         await host.tools.close()
     assert row["refused"] == list(refused)
+    assert status.tools == len(specs) == 2  # only what clients can use is counted
     assert {spec.metadata["original_name"] for spec in specs} == {"lookup", "echo"}
     reasons = dict(line.split(" refused: ", 1) for line in refused)
     assert reasons["tool 'long_description'"] == (

@@ -100,6 +100,7 @@ class _ServerView:
     specs: list[ToolSpec] = field(default_factory=list)
     routes: dict[str, _Route] = field(default_factory=dict)
     refused: tuple[str, ...] = ()  # tools over a bound (plughost.mcp.tool_bounds)
+    refused_tools: int = 0  # how many tools those sentences name
 
 
 class MCPToolProvider:
@@ -152,7 +153,12 @@ class MCPToolProvider:
         statuses = {name: conn.status() for name, conn in self._connections.items()}
         for name, view in self._views.items():  # the last listing's refusals, if still current
             if view.refused and view.catalog is self._connections[name].catalog:
-                statuses[name] = dataclasses.replace(statuses[name], refused=view.refused)
+                offered = statuses[name].tools  # a refused tool is none of the server's here
+                statuses[name] = dataclasses.replace(
+                    statuses[name],
+                    refused=view.refused,
+                    tools=max(0, offered - view.refused_tools),
+                )
         return statuses
 
     async def list_tools(self, context: ToolAvailabilityContext | None = None) -> list[ToolSpec]:
@@ -464,7 +470,9 @@ def _build_view(
     provider_name: str, server: str, config: MCPServerConfig, catalog: Catalog
 ) -> _ServerView:
     view = _ServerView(catalog=catalog)
-    tools, view.refused = bounded_tools(server, _enabled(server, config, catalog.tools))
+    enabled = _enabled(server, config, catalog.tools)
+    tools, view.refused = bounded_tools(server, enabled)
+    view.refused_tools = len(enabled) - len(tools)
     entries: list[tuple[ToolSpec, _Route]] = [_tool_entry(server, tool) for tool in tools]
     entries += [_resource_entry(server, resource) for resource in catalog.resources]
     entries += [_prompt_entry(server, prompt) for prompt in catalog.prompts]
