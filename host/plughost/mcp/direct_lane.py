@@ -274,8 +274,11 @@ class DirectLane:
             checked = await checked_result_later(call.client, call.target, outcome)
             result = _completed(call, result_from_mcp(call.name, checked))
         except Exception as exc:
+            error: Exception = exc
+            if is_connection_lost(exc):  # as the task path reads a connection gone mid-check
+                error = call.connection.lost_during(call.client, _as_mcp_error(exc))
             result = _completed(
-                call, call_failure(call.name, call.server, call.target, call.timeout, exc)
+                call, call_failure(call.name, call.server, call.target, call.timeout, error)
             )
         if self._calls.get(call.client_id) is call:
             del self._calls[call.client_id]
@@ -385,6 +388,10 @@ class _LazyLink:
         self._over = True
         if self._link is not None:
             self._link._served()
+
+
+def _as_mcp_error(exc: Exception) -> MCPError | None:
+    return exc if isinstance(exc, MCPError) else None
 
 
 def _completed(call: _Call, result: ToolExecutionResult) -> ToolExecutionResult:

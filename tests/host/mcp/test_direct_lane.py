@@ -14,7 +14,9 @@ from typing import Any, cast
 
 import mcp_types as types
 import pytest
+from mcp import MCPError
 
+from plughost.mcp.client import _outcome_unknown
 from plughost.mcp.direct_lane import DirectLane
 from plughost.mcp.direct_lane import _Call as _LaneCall
 from plughost.mcp.shutdown import CallCounter
@@ -214,3 +216,50 @@ async def test_an_answer_whose_schema_check_must_wait_is_checked_as_the_task_pat
         }
     ]
     assert registry.inflight == 0
+
+
+class _LostSession(_Session):
+    """The connection closes while the SDK lists the tools again for the check."""
+
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+
+
+class _Connection:
+    def __init__(self) -> None:
+        self.marked: list[MCPError | None] = []
+
+    def lost_during(self, client: object, error: MCPError | None = None) -> Exception:
+        self.marked.append(error)  # the real one marks the connection lost, as here
+        return _outcome_unknown("Connection closed")
+
+
+async def test_a_connection_lost_during_the_waiting_check_fails_as_a_lost_connection() -> None:
+    bridge, registry, written = _Bridge(), ToolRegistry(), []
+    client = cast(Any, type("Client", (), {"protocol_version": "2025-11-25"}))
+    client.session = _LostSession()
+
+    def respond(request_id: types.RequestId, result: types.CallToolResult) -> Any:
+        return types.JSONRPCResponse(
+            jsonrpc="2.0", id=request_id, result=result.model_dump(by_alias=True, mode="json")
+        )
+
+    unused = cast(Any, None)
+    lane = DirectLane(cast(Any, bridge), unused, unused, respond, written.append, unused)
+    spec = ToolSpec(name="vanish", description="", parameters_schema={"type": "object"})
+    call = _lane_call(1, spec, _Link(), _Tap(), registry)
+    connection = _Connection()
+    call.client, call.calling, call.connection = client, _Caller(), cast(Any, connection)
+    bridge.calls.__enter__()
+    registry.call_began()
+    lane._calls[1] = call
+
+    lane._settle(call, {"content": [], "structuredContent": {"gone": True}})
+    await asyncio.wait_for(bridge.calls.quiet(), 5)
+
+    (answer,) = [json.loads(line) for line in written]
+    (text,) = [block["text"] for block in answer["result"]["content"]]
+    # the task path's words for a server gone mid-call, not the SDK's "Connection closed"
+    assert "MCP server 'up' lost the connection during 'vanish'" in text, text
+    assert "may or may not have run" in text and answer["result"]["isError"] is True
+    assert len(connection.marked) == 1  # the connection is known lost, as on the task path
