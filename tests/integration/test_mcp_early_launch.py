@@ -15,10 +15,12 @@ import json
 import logging
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -177,12 +179,24 @@ def _launch_then(config: Path, then: str) -> Any:
     )
 
 
-@pytest.fixture
-def remembered(tmp_path: Path) -> tuple[Path, Path]:
+@pytest.fixture(scope="module")
+def served_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A config whose memo a real serve wrote; and that memo."""
-    config = _write_config(tmp_path)
-    _echoed(_serve(config, tmp_path / "serve.log"))
-    return config, tmp_path / "data" / "mcp-launch.json"
+    folder = tmp_path_factory.mktemp("remembered")
+    config = _write_config(folder)
+    _echoed(_serve(config, folder / "serve.log"))
+    return config, folder / "data" / "mcp-launch.json"
+
+
+@pytest.fixture
+def remembered(served_once: tuple[Path, Path]) -> Iterator[tuple[Path, Path]]:
+    """``served_once``, its memo as serve wrote it again after each test that changes it."""
+    _, memo = served_once
+    written, mode = memo.read_bytes(), memo.stat().st_mode & 0o777
+    yield served_once
+    memo.chmod(0o600)
+    memo.write_bytes(written)
+    memo.chmod(mode)
 
 
 def test_an_early_process_whose_launch_differs_is_killed_not_used(
@@ -265,6 +279,35 @@ async def test_an_early_process_that_cannot_be_adopted_is_killed_and_the_server_
     assert "started early not adopted server=demo reason=no pidfd here" in caplog.text
     assert early.poll() is not None
     assert "echo" in tools
+
+
+async def test_an_early_process_that_ended_is_claimed_and_its_end_reported_not_started_again(
+    remembered: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plughost import __version__
+    from plughost.cli.serve_config import ServeConfig
+    from plughost.mcp import early_launch
+    from plughost.mcp.session import open_client
+
+    config, _ = remembered
+    monkeypatch.chdir(ROOT)  # where the serve that wrote the memo ran
+    monkeypatch.setattr(early_launch, "_memo", early_launch._Memo())
+    early_launch.launch(config, __version__)
+    early = early_launch._memo.launched["demo"].process
+    os.killpg(early.pid, signal.SIGKILL)  # it ends before serve gets to it
+    early.wait(DEADLINE_S)  # and is reaped: its pid may be another process's by now
+    server = ServeConfig.load(config).mcp.servers["demo"]
+    ended: list[str] = []
+    try:
+        with pytest.raises(Exception) as failed:  # noqa: PT011 - the SDK's, wrapped or not
+            async with open_client(server, _ignore, ended.append, name="demo") as client:
+                await client.list_tools()
+    finally:
+        early_launch.discard()
+
+    # a fresh start would have answered the listing: the early process's end is the answer
+    assert "demo" not in early_launch._memo.launched
+    assert ended and "SIGKILL" in ended[0], (ended, failed.value)
 
 
 async def _ignore(message: Any) -> None:

@@ -86,7 +86,9 @@ class AdoptedProcess(anyio.abc.Process):
         self._stdin = stdin
         self._stdout = stdout
         self._stderr = stderr
-        self._pidfd = os.pidfd_open(process.pid)
+        # An early process may have ended and been reaped before it was claimed: its pid may
+        # be another's by now, so only a process not yet reaped is looked at through a pidfd.
+        self._pidfd = os.pidfd_open(process.pid) if process.returncode is None else None
 
     @classmethod
     async def adopt(cls, process: subprocess.Popen[bytes]) -> AdoptedProcess:
@@ -104,6 +106,7 @@ class AdoptedProcess(anyio.abc.Process):
 
     async def wait(self) -> int:
         while (code := self._process.poll()) is None:
+            assert self._pidfd is not None  # only a reaped process has none
             await anyio.wait_readable(self._pidfd)
         return code
 
@@ -148,5 +151,6 @@ class AdoptedProcess(anyio.abc.Process):
         try:
             await self.wait()
         finally:
-            with contextlib.suppress(OSError):
-                os.close(self._pidfd)
+            if self._pidfd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._pidfd)

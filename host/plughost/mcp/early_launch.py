@@ -123,12 +123,16 @@ def claim(name: str, argv: list[str], env: dict[str, str], cwd: str | None) -> L
     """The early process of server ``name`` if it runs exactly this launch; else None.
 
     ``argv`` is the fresh launch with its report descriptor as ``{report}``. A
-    process that does not match, or has already ended, is killed and forgotten.
+    process that does not match is killed and forgotten. One that matches is
+    claimed even if it has already ended: it was this very launch, so its exit
+    and what it wrote to stderr are the server's answer, reported as a process
+    that ends after its start is (a second start would only say it again, or,
+    for a server that reads something once, wait for what the first consumed).
     """
     early = _memo.launched.pop(name, None)
     if early is None:
         return None
-    if (early.argv, early.env, early.cwd) == (argv, env, cwd) and early.process.poll() is None:
+    if (early.argv, early.env, early.cwd) == (argv, env, cwd):
         return early
     end(early)
     return None
