@@ -249,26 +249,34 @@ def test_a_memo_another_user_may_write_is_not_believed(remembered: tuple[Path, P
     assert (refused, believed) == ([], ["demo"])
 
 
-async def test_an_early_process_that_cannot_be_adopted_is_killed_and_the_server_started_anew(
-    remembered: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def _launched_early(
+    remembered: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, subprocess.Popen[bytes]]:
+    """The demo server's configuration, and its process launched early from the memo."""
     from plughost import __version__
     from plughost.cli.serve_config import ServeConfig
     from plughost.mcp import early_launch
-    from plughost.mcp.adopted_process import AdoptedProcess
-    from plughost.mcp.session import open_client
 
     config, _ = remembered
     monkeypatch.chdir(ROOT)  # where the serve that wrote the memo ran
     monkeypatch.setattr(early_launch, "_memo", early_launch._Memo())
     early_launch.launch(config, __version__)
-    early = early_launch._memo.launched["demo"].process
+    return ServeConfig.load(config).mcp.servers["demo"], early_launch._memo.launched["demo"].process
+
+
+async def test_an_early_process_that_cannot_be_adopted_is_killed_and_the_server_started_anew(
+    remembered: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from plughost.mcp import early_launch
+    from plughost.mcp.adopted_process import AdoptedProcess
+    from plughost.mcp.session import open_client
+
+    server, early = _launched_early(remembered, monkeypatch)
 
     async def no_pidfd(process: Any) -> AdoptedProcess:
         raise OSError("no pidfd here")
 
     monkeypatch.setattr(AdoptedProcess, "adopt", no_pidfd)
-    server = ServeConfig.load(config).mcp.servers["demo"]
     caplog.set_level(logging.INFO, logger="plughost.mcp.session")
     try:
         async with open_client(server, _ignore, lambda reason: None, name="demo") as client:
@@ -284,19 +292,12 @@ async def test_an_early_process_that_cannot_be_adopted_is_killed_and_the_server_
 async def test_an_early_process_that_ended_is_claimed_and_its_end_reported_not_started_again(
     remembered: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plughost import __version__
-    from plughost.cli.serve_config import ServeConfig
     from plughost.mcp import early_launch
     from plughost.mcp.session import open_client
 
-    config, _ = remembered
-    monkeypatch.chdir(ROOT)  # where the serve that wrote the memo ran
-    monkeypatch.setattr(early_launch, "_memo", early_launch._Memo())
-    early_launch.launch(config, __version__)
-    early = early_launch._memo.launched["demo"].process
+    server, early = _launched_early(remembered, monkeypatch)
     os.killpg(early.pid, signal.SIGKILL)  # it ends before serve gets to it
     early.wait(DEADLINE_S)  # and is reaped: its pid may be another process's by now
-    server = ServeConfig.load(config).mcp.servers["demo"]
     ended: list[str] = []
     try:
         with pytest.raises(Exception) as failed:  # noqa: PT011 - the SDK's, wrapped or not
