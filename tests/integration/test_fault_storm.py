@@ -52,7 +52,7 @@ from tests.waiting import wait_until
 
 STORM_INFLIGHT = 32
 """Neighbour calls kept in flight during the storm (scripts/soak.py goes to 256)."""
-STORM_ROUNDS = 3
+STORM_ROUNDS = 2
 """Times each fault lane of the storm runs through its list of faults."""
 STORM_DEADLINE = 90.0
 """Seconds the storm may take (about 20 on an idle 2-core machine)."""
@@ -204,14 +204,20 @@ async def test_a_deadlocked_tool_costs_its_call_and_its_own_runner_only(
 
 
 @pytest.mark.parametrize(
-    ("limit_mb", "code", "reason"),
+    ("limit_mb", "deadline", "code", "reason"),
     [
-        (None, "timeout", "synchronous tool call ran past its deadline"),
-        (HOG_LIMIT_MB, "plugin_crashed", "memory limit exceeded"),
+        (None, 2.0, "timeout", "synchronous tool call ran past its deadline"),
+        # The limit's kill must end the call, however long growing takes on a busy machine.
+        (HOG_LIMIT_MB, 60.0, "plugin_crashed", "memory limit exceeded"),
     ],
 )
 async def test_memory_growing_without_bound_costs_only_its_call_and_its_runner(
-    tmp_path: Path, started: Starter, limit_mb: int | None, code: str, reason: str
+    tmp_path: Path,
+    started: Starter,
+    limit_mb: int | None,
+    deadline: float,
+    code: str,
+    reason: str,
 ) -> None:
     """With limits.memory_mb the host kills the runner; without, the stuck call recycles it."""
     settings = patient_settings(tmp_path, stuck_grace=0.5)
@@ -219,7 +225,7 @@ async def test_memory_growing_without_bound_costs_only_its_call_and_its_runner(
     host, events = await started([ECHO, MEMORY_HOG], settings)
     neighbour = await echo_pid(host)
 
-    result = await call_within(host, "tests.memory-hog", "grow", 2.0, max_mb=GROW_CAP_MB)
+    result = await call_within(host, "tests.memory-hog", "grow", deadline, max_mb=GROW_CAP_MB)
 
     assert result.error_code == code
     crashed = await events.next(EventKind.RUNNER_CRASHED, "tests.memory-hog")

@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
@@ -144,18 +145,56 @@ def served_name(server: str, tool: str) -> str:
     return qualified_name("mcp", server, tool)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_upstream_results_reach_a_client_of_plughost_serve_as_the_upstream_sent_them(
-    transport: str, places: dict[str, Path], config: Path, request: pytest.FixtureRequest
-) -> None:
-    expected: list[Any] = []
+Answers = tuple[list[Any], dict[str, Any]]
+"""The calls' results in order, and the tool definitions by served name."""
+
+
+async def _direct_answers(places: dict[str, Path]) -> Answers:
+    results: list[Any] = []
+    definitions: dict[str, Any] = {}
     async with direct(places) as clients:
         for server, tool, arguments in calls(places):
-            expected.append(as_json(await clients[server].call_tool(tool, arguments)))
-    got: list[Any] = []
-    async with through_plughost(transport, config, request) as client:
-        for server, tool, arguments in calls(places):
-            got.append(as_json(await client.call_tool(served_name(server, tool), arguments)))
+            results.append(as_json(await clients[server].call_tool(tool, arguments)))
+        for server, client in clients.items():
+            for listed_tool in (await client.list_tools()).tools:
+                listed = as_json(listed_tool)
+                listed["name"] = served_name(server, listed_tool.name)
+                definitions[listed["name"]] = listed
+    return results, definitions
+
+
+async def _served_answers(places: dict[str, Path], client: Client) -> Answers:
+    results = [
+        as_json(await client.call_tool(served_name(server, tool), arguments))
+        for server, tool, arguments in calls(places)
+    ]
+    definitions = {t.name: as_json(t) for t in (await client.list_tools()).tools}
+    return results, definitions
+
+
+@pytest.fixture(scope="module")
+def upstream_answers(places: dict[str, Path]) -> Answers:
+    """What the upstreams answer when called directly, once for every test."""
+    return anyio.run(_direct_answers, places)
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def served_answers(
+    request: pytest.FixtureRequest, places: dict[str, Path], config: Path
+) -> Answers:
+    """What a client of ``plughost serve`` gets for the same calls, over each transport."""
+
+    async def ask() -> Answers:
+        async with through_plughost(request.param, config, request) as client:
+            return await _served_answers(places, client)
+
+    return anyio.run(ask)
+
+
+def test_upstream_results_reach_a_client_of_plughost_serve_as_the_upstream_sent_them(
+    places: dict[str, Path], upstream_answers: Answers, served_answers: Answers
+) -> None:
+    expected, got = upstream_answers[0], served_answers[0]
 
     for (server, tool, _), want, have in zip(calls(places), expected, got, strict=True):
         assert have == want, f"{server} {tool}"
@@ -168,19 +207,10 @@ async def test_upstream_results_reach_a_client_of_plughost_serve_as_the_upstream
     assert got[8]["isError"] is True
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_upstream_tool_definitions_are_re_served_with_every_field(
-    transport: str, places: dict[str, Path], config: Path, request: pytest.FixtureRequest
+def test_upstream_tool_definitions_are_re_served_with_every_field(
+    upstream_answers: Answers, served_answers: Answers
 ) -> None:
-    expected: dict[str, Any] = {}
-    async with direct(places) as clients:
-        for server, client in clients.items():
-            for tool in (await client.list_tools()).tools:
-                listed = as_json(tool)
-                listed["name"] = served_name(server, tool.name)
-                expected[listed["name"]] = listed
-    async with through_plughost(transport, config, request) as client:
-        served = {t.name: as_json(t) for t in (await client.list_tools()).tools}
+    expected, served = upstream_answers[1], served_answers[1]
 
     for name, listed in expected.items():
         assert served.get(name) == listed, name
