@@ -26,7 +26,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.mcp_servers.harness import HERE, PUBLISHED
+from tests.mcp_servers.harness import HERE, PUBLISHED, recording_upstream_config
 from tests.waiting import wait_until
 
 EVERYTHING = PUBLISHED / "node" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -38,15 +38,7 @@ LANE = "lane=direct"
 @pytest.fixture
 def places(tmp_path: Path) -> dict[str, Path]:
     """A configuration with the recording upstream only (``fwd``)."""
-    folder = tmp_path / "upstream"
-    folder.mkdir()
-    config = tmp_path / "plughost.toml"
-    config.write_text(
-        f"[host]\ndata_dir = {json.dumps(str(tmp_path / 'data'))}\n"
-        f"[mcp.servers.fwd]\ncommand = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(UPSTREAM))}, {json.dumps(str(folder))}]\n"
-        'protocol = "legacy"\n'  # the tap serves handshake-era upstreams
-    )
+    config, folder = recording_upstream_config(tmp_path)  # the tap serves handshake-era ones
     return {"config": config, "events": folder / "events", "log": tmp_path / "serve.log"}
 
 

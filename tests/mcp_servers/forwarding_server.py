@@ -14,7 +14,10 @@ Tools:
   or did), then answers ``real``;
 - ``die()``: the process exits (code 3) in the middle of the call;
 - ``whoami()``: a token drawn when the process started (its pid is the same in every
-  sandbox's pid namespace).
+  sandbox's pid namespace);
+- ``ask_in_pairs(topic)``: waits until two of its calls are in progress (at most
+  30 s), then asks its client's model about ``topic`` (``sampling/createMessage``)
+  and answers what the model said, or ``refused: REASON``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
@@ -83,6 +87,31 @@ def die() -> str:
 def whoami() -> str:
     """This process's token."""
     return BOOT
+
+
+_pair_in_progress = 0
+_paired = anyio.Event()
+
+
+@server.tool()
+async def ask_in_pairs(topic: str, ctx: Context) -> str:
+    """Once two calls are in progress, ask the client's model about ``topic``."""
+    global _pair_in_progress
+    _pair_in_progress += 1
+    try:
+        if _pair_in_progress >= 2:
+            _paired.set()
+        with anyio.move_on_after(30):
+            await _paired.wait()
+        message = types.SamplingMessage(role="user", content=types.TextContent(text=topic))
+        try:
+            answer = await ctx.session.create_message([message], max_tokens=10)
+        except Exception as exc:  # the gateway's refusal, as the server gets it
+            return f"refused: {exc}"
+        content = answer.content
+        return content.text if isinstance(content, types.TextContent) else "?"
+    finally:
+        _pair_in_progress -= 1
 
 
 if __name__ == "__main__":

@@ -41,6 +41,27 @@ def port_is_open(port: int) -> bool:
         return False
 
 
+def recording_upstream_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A serve configuration whose one upstream is forwarding_server.py as ``fwd``.
+
+    Connected with a handshake-era protocol (the session a server may ask through
+    mid-call, and the one the direct lane serves); returns the configuration and the
+    folder the upstream records its events in.
+    """
+    import json
+
+    folder = tmp_path / "upstream"
+    folder.mkdir()
+    config = tmp_path / "plughost.toml"
+    config.write_text(
+        f"[host]\ndata_dir = {json.dumps(str(tmp_path / 'data'))}\n"
+        f"[mcp.servers.fwd]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(HERE / 'forwarding_server.py'))}, {json.dumps(str(folder))}]\n"
+        'protocol = "legacy"\n'
+    )
+    return config, folder
+
+
 @contextlib.contextmanager
 def plughost_serve_http(token_file: Path, *args: str) -> Iterator[tuple[str, str]]:
     """Run ``plughost serve ARGS --mcp-http`` on a port of its own; yield its URL and token."""

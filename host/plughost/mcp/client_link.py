@@ -123,9 +123,20 @@ class MCPClientLink:
     """What a plugin call may ask of the MCP client that made it (see the module doc)."""
 
     def __init__(
-        self, ctx: ServerRequestContext[Any], *, ask: Ask | None = None, tool: str = ""
+        self,
+        ctx: ServerRequestContext[Any],
+        *,
+        ask: Ask | None = None,
+        tool: str = "",
+        client: object | None = None,
     ) -> None:
-        """``tool`` is the tool the client called, named when the user is asked anything."""
+        """``tool`` is the tool the client called, named when the user is asked anything.
+
+        ``client`` is who made the call, as the server that took it knows: the links
+        of one client's calls share it. By default the link stands for itself (each
+        call its own client), which is never wrong, only cautious.
+        """
+        self.client: object = self if client is None else client
         self._ctx = ctx
         self._ask = ask
         self._tool = tool

@@ -88,10 +88,13 @@ class ClientRelay:
 
     Args:
         write: The client's write stream (``SessionMessage`` items).
+        client: Who the client is, as the links of the session's own calls name it
+            (:attr:`~plughost.mcp.client_link.MCPClientLink.client`).
     """
 
-    def __init__(self, write: Any) -> None:
+    def __init__(self, write: Any, client: object | None = None) -> None:
         self._write = write
+        self.client: object = self if client is None else client
         self._prefix = f"plughost-{secrets.token_hex(4)}-"
         self._ids = itertools.count(1)
         self._waiting: dict[str, _Answer] = {}  # sent, awaiting the client's response
@@ -197,7 +200,7 @@ class ClientRelay:
             method="tools/call",
             request_id=request_id,
         )
-        return _RelayedLink(ctx, channel, tool)
+        return _RelayedLink(ctx, channel, tool, self.client)
 
     # --- the channel (mcp.shared.dispatcher.Outbound) -------------------------------------
 
@@ -352,8 +355,10 @@ def _closed() -> MCPError:
 class _RelayedLink(MCPClientLink):
     """A taken call's client link: when the call ends, so do its open requests."""
 
-    def __init__(self, ctx: ServerRequestContext[Any], channel: _CallChannel, tool: str) -> None:
-        super().__init__(ctx, tool=tool)
+    def __init__(
+        self, ctx: ServerRequestContext[Any], channel: _CallChannel, tool: str, client: object
+    ) -> None:
+        super().__init__(ctx, tool=tool, client=client)
         self._channel = channel
 
     def _served(self) -> None:

@@ -357,9 +357,10 @@ class _LazyLink:
     makes for the call, as on the task path.
     """
 
-    __slots__ = ("_link", "_over", "_relay", "_request_id", "_tool")
+    __slots__ = ("_link", "_over", "_relay", "_request_id", "_tool", "client")
 
     def __init__(self, relay: ClientRelay, request_id: types.RequestId, tool: str) -> None:
+        self.client = relay.client  # the relay's one client, as its links name it
         self._relay = relay
         self._request_id = request_id
         self._tool = tool

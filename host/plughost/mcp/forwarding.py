@@ -99,7 +99,7 @@ class CallForwarder:
         a task group's, on the path of every call.
         """
         self._write = write_stream
-        self._relay = relay = ClientRelay(write_stream)
+        self._relay = relay = ClientRelay(write_stream, self._bridge.client_of(None))
         if isinstance(write_stream, PipeWriter):  # the client's pipes: the lane reads its lines
             self._lane = DirectLane(
                 self._bridge, relay, self._takes, self._response, write_stream.write_now, self._took

@@ -146,6 +146,8 @@ class RegistryMCPServer:
         input_timeout: Seconds a call parked for a 2026-07-28 client's answer waits for
             the client's retry before it is cancelled (:mod:`plughost.mcp.input_rounds`).
         max_parked: Calls parked at once, at most; past it a plugin's question is refused.
+        one_client: Whether the server has one client only (stdio): then every call's
+            link names the same client (:meth:`client_of`).
     """
 
     def __init__(
@@ -156,11 +158,13 @@ class RegistryMCPServer:
         page_size: int = DEFAULT_PAGE_SIZE,
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
         max_parked: int = DEFAULT_MAX_PARKED,
+        one_client: bool = False,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
         self.registry = registry
         self.page_size = page_size
+        self._one_client = one_client
         self.rounds = InputRounds(input_timeout, max_parked)
         self._bus = InMemorySubscriptionBus()
         self._connections: dict[int, Connection] = {}
@@ -193,6 +197,19 @@ class RegistryMCPServer:
             "logging/setLevel", types.SetLevelRequestParams, set_logging_level
         )
         self.server.middleware.append(self._track_connection)
+
+    def client_of(self, ctx: ServerRequestContext[Any] | None) -> object | None:
+        """Who made the request of ``ctx``: the same for all of one client's requests.
+
+        Over stdio that is the server's one client; over HTTP, the connection of a
+        handshake-era session (a 2026-07-28 request has one of its own, so each of its
+        calls is a client of its own: cautious, never wrong). None when it is unknown.
+        """
+        if self._one_client:
+            return self
+        if ctx is None:
+            return None
+        return getattr(ctx.session, "_connection", None)  # private in SDK 2.3
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -240,7 +257,7 @@ class RegistryMCPServer:
     async def _answer_call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        link = MCPClientLink(ctx, tool=params.name)
+        link = MCPClientLink(ctx, tool=params.name, client=self.client_of(ctx))
         return result_to_mcp(await self._run_call(ctx, params, link))
 
     async def _run_call(
@@ -293,7 +310,9 @@ class RegistryMCPServer:
         if params.request_state is None:
 
             async def run(call: ParkedCall) -> ToolExecutionResult:
-                link = MCPClientLink(ctx, ask=call.ask, tool=params.name)
+                link = MCPClientLink(
+                    ctx, ask=call.ask, tool=params.name, client=self.client_of(ctx)
+                )
                 call.relink = link.rebind
                 return await self._run_call(ctx, params, link)
 

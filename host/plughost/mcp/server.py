@@ -99,6 +99,7 @@ async def serve_stdio(
         page_size=page_size,
         input_timeout=input_timeout,
         max_parked=max_parked,
+        one_client=True,
     )
     log.info("mcp server serving on stdio name=%s", name)
     forwarder = CallForwarder(bridge)  # answers the calls that need nothing of the session

@@ -16,9 +16,14 @@ before a call's result reaches the client before that result.
 
 Which call a request belongs to: while a call to a server runs, its caller's
 link is recorded for that server; a request from the server goes to the link
-of the latest call in progress (a server asks mid-call). With no call in
-progress, or a caller that is not an MCP client, the server gets an error that
-says so.
+of the latest call in progress (a server asks mid-call). The protocol does not
+say which call a server's request is about, so that guess is only made among
+one client's calls: while calls from more than one client are in progress to
+the server (two HTTP clients, or 2026-07-28 calls, each a client of its own),
+its requests are refused with an error that says why, and its log records are
+dropped, so that no client is shown what a server asked about another's call.
+With no call in progress, or a caller that is not an MCP client, the server
+gets an error that says so.
 """
 
 from __future__ import annotations
@@ -75,8 +80,8 @@ class UpstreamRequests:
             context: ClientRequestContext, params: types.CreateMessageRequestParams
         ) -> types.CreateMessageResult | types.ErrorData:
             link = self._link(server)
-            if link is None:
-                return _no_caller("sampling")
+            if link is None or isinstance(link, int):
+                return _no_caller("sampling", server, link)
             try:
                 answer = await link.generate(_generate_args(params))
             except ClientRequestError as exc:
@@ -92,8 +97,8 @@ class UpstreamRequests:
             context: ClientRequestContext, params: types.ElicitRequestParams
         ) -> types.ElicitResult | types.ErrorData:
             link = self._link(server)
-            if link is None:
-                return _no_caller("elicitation")
+            if link is None or isinstance(link, int):
+                return _no_caller("elicitation", server, link)
             if not isinstance(params, types.ElicitRequestFormParams):
                 return types.ErrorData(
                     code=INVALID_REQUEST, message="plughost passes on form elicitation only"
@@ -121,18 +126,31 @@ class UpstreamRequests:
     def log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         """Pass a record ``server`` logged to the client of its latest call, bounded."""
         link = self._link(server)
-        if link is None:
-            return
+        if link is None or isinstance(link, int):
+            return  # nobody's, or whose is unknown: shown to no one
         data = params.data if isinstance(params.data, str) else json.dumps(params.data)
         own = clean(params.logger, _MAX_LOGGER) if params.logger else ""
         logger = f"mcp.{server}.{own}" if own else f"mcp.{server}"
         link.log(_LEVELS.get(params.level, logging.INFO), logger, data[:MAX_RECORD])
 
-    def _link(self, server: str) -> ClientLink | None:
+    def _link(self, server: str) -> ClientLink | int | None:
+        """The link of the latest call to ``server``; None with no call in progress, or
+        the number of clients whose calls are in progress when they are more than one."""
         # Not current_client: the callbacks run in the connection's own task, which may
         # have inherited the link of whichever call happened to start it.
         callers = self._callers.get(server)
-        return callers[-1] if callers else None
+        if not callers:
+            return None
+        latest = callers[-1]
+        whose = _client_of(latest)
+        if all(_client_of(link) is whose for link in callers):
+            return latest
+        return len({id(_client_of(link)) for link in callers})
+
+
+def _client_of(link: ClientLink) -> object:
+    """Who made the call of ``link`` (:attr:`MCPClientLink.client`); else the link alone."""
+    return getattr(link, "client", link)
 
 
 class _Calling:
@@ -175,9 +193,16 @@ def _generate_args(params: types.CreateMessageRequestParams) -> dict[str, Any]:
     return args
 
 
-def _no_caller(what: str) -> types.ErrorData:
-    return types.ErrorData(
-        code=INVALID_REQUEST,
-        message=f"plughost has nobody to ask for {what}: the call in progress did not come "
-        "from an MCP client (plughost passes sampling and elicitation on to its own client)",
-    )
+def _no_caller(what: str, server: str, clients: int | None) -> types.ErrorData:
+    if clients is not None:
+        message = (
+            f"plughost cannot tell whom to ask for {what}: calls from {clients} clients are "
+            f"in progress to server {server!r}, and a request does not say which call it is "
+            "about; ask again when only one client's calls are in progress"
+        )
+    else:
+        message = (
+            f"plughost has nobody to ask for {what}: the call in progress did not come "
+            "from an MCP client (plughost passes sampling and elicitation on to its own client)"
+        )
+    return types.ErrorData(code=INVALID_REQUEST, message=message)

@@ -1,4 +1,8 @@
-"""UpstreamRequests: a server's log records, sampling and elicitation reach the latest caller."""
+"""UpstreamRequests: a server's log records, sampling and elicitation reach the latest caller.
+
+Only among one client's calls: while several clients' calls are in progress to a
+server, none of them is told what the server asks or logs.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,19 @@ from plughost.tools.client_link import current_client
 
 
 class Recorder:
-    """A client link that keeps the log records it is given."""
+    """A client link that keeps the log records it is given; ``client`` is who called."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: object = "the client") -> None:
+        self.client = client
         self.records: list[tuple[int, str, str]] = []
+        self.asked: list[dict[str, Any]] = []
 
     def log(self, level: int, logger: str, message: str) -> None:
         self.records.append((level, logger, message))
 
     async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        self.asked.append(request)
+        return {"text": "an answer", "model": "m"}
 
     async def elicit(self, asker: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -72,3 +79,39 @@ async def test_a_call_made_by_no_client_that_can_be_asked_takes_no_callers_place
         current_client.reset(token)
 
     assert [r[2] for r in caller.records] == ["during both"]
+
+
+def sampling_request(text: str) -> types.CreateMessageRequestParams:
+    message = types.SamplingMessage(role="user", content=types.TextContent(text=text))
+    return types.CreateMessageRequestParams(messages=[message], max_tokens=10)
+
+
+async def test_while_two_clients_calls_are_in_progress_neither_is_shown_what_the_server_asks() -> (
+    None
+):
+    requests = UpstreamRequests()
+    callbacks = requests.callbacks("srv")
+    sample, logs = callbacks["sampling_callback"], callbacks["logging_callback"]
+    alice, bob = Recorder(client="alice"), Recorder(client="bob")
+    alices_other = Recorder(client="alice")
+
+    token = current_client.set(alice)
+    try:
+        with requests.calling("srv"):
+            current_client.set(bob)
+            with requests.calling("srv"):
+                refused = await sample(None, sampling_request("about alice's call?"))
+                await logs(record("whose?"))
+            current_client.set(alices_other)
+            with requests.calling("srv"):  # alice's two calls: her latest is asked
+                answered = await sample(None, sampling_request("about alice's call"))
+                await logs(record("alice's"))
+    finally:
+        current_client.reset(token)
+
+    assert isinstance(refused, types.ErrorData)
+    assert "calls from 2 clients are in progress to server 'srv'" in refused.message
+    assert isinstance(answered, types.CreateMessageResult)
+    assert bob.asked == [] and bob.records == [] and alice.asked == []
+    assert [r[2] for r in alices_other.records] == ["alice's"]
+    assert [m["content"] for m in alices_other.asked[0]["messages"]] == ["about alice's call"]
