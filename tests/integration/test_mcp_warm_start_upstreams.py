@@ -6,7 +6,9 @@ answers nothing until the test writes a line to its FIFO. A call to ``time``'s
 tool that returns before the test has written that line ran while ``slow`` was
 still starting: the order of events proves it, not timing. ``slow``'s
 ``connect_timeout`` outlasts the test's deadline, so a call that waited for
-every upstream would not return in time.
+every upstream would not return in time. A call to ``slow`` when it cannot start
+fails naming it and why, whether it comes while serve is starting or once serve
+has gone live without it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"[mcp.servers.slow]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = {json.dumps([str(GATED), str(folder / 'gate'), str(folder / 'notes.log')])}\n"
         f"connect_timeout = {DEADLINE * 2}\n"
+        f"retry_delay = {DEADLINE * 2}\n"  # one that failed is not started again in a test
     )
     anyio.run(live_start, path)
     return path

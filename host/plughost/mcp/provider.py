@@ -57,6 +57,7 @@ from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
 from plughost.mcp.provider_content import UpstreamContent
 from plughost.mcp.session import Catalog
+from plughost.mcp.status import ServerState
 from plughost.mcp.tool_bounds import bounded_tools
 from plughost.mcp.upstream_requests import MAX_RECORD, UpstreamRequests
 from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
@@ -361,6 +362,28 @@ class MCPToolProvider:
         except Exception as exc:  # the provider promise: failures are results, never raised
             return call_failure(name, server, route.target, timeout, exc)
 
+    def missing(self, name: str) -> ToolExecutionResult | None:
+        """Why ``name``, a name of a server's that is not connected now, is not listed.
+
+        The registry answers this instead of ``tool_not_found`` (see
+        :class:`~plughost.tools.provider.ToolProvider`): a model that calls a tool of a
+        server that failed, or is reconnecting, learns the server is down and why,
+        not that the tool never existed. None for a name of no server's, or of a
+        connected one (its server does not list it: it does not exist).
+        """
+        servers = [s for s in self._connections if name.startswith(_tool_name(s, "") + "_")]
+        if not servers:
+            return None
+        server = max(servers, key=len)  # "mcp_a_b_x": server "a_b" before server "a"
+        status = self._connections[server].status()
+        if status.state not in _DOWN:
+            return None
+        reason = status.reason or f"it is {status.state.value}"
+        if status.retry_in is not None:
+            reason += f" (next attempt in {status.retry_in:.1f} s)"
+        timeout = self._connections[server].config.tool_timeout
+        return call_failure(name, server, name, timeout, ServerUnavailableError(reason))
+
     # --- the direct lane (plughost.mcp.direct_lane) ---------------------------------------
 
     def forward_target(self, name: str) -> tuple[_Route, MCPConnection, Client, UpstreamTap] | None:
@@ -510,6 +533,10 @@ def _enabled(
             available,
         )
     return chosen
+
+
+_DOWN = frozenset({ServerState.CONNECTING, ServerState.DISCONNECTED, ServerState.FAILED})
+"""States in which a server lists nothing: a call to one of its names is told why."""
 
 
 def _tool_name(server: str, tool: str) -> str:

@@ -529,6 +529,21 @@ class ToolRegistry:
             except Exception:
                 log.exception("tool call observer failed tool=%s", result.tool_name)
 
+    def _missing(self, name: str) -> ToolExecutionResult | None:
+        """A provider's own account of why ``name`` is not there now, if one has one."""
+        for provider in self._providers:
+            explain = getattr(provider, "missing", None)
+            if explain is None:
+                continue
+            try:
+                result = explain(name)
+            except Exception:  # a provider's fault leaves the plain answer
+                log.exception("tool provider failed to explain a missing tool tool=%s", name)
+                continue
+            if isinstance(result, ToolExecutionResult):
+                return result
+        return None
+
     async def _route(
         self,
         invocation: ToolInvocation,
@@ -549,7 +564,8 @@ class ToolRegistry:
             if bound_to is not None and (route is None or not same_tool(route.spec, bound_to)):
                 raise RouteMoved(name)
             if route is None:
-                return not_found(name, [spec.name for spec in view.listed()])
+                missing = self._missing(name)
+                return missing or not_found(name, [spec.name for spec in view.listed()])
             spec = route.spec
             routed.append(spec)
             if (

@@ -202,6 +202,25 @@ async def test_a_command_that_exits_is_reported_with_its_exit_code() -> None:
     assert set(reasons) == {"command exited with code 1"}
 
 
+async def test_a_call_to_a_tool_of_a_server_that_is_down_says_the_server_is_down_and_why() -> None:
+    config = MCPServerConfig(command="/bin/false", retry_delay=30)
+    provider = MCPToolProvider({"false": config, "false_too": config})
+    registry = ToolRegistry()
+    registry.register_provider(provider)
+    try:
+        await registry.list_tools()  # neither connects: the live list has none of their tools
+        down = await registry.invoke(ToolInvocation(tool_name="mcp_false_too_read", arguments={}))
+        unknown = await registry.invoke(ToolInvocation(tool_name="mcp_nothing_x", arguments={}))
+    finally:
+        await registry.close()
+
+    assert down.error_code == "server_unavailable"
+    said = down.error_message or ""  # the longest server name that fits is the one named
+    assert said.startswith("MCP server 'false_too' is unavailable: command exited with code 1")
+    assert "next attempt in" in said
+    assert unknown.error_code == "tool_not_found"  # a name of no server's is just unknown
+
+
 async def test_a_hung_server_does_not_hold_the_others_past_its_connect_timeout(
     shared_http: HTTPRecorder,
 ) -> None:
