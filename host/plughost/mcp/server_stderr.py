@@ -20,7 +20,9 @@ line is logged by :class:`ServerStderr` under the host's rules:
   server is given (``API_KEY``, ``GITHUB_TOKEN``: names :data:`~plughost.redaction.SECRET_KEY`
   matches, the configuration's ``env`` among them) are masked as ``[redacted]``:
   a server that prints its configuration or a failed request with its key shows
-  the operator the line, not the key.
+  the operator the line, not the key. A line is masked before it is cut, and a
+  run without a line break is cut before a secret, never inside one, so no cut
+  shows part of a key.
 - **Rate.** At most :data:`WINDOW_LINES` lines each :data:`WINDOW` seconds; the
   rest are dropped and counted, and the count is logged once when the window
   ends (or the pipe does). While the server is over its allowance the pipe is
@@ -41,6 +43,7 @@ import anyio.abc
 
 from plughost.events import shown
 from plughost.redaction import SecretRedactor
+from plughost.secret_values import MIN_LENGTH
 
 __all__ = ["MAX_LINE", "WINDOW", "WINDOW_LINES", "ServerStderr"]
 
@@ -67,8 +70,11 @@ class ServerStderr:
     ) -> None:
         self._server = server
         self._redactor = SecretRedactor()
+        self._secrets = sorted({s.encode() for s in secrets if len(s) >= MIN_LENGTH}, key=len)
         for secret in secrets:
             self._redactor.add(secret)
+        # A run is held this much past the cut, so a secret astride it is seen whole.
+        self._hold = len(self._secrets[-1]) - 1 if self._secrets else 0
         self._clock = clock
         self._window_start = clock()
         self._logged = 0
@@ -83,9 +89,10 @@ class ServerStderr:
         try:
             async for chunk in stream:
                 *lines, partial = (partial + chunk).split(b"\n")
-                while len(partial) > MAX_LINE:  # no line break for a long while: cut it
-                    lines.append(partial[:MAX_LINE])
-                    partial = partial[MAX_LINE:]
+                while len(partial) > MAX_LINE + self._hold:  # no line break for a while: cut it
+                    cut = self._cut(partial)
+                    lines.append(partial[:cut])
+                    partial = partial[cut:]
                 if not self._log(lines):
                     await anyio.sleep(_PAUSE)  # leave the pipe full: the writer waits
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -103,6 +110,20 @@ class ServerStderr:
         with anyio.move_on_after(timeout):
             await self._ended.wait()
 
+    def _cut(self, run: bytes) -> int:
+        """Where to cut ``run``: at :data:`MAX_LINE`, or before a secret astride it."""
+        cut = MAX_LINE
+        moved = True
+        while moved:  # a secret moved the cut; another may lie astride the new one
+            moved = False
+            for secret in self._secrets:
+                start = run.find(secret, max(0, cut - len(secret) + 1), cut + len(secret) - 1)
+                if 0 <= start < cut:
+                    # One longer than a line is cut after, masked whole at the line's start.
+                    cut = start if start > 0 else start + len(secret)
+                    moved = start > 0
+        return cut
+
     def _log(self, lines: list[bytes]) -> bool:
         """Log ``lines`` within the window's allowance; False if some were dropped."""
         now = self._clock()
@@ -111,8 +132,7 @@ class ServerStderr:
             self._window_start, self._logged = now, 0
         room = max(0, WINDOW_LINES - self._logged)
         for line in lines[:room]:
-            text = self._redactor.redact(line[:MAX_LINE].decode("utf-8", "replace").rstrip())
-            text = shown(text)
+            text = shown(self._redactor.redact(line.decode("utf-8", "replace").rstrip()))
             log.warning("server=%s: %s", self._server, text[:MAX_LINE])
         self._logged += min(room, len(lines))
         self._dropped += max(0, len(lines) - room)

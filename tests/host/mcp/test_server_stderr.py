@@ -70,3 +70,32 @@ async def test_the_servers_secrets_are_masked_even_when_a_line_arrives_in_pieces
     stderr = ServerStderr("s", secrets=[secret, "short"])  # too short to mask: ordinary text
     await stderr.read(_Pipe(b"token=" + secret[:7].encode(), secret[7:].encode() + b" short\n"))
     assert _messages(caplog) == ["server=s: token=[redacted] short"]
+
+
+_SECRET = "ghp_0123456789abcdefXYZ"
+
+
+async def _logged_with_secret(caplog: pytest.LogCaptureFixture, *chunks: bytes) -> list[str]:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    await ServerStderr("s", secrets=[_SECRET]).read(_Pipe(*chunks))
+    return _messages(caplog)
+
+
+async def test_a_secret_the_cut_of_a_long_line_falls_inside_is_masked_not_halved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    line = b"x" * (MAX_LINE - 5) + _SECRET.encode() + b" tail\n"
+    (message,) = await _logged_with_secret(caplog, line)
+    assert _SECRET[:5] not in message
+    assert message.startswith("server=s: xxx")
+
+
+async def test_a_secret_astride_the_cut_of_a_run_without_a_break_is_masked_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run = b"y" * (MAX_LINE - 5) + _SECRET.encode()
+    more = b" and more" + b"z" * 100  # the run goes on well past the cut
+    messages = await _logged_with_secret(caplog, run[: MAX_LINE + 2], run[MAX_LINE + 2 :], more)
+    assert not any(_SECRET[:5] in m or _SECRET[-5:] in m for m in messages), messages
+    assert "[redacted] and more" in "".join(messages)
+    assert all(len(m) <= len("server=s: ") + MAX_LINE for m in messages)
