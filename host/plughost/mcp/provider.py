@@ -362,6 +362,10 @@ class MCPToolProvider:
         except Exception as exc:  # the provider promise: failures are results, never raised
             return call_failure(name, server, route.target, timeout, exc)
 
+    def held_prefixes(self) -> list[str]:
+        """``mcp_SERVER_`` of each server: no plugin tool takes a name of one's, up or down."""
+        return [_tool_name(server, "") + "_" for server in self._connections]
+
     def missing(self, name: str) -> ToolExecutionResult | None:
         """Why ``name``, a name of a server's that is not connected now, is not listed.
 

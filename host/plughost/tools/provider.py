@@ -35,7 +35,9 @@ class ToolProvider(Protocol):
             A ``plugin`` provider's names never take a name another provider
             keeps (:mod:`plughost.tools.reserved`); a provider may define
             ``held_names() -> Iterable[str]`` for names it keeps even while it
-            does not list them, and ``missing(name) -> ToolExecutionResult | None``
+            does not list them, ``held_prefixes() -> Iterable[str]`` for the
+            beginnings of every name it may come to list (an MCP server's
+            ``mcp_SERVER_``), and ``missing(name) -> ToolExecutionResult | None``
             for why a name it would serve is not there now (an MCP server that is
             down), which a call of that name gets instead of ``tool_not_found``.
     """

@@ -12,8 +12,10 @@ order the providers were registered in:
 - **Which names.** :data:`RESERVED_NAMES` always, whether or not their tool is
   registered yet; every name a host provider holds (``held_names()``, when it
   has one: a :class:`~plughost.tools.builtin.BuiltinToolProvider` holds each of
-  its tools, whatever the chat or the configuration lists); and every name a
-  host provider lists.
+  its tools, whatever the chat or the configuration lists); every name that
+  begins as a host provider's held prefix does (``held_prefixes()``: an MCP
+  server's ``mcp_SERVER_``, so a plugin cannot take the name of a tool of a
+  server that is down and lists nothing); and every name a host provider lists.
 - **What happens.** A plugin tool whose name has the
   :func:`~plughost.tools.naming.lookalike_key` of a host name is refused: it
   is neither listed nor routed (:class:`~plughost.tools.registry.ToolRegistry`
@@ -130,6 +132,7 @@ class HostNames:
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[str, str]] = {}  # key -> (name, holder)
+        self._prefixes: dict[str, tuple[str, str]] = {}  # key -> (prefix..., holder)
 
     @classmethod
     def of(
@@ -143,13 +146,21 @@ class HostNames:
             holder = f"its {provider.provider_type} tool (provider {provider.provider_name})"
             for name in (*_held_names(provider), *(listing or ())):
                 names._held.setdefault(lookalike_key(name), (name, holder))
+            for prefix in _held_names(provider, "held_prefixes"):
+                names._prefixes.setdefault(lookalike_key(prefix), (f"{prefix}...", holder))
         for name in sorted(RESERVED_NAMES):
             names._held.setdefault(lookalike_key(name), (name, _RESERVED_HOLDER))
         return names
 
     def holder(self, name: str) -> tuple[str, str] | None:
         """``(held name, holder)`` when ``name`` is or looks like a host name."""
-        return self._held.get(lookalike_key(name))
+        key = lookalike_key(name)
+        found = self._held.get(key)
+        if (
+            found is None and self._prefixes
+        ):  # alike keys begin alike: a prefix holds its look-alikes
+            found = next((v for p, v in self._prefixes.items() if key.startswith(p)), None)
+        return found
 
     def conflict(self, spec: ToolSpec) -> NameConflict | None:
         """Why a plugin's tool may not have its name, or None when it may."""
@@ -166,15 +177,15 @@ class HostNames:
         )
 
 
-def _held_names(provider: ToolProvider) -> list[str]:
-    """What ``provider.held_names()`` says, if it has one; a failing one holds what it lists."""
-    held = getattr(provider, "held_names", None)
+def _held_names(provider: ToolProvider, method: str = "held_names") -> list[str]:
+    """What ``provider.held_names()`` (or another ``method``) says; a failing one holds none."""
+    held = getattr(provider, method, None)
     if not callable(held):
         return []
     try:
-        return [name for name in held() if isinstance(name, str)]
+        return [name for name in held() if isinstance(name, str) and name]
     except Exception:
-        log.exception("held_names() failed provider=%s", provider.provider_name)
+        log.exception("%s() failed provider=%s", method, provider.provider_name)
         return []
 
 
