@@ -19,9 +19,10 @@ link is recorded for that server; a request from the server goes to the link
 of the latest call in progress (a server asks mid-call). The protocol does not
 say which call a server's request is about, so that guess is only made among
 one client's calls: while calls from more than one client are in progress to
-the server (two HTTP clients, or 2026-07-28 calls, each a client of its own),
-its requests are refused with an error that says why, and its log records are
-dropped, so that no client is shown what a server asked about another's call.
+the server (two HTTP clients, or 2026-07-28 calls, each a client of its own, or
+an embedder's call beside a client's), its requests are refused with an error
+that says why, and its log records are dropped, so that no client is shown what
+a server asked about another's call.
 With no call in progress, or a caller that is not an MCP client, the server
 gets an error that says so.
 """
@@ -32,7 +33,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
@@ -67,11 +68,13 @@ class UpstreamRequests:
         self._callers: dict[str, list[ClientLink]] = {}
 
     def calling(self, server: str) -> contextlib.AbstractContextManager[None]:
-        """Record the current caller's link for ``server`` while a call to it runs."""
+        """Record the current caller's link for ``server`` while a call to it runs.
+
+        A call with no link (an embedder's own) is recorded too, as a caller no one
+        can ask: the server's request may be about it, so no client is shown it.
+        """
         link = current_client.get()
-        if link is None:
-            return contextlib.nullcontext()
-        return _Calling(self._callers.setdefault(server, []), link)
+        return _Calling(self._callers.setdefault(server, []), link or _NO_CLIENT)
 
     def callbacks(self, server: str) -> dict[str, Any]:
         """The ``mcp.Client`` callbacks for ``server``."""
@@ -144,8 +147,26 @@ class UpstreamRequests:
         latest = callers[-1]
         whose = _client_of(latest)
         if all(_client_of(link) is whose for link in callers):
-            return latest
+            return None if latest is _NO_CLIENT else latest
         return len({id(_client_of(link)) for link in callers})
+
+
+class _NoClient:
+    """The link of calls no client made (an embedder's): nobody to ask, one caller."""
+
+    __slots__ = ()
+
+    def log(self, level: int, logger: str, message: str) -> None:
+        pass
+
+    async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise ClientRequestError("no client made this call")
+
+    async def elicit(self, asker: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        raise ClientRequestError("no client made this call")
+
+
+_NO_CLIENT: Final = _NoClient()
 
 
 def _client_of(link: ClientLink) -> object:

@@ -65,7 +65,7 @@ async def test_a_servers_log_goes_to_the_latest_call_in_progress_and_to_none_aft
     assert second.records == [(logging.WARNING, "mcp.srv.t", "two")]
 
 
-async def test_a_call_made_by_no_client_that_can_be_asked_takes_no_callers_place() -> None:
+async def test_a_call_made_by_no_client_that_can_be_asked_is_a_caller_of_its_own() -> None:
     requests = UpstreamRequests()
     logs = requests.callbacks("srv")["logging_callback"]
     caller = Recorder()
@@ -74,11 +74,12 @@ async def test_a_call_made_by_no_client_that_can_be_asked_takes_no_callers_place
         with requests.calling("srv"):
             current_client.set(None)  # an embedder's own call, beside the client's
             with requests.calling("srv"):
-                await logs(record("during both"))
+                await logs(record("during both"))  # maybe the embedder's: shown to no one
+            await logs(record("after"))
     finally:
         current_client.reset(token)
 
-    assert [r[2] for r in caller.records] == ["during both"]
+    assert [r[2] for r in caller.records] == ["after"]
 
 
 def sampling_request(text: str) -> types.CreateMessageRequestParams:
@@ -115,3 +116,23 @@ async def test_while_two_clients_calls_are_in_progress_neither_is_shown_what_the
     assert bob.asked == [] and bob.records == [] and alice.asked == []
     assert [r[2] for r in alices_other.records] == ["alice's"]
     assert [m["content"] for m in alices_other.asked[0]["messages"]] == ["about alice's call"]
+
+
+async def test_beside_an_embedders_call_the_client_is_not_shown_what_the_server_asks() -> None:
+    requests = UpstreamRequests()
+    callbacks = requests.callbacks("srv")
+    client = Recorder()
+    assert current_client.get() is None
+    with requests.calling("srv"):  # the embedder's own call, with a user's data in it
+        token = current_client.set(client)
+        try:
+            with requests.calling("srv"):  # an MCP client's call to the same server
+                asked = sampling_request("about the embedder's call?")
+                refused = await callbacks["sampling_callback"](None, asked)
+                await callbacks["logging_callback"](record("whose?"))
+        finally:
+            current_client.reset(token)
+
+    assert isinstance(refused, types.ErrorData)
+    assert "calls from 2 clients are in progress to server 'srv'" in refused.message
+    assert client.asked == [] and client.records == []
