@@ -74,6 +74,18 @@ async def test_oversize_tools_are_refused_alone_with_a_reason_in_the_log_and_the
     assert all(m.startswith("mcp server tool over a bound server=over tool '") for m in warned)
 
 
+async def test_a_servers_tool_count_is_what_its_clients_can_use_when_enabled_tools_picks() -> None:
+    config = _server(oversize=True).model_copy(update={"enabled_tools": ["lookup", "wide_schema"]})
+    provider = MCPToolProvider({"over": config})
+    try:
+        specs, status = await provider.list_tools(), provider.status()["over"]
+    finally:
+        await provider.close()
+    assert [spec.metadata["original_name"] for spec in specs] == ["lookup"]
+    assert [line.split(" refused: ")[0] for line in status.refused] == ["tool 'wide_schema'"]
+    assert status.tools == 1  # neither the tools left out nor the one refused
+
+
 @pytest.mark.parametrize(
     ("field", "tool"),
     [

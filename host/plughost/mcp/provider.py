@@ -101,7 +101,6 @@ class _ServerView:
     specs: list[ToolSpec] = field(default_factory=list)
     routes: dict[str, _Route] = field(default_factory=dict)
     refused: tuple[str, ...] = ()  # tools over a bound (plughost.mcp.tool_bounds)
-    refused_tools: int = 0  # how many tools those sentences name
 
 
 class MCPToolProvider:
@@ -152,13 +151,11 @@ class MCPToolProvider:
     def status(self) -> dict[str, ServerStatus]:
         """The connection state of every enabled server, by name."""
         statuses = {name: conn.status() for name, conn in self._connections.items()}
-        for name, view in self._views.items():  # the last listing's refusals, if still current
-            if view.refused and view.catalog is self._connections[name].catalog:
-                offered = statuses[name].tools  # a refused tool is none of the server's here
+        for name, view in self._views.items():  # the last listing, if still current
+            if view.catalog is self._connections[name].catalog:
+                # What clients can use: not the tools enabled_tools leaves out, nor those refused.
                 statuses[name] = dataclasses.replace(
-                    statuses[name],
-                    refused=view.refused,
-                    tools=max(0, offered - view.refused_tools),
+                    statuses[name], refused=view.refused, tools=len(view.specs)
                 )
         return statuses
 
@@ -497,9 +494,7 @@ def _build_view(
     provider_name: str, server: str, config: MCPServerConfig, catalog: Catalog
 ) -> _ServerView:
     view = _ServerView(catalog=catalog)
-    enabled = _enabled(server, config, catalog.tools)
-    tools, view.refused = bounded_tools(server, enabled)
-    view.refused_tools = len(enabled) - len(tools)
+    tools, view.refused = bounded_tools(server, _enabled(server, config, catalog.tools))
     entries: list[tuple[ToolSpec, _Route]] = [_tool_entry(server, tool) for tool in tools]
     entries += [_resource_entry(server, resource) for resource in catalog.resources]
     entries += [_prompt_entry(server, prompt) for prompt in catalog.prompts]

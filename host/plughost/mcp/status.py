@@ -34,8 +34,9 @@ class ServerStatus:
         state: The lifecycle state.
         transport: ``stdio``, ``sse`` or ``streamable_http``.
         reason: Why it failed or was lost; empty when all is well.
-        tools: Tools, resources and prompts the server offered at the last listing, less
-            the tools refused for a bound (``refused``): what its clients can use.
+        tools: What its clients can use of the server's last listing: the tools
+            ``enabled_tools`` picks that no bound refused (``refused``), and the
+            resources and prompts re-served (all it offered, until it is listed).
         failures: Connect failures in a row (0 once connected).
         retry_in: Seconds until the next connect attempt (FAILED only).
         protocol_version: The MCP protocol version negotiated at the last connect.
