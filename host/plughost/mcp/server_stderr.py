@@ -20,9 +20,10 @@ line is logged by :class:`ServerStderr` under the host's rules:
   server is given (``API_KEY``, ``GITHUB_TOKEN``: names :data:`~plughost.redaction.SECRET_KEY`
   matches, the configuration's ``env`` among them) are masked as ``[redacted]``:
   a server that prints its configuration or a failed request with its key shows
-  the operator the line, not the key. A line is masked before it is cut, and a
-  run without a line break is cut before a secret, never inside one, so no cut
-  shows part of a key.
+  the operator the line, not the key. Each line of a secret of several lines (a
+  PEM key) is masked on its own, as a server writes it. A line is masked before
+  it is cut, and a run without a line break is cut before a secret, never inside
+  one, so no cut shows part of a key.
 - **Rate.** At most :data:`WINDOW_LINES` lines each :data:`WINDOW` seconds; the
   rest are dropped and counted, and the count is logged once when the window
   ends (or the pipe does). While the server is over its allowance the pipe is
@@ -70,9 +71,13 @@ class ServerStderr:
     ) -> None:
         self._server = server
         self._redactor = SecretRedactor()
-        self._secrets = sorted({s.encode() for s in secrets if len(s) >= MIN_LENGTH}, key=len)
-        for secret in secrets:
-            self._redactor.add(secret)
+        # A line is masked alone: each line of a secret of several (a PEM key) is one too.
+        pieces = {p.strip() for s in secrets for p in (s, *s.splitlines())}
+        for piece in pieces:
+            self._redactor.add(piece)
+        # The ones a run without a line break can hold, for where to cut it.
+        one_line = {p.encode() for p in pieces if len(p) >= MIN_LENGTH and len(p.splitlines()) == 1}
+        self._secrets = sorted(one_line, key=len)
         # A run is held this much past the cut, so a secret astride it is seen whole.
         self._hold = len(self._secrets[-1]) - 1 if self._secrets else 0
         self._clock = clock

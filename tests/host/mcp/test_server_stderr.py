@@ -99,3 +99,16 @@ async def test_a_secret_astride_the_cut_of_a_run_without_a_break_is_masked_whole
     assert not any(_SECRET[:5] in m or _SECRET[-5:] in m for m in messages), messages
     assert "[redacted] and more" in "".join(messages)
     assert all(len(m) <= len("server=s: ") + MAX_LINE for m in messages)
+
+
+async def test_each_line_of_a_secret_of_several_lines_is_masked_on_its_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    body = ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo", "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onL"]
+    pem = "\r\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----"])
+    stderr = ServerStderr("s", secrets=[pem])
+    await stderr.read(_Pipe(b"loaded key:\n" + pem.encode() + b"\n"))
+    logged = "\n".join(_messages(caplog))
+    assert not any(line in logged for line in body), logged
+    assert "server=s: loaded key:" in logged
