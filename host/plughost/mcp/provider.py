@@ -372,13 +372,17 @@ class MCPToolProvider:
         not that the tool never existed. None for a name of no server's, or of a
         connected one (its server does not list it: it does not exist).
         """
+        # "mcp_a_b_x" is server a_b's x or server a's b_x: one that is up and does not list
+        # it is not its server; of two that are down, the longer name is the likelier.
         servers = [s for s in self._connections if name.startswith(_tool_name(s, "") + "_")]
-        if not servers:
+        down = [
+            (s, status)
+            for s in sorted(servers, key=len, reverse=True)
+            if (status := self._connections[s].status()).state in _DOWN
+        ]
+        if not down:
             return None
-        server = max(servers, key=len)  # "mcp_a_b_x": server "a_b" before server "a"
-        status = self._connections[server].status()
-        if status.state not in _DOWN:
-            return None
+        server, status = down[0]
         reason = status.reason or f"it is {status.state.value}"
         if status.retry_in is not None:
             reason += f" (next attempt in {status.retry_in:.1f} s)"

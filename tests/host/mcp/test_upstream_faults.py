@@ -7,6 +7,7 @@ can count how often a call really ran upstream.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -219,6 +220,24 @@ async def test_a_call_to_a_tool_of_a_server_that_is_down_says_the_server_is_down
     assert said.startswith("MCP server 'false_too' is unavailable: command exited with code 1")
     assert "next attempt in" in said
     assert unknown.error_code == "tool_not_found"  # a name of no server's is just unknown
+
+
+async def test_a_name_two_servers_could_own_is_explained_by_the_one_that_is_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = MCPServerConfig(command="/bin/false", retry_delay=30)
+    provider = MCPToolProvider({"a": config, "a_b": config})
+    try:
+        await provider.list_tools()  # both fail
+        up = dataclasses.replace(provider.status()["a_b"], state=ServerState.CONNECTED)
+        monkeypatch.setattr(provider._connections["a_b"], "status", lambda: up)
+        # server a's tool b_x: a_b is up and does not list x, so the name can only be a's
+        explained = provider.missing("mcp_a_b_x")
+    finally:
+        await provider.close()
+
+    assert explained is not None and explained.error_code == "server_unavailable"
+    assert (explained.error_message or "").startswith("MCP server 'a' is unavailable")
 
 
 async def test_a_hung_server_does_not_hold_the_others_past_its_connect_timeout(
