@@ -137,7 +137,9 @@ class ServerStderr:
             self._window_start, self._logged = now, 0
         room = max(0, WINDOW_LINES - self._logged)
         for line in lines[:room]:
-            text = shown(self._redactor.redact(line.decode("utf-8", "replace").rstrip()))
+            # Masked whole, then cut before escaping: escaping costs time per character.
+            text = self._redactor.redact(line.decode("utf-8", "replace").rstrip())
+            text = shown(text[:MAX_LINE])
             log.warning("server=%s: %s", self._server, text[:MAX_LINE])
         self._logged += min(room, len(lines))
         self._dropped += max(0, len(lines) - room)

@@ -8,6 +8,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from plughost.events import shown
 from plughost.mcp.server_stderr import MAX_LINE, WINDOW, WINDOW_LINES, ServerStderr
 
 
@@ -112,3 +113,19 @@ async def test_each_line_of_a_secret_of_several_lines_is_masked_on_its_own(
     logged = "\n".join(_messages(caplog))
     assert not any(line in logged for line in body), logged
     assert "server=s: loaded key:" in logged
+
+
+async def test_a_long_line_is_cut_before_its_characters_are_escaped(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.WARNING, "plughost.mcp.server_stderr")
+    escaped: list[int] = []
+
+    def counting(text: str) -> str:
+        escaped.append(len(text))  # escaping costs time per character: a bounded few
+        return shown(text)
+
+    monkeypatch.setattr("plughost.mcp.server_stderr.shown", counting)
+    await ServerStderr("s").read(_Pipe(b"\x1b" * (MAX_LINE * 16) + b"\n"))
+    assert escaped == [MAX_LINE]
+    assert _messages(caplog) == ["server=s: " + "\\x1b" * (MAX_LINE // 4)]
