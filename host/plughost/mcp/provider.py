@@ -38,11 +38,9 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
-import mcp_types as types
 from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import RequestParamsMeta
@@ -56,14 +54,12 @@ from plughost.mcp.client import (
 from plughost.mcp.config import MCPConfig, MCPServerConfig
 from plughost.mcp.content import result_from_mcp, result_from_prompt, result_from_resource
 from plughost.mcp.provider_content import UpstreamContent
-from plughost.mcp.session import Catalog
+from plughost.mcp.server_views import Route, ServerView, build_view, tool_name
 from plughost.mcp.status import ServerState
-from plughost.mcp.tool_bounds import bounded_tools
 from plughost.mcp.upstream_requests import MAX_RECORD, UpstreamRequests
 from plughost.mcp.upstream_subscriptions import UpstreamSubscriptions
 from plughost.mcp.upstream_tap import UpstreamTap, forwarded_call
 from plughost.tools import progress
-from plughost.tools.naming import qualified_name
 from plughost.tools.progress import Progress
 from plughost.tools.resources import PromptInfo, PromptResult, ResourceContent, ResourceInfo
 from plughost.tracing import tracing
@@ -81,26 +77,6 @@ if TYPE_CHECKING:
 __all__ = ["MCPToolProvider"]
 
 log = logging.getLogger(__name__)
-
-_Kind = Literal["tool", "resource", "prompt"]
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    server: str
-    kind: _Kind
-    target: str  # the original tool name, the resource URI or the prompt name
-
-
-@dataclass(slots=True)
-class _ServerView:
-    """The specs and routes built from one catalog of one server."""
-
-    catalog: Catalog
-    specs: list[ToolSpec] = field(default_factory=list)
-    routes: dict[str, _Route] = field(default_factory=dict)
-    refused: tuple[str, ...] = ()  # tools over a bound (plughost.mcp.tool_bounds)
 
 
 class MCPToolProvider:
@@ -140,7 +116,7 @@ class MCPToolProvider:
             if server.enabled
         }
         self._content = UpstreamContent(self._connections, self.provider_name)
-        self._views: dict[str, _ServerView] = {}
+        self._views: dict[str, ServerView] = {}
         self._quiet: Counter[str] = Counter()
         self._registry: ToolRegistry | None = None
 
@@ -309,14 +285,14 @@ class MCPToolProvider:
 
     # --- specs and routes -----------------------------------------------------------------
 
-    def _view(self, server: str) -> _ServerView | None:
+    def _view(self, server: str) -> ServerView | None:
         connection = self._connections[server]
         catalog = connection.catalog
         if catalog is None:
             return None
         view = self._views.get(server)
         if view is None or view.catalog is not catalog:
-            view = _build_view(self.provider_name, server, connection.config, catalog)
+            view = build_view(self.provider_name, server, connection.config, catalog)
             self._views[server] = view
         return view
 
@@ -333,7 +309,7 @@ class MCPToolProvider:
         message = f"Tool not found: {name} (no connected MCP server offers it)."
         return ToolExecutionResult.failure(name, message, "tool_not_found")
 
-    def _route(self, name: str) -> _Route | None:
+    def _route(self, name: str) -> Route | None:
         for server in self._connections:
             view = self._view(server)
             if view is not None and name in view.routes:
@@ -345,7 +321,7 @@ class MCPToolProvider:
     async def _call(
         self,
         connection: MCPConnection,
-        route: _Route,
+        route: Route,
         invocation: ToolInvocation,
         timeout: float,
     ) -> ToolExecutionResult:
@@ -361,7 +337,7 @@ class MCPToolProvider:
 
     def held_prefixes(self) -> list[str]:
         """``mcp_SERVER_`` of each server: no plugin tool takes a name of one's, up or down."""
-        return [_tool_name(server, "") + "_" for server in self._connections]
+        return [tool_name(server, "") + "_" for server in self._connections]
 
     def missing(self, name: str) -> ToolExecutionResult | None:
         """Why ``name``, a name of a server's that is not connected now, is not listed.
@@ -374,7 +350,7 @@ class MCPToolProvider:
         """
         # "mcp_a_b_x" is server a_b's x or server a's b_x: one that is up and does not list
         # it is not its server; of two that are down, the longer name is the likelier.
-        servers = [s for s in self._connections if name.startswith(_tool_name(s, "") + "_")]
+        servers = [s for s in self._connections if name.startswith(tool_name(s, "") + "_")]
         down = [
             (s, status)
             for s in sorted(servers, key=len, reverse=True)
@@ -391,7 +367,7 @@ class MCPToolProvider:
 
     # --- the direct lane (plughost.mcp.direct_lane) ---------------------------------------
 
-    def forward_target(self, name: str) -> tuple[_Route, MCPConnection, Client, UpstreamTap] | None:
+    def forward_target(self, name: str) -> tuple[Route, MCPConnection, Client, UpstreamTap] | None:
         """Where a tool call of ``name`` can be written at once; None if it cannot be.
 
         It can when ``name`` is a tool (not a resource or prompt made one) of a
@@ -410,7 +386,7 @@ class MCPToolProvider:
 
 
 def _operation(
-    route: _Route, invocation: ToolInvocation, connection: MCPConnection
+    route: Route, invocation: ToolInvocation, connection: MCPConnection
 ) -> Callable[[Client], Awaitable[ToolExecutionResult]]:
     name, target = invocation.tool_name, route.target
     arguments = _arguments(invocation)
@@ -491,138 +467,5 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-# --- building specs -------------------------------------------------------------------------
-
-
-def _build_view(
-    provider_name: str, server: str, config: MCPServerConfig, catalog: Catalog
-) -> _ServerView:
-    view = _ServerView(catalog=catalog)
-    tools, view.refused = bounded_tools(server, _enabled(server, config, catalog.tools))
-    entries: list[tuple[ToolSpec, _Route]] = [_tool_entry(server, tool) for tool in tools]
-    entries += [_resource_entry(server, resource) for resource in catalog.resources]
-    entries += [_prompt_entry(server, prompt) for prompt in catalog.prompts]
-    listed: set[str] = set()
-    for spec, route in entries:
-        if spec.tool_id in listed:  # one name listed twice: the name runs the first
-            log.warning("mcp server lists a name twice, the first kept tool_id=%s", spec.tool_id)
-            continue
-        listed.add(spec.tool_id)
-        name, tries = spec.name, 0
-        while name in view.routes:  # raw names that sanitize alike, or to a qualified one
-            tries += 1
-            name = qualified_name(spec.name, spec.tool_id, str(tries) if tries > 1 else "")
-        spec = spec.model_copy(update={"provider_name": provider_name, "name": name})
-        view.specs.append(spec)
-        view.routes[name] = route
-    return view
-
-
-def _enabled(
-    server: str, config: MCPServerConfig, tools: tuple[types.Tool, ...]
-) -> list[types.Tool]:
-    if config.exposes_everything:
-        return list(tools)
-    wanted = set(config.enabled_tools)
-    chosen = [t for t in tools if t.name in wanted or _tool_name(server, t.name) in wanted]
-    known = {t.name for t in tools} | {_tool_name(server, t.name) for t in tools}
-    unknown = sorted(wanted - known)
-    if unknown:
-        available = ", ".join(sorted(t.name for t in tools)) or "none"
-        log.warning(
-            "mcp enabled_tools names no tool server=%s unknown=%s available=%s",
-            server,
-            ", ".join(unknown),
-            available,
-        )
-    return chosen
-
-
 _DOWN = frozenset({ServerState.CONNECTING, ServerState.DISCONNECTED, ServerState.FAILED})
 """States in which a server lists nothing: a call to one of its names is told why."""
-
-
-def _tool_name(server: str, tool: str) -> str:
-    return qualified_name("mcp", server, tool)
-
-
-def _tool_entry(server: str, tool: types.Tool) -> tuple[ToolSpec, _Route]:
-    metadata: dict[str, Any] = {"server": server, "original_name": tool.name, "kind": "tool"}
-    annotations = tool.annotations
-    if annotations is not None and annotations.read_only_hint is not None:
-        metadata["read_only"] = annotations.read_only_hint
-    title = tool.title or (annotations.title if annotations is not None else None)
-    spec = ToolSpec(
-        name=_tool_name(server, tool.name),
-        description=tool.description or "",
-        title=title,
-        parameters_schema=_object_schema(tool.input_schema),
-        output_schema=tool.output_schema,
-        provider_type="mcp",
-        metadata=metadata,
-        tool_id=f"mcp:{server}:{tool.name}",
-        mcp_tool=tool,
-    )
-    return spec, _Route(server, "tool", tool.name)
-
-
-def _resource_entry(server: str, resource: types.Resource) -> tuple[ToolSpec, _Route]:
-    summary = f"Read the MCP resource {resource.uri} from server {server}."
-    description = f"{resource.description}\n{summary}" if resource.description else summary
-    spec = ToolSpec(
-        name=qualified_name("mcp", server, "resource", resource.name),
-        description=description,
-        title=resource.title,
-        parameters_schema=dict(_EMPTY_SCHEMA),
-        provider_type="mcp",
-        metadata={
-            "server": server,
-            "original_name": resource.name,
-            "kind": "resource",
-            "uri": resource.uri,
-            "read_only": True,
-        },
-        tool_id=f"mcp:{server}:resource:{resource.name}",
-    )
-    return spec, _Route(server, "resource", resource.uri)
-
-
-def _prompt_entry(server: str, prompt: types.Prompt) -> tuple[ToolSpec, _Route]:
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for argument in prompt.arguments or []:
-        schema: dict[str, Any] = {"type": "string"}
-        if argument.description:
-            schema["description"] = argument.description
-        properties[argument.name] = schema
-        if argument.required:
-            required.append(argument.name)
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        parameters["required"] = required
-    summary = f"Get the filled-in MCP prompt {prompt.name!r} from server {server}."
-    description = f"{prompt.description}\n{summary}" if prompt.description else summary
-    spec = ToolSpec(
-        name=qualified_name("mcp", server, "prompt", prompt.name),
-        description=description,
-        title=prompt.title,
-        parameters_schema=parameters,
-        provider_type="mcp",
-        metadata={
-            "server": server,
-            "original_name": prompt.name,
-            "kind": "prompt",
-            "read_only": True,
-        },
-        tool_id=f"mcp:{server}:prompt:{prompt.name}",
-    )
-    return spec, _Route(server, "prompt", prompt.name)
-
-
-def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """MCP requires an object root; make sure ``properties`` is there for model APIs."""
-    result = dict(schema)
-    result.setdefault("type", "object")
-    if result.get("type") == "object":
-        result.setdefault("properties", {})
-    return result
