@@ -237,6 +237,7 @@ def _starts(folder: Path) -> dict[str, Start]:
     everything = f'command = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
     upstreams = f"[mcp.servers.time]\ncommand = {json.dumps(str(TIME))}\n"
     gateway = _config(folder / "gateway", None, f"[mcp.servers.everything]\n{everything}")
+    gateway_warm = _config(folder / "gateway-warm", None, f"[mcp.servers.everything]\n{everything}")
     both = f"[mcp.servers.everything]\n{everything}{upstreams}"
     cold = _config(folder / "cold", EXAMPLES, both)
     warm = _config(folder / "warm", EXAMPLES, both)
@@ -248,6 +249,7 @@ def _starts(folder: Path) -> dict[str, Start]:
     return {
         "direct": (stdio, ["node", str(EVERYTHING)], "echo", None),
         "gateway": (stdio, [*serve, str(gateway), "--mcp-stdio"], tool, _forget(gateway)),
+        "gateway warm": (stdio, [*serve, str(gateway_warm), "--mcp-stdio"], tool, None),
         "cold": (stdio, [*serve, str(cold), "--mcp-stdio"], tool, _forget(cold)),
         "warm": (stdio, [*serve, str(warm), "--mcp-stdio"], tool, None),
         "http cold": (http, [*serve, str(http_cold)], tool, _forget(http_cold)),
@@ -300,20 +302,25 @@ def main() -> None:
             "`direct` is server-everything (npm, run with node) alone; `gateway` is",
             "`plughost serve --mcp-stdio` with a config holding only an `[mcp]` table that",
             "names the same server (started sandboxed, as every stdio server plughost starts),",
-            "without a tool catalogue; `cold` and `warm` serve the example plugins",
+            "without a tool catalogue (`gateway warm`: with the one the previous start",
+            "left); `cold` and `warm` serve the example plugins",
             "(plugins_example/) and two upstreams (server-everything and mcp-server-time),",
             "`cold` with its tool catalogue deleted before each start, `warm` with the one",
             "the previous start left. `http cold` and `http warm` are the same two over",
             "streamable HTTP (`--mcp-http`): the client polls the port until it accepts,",
             "then posts the same requests.",
             "",
-            "Warm, `tools/list` is answered from the catalogue while the runners and the",
-            "upstream connections start, over stdio and HTTP alike (the port is open from",
-            "the start); the first `tools/call`, to server-everything, runs as soon as",
+            "Warm over stdio, `initialize` and `tools/list` are answered before serve has",
+            "imported the MCP SDK, from the last start's answers (`mcp-first-answers.json`,",
+            "which holds while the catalogue would serve the same list); warm over HTTP,",
+            "`tools/list` is answered from the catalogue while the runners and the",
+            "upstream connections start (the port is open from",
+            "the start). The first `tools/call`, to server-everything, runs as soon as",
             "server-everything has connected, whatever mcp-server-time (a Python server",
             "started sandboxed, the slower) and the plugins' runners are doing: its result",
             "is bounded by that one upstream's start, which competes for the CPUs with the",
-            "runners'. Cold, `tools/list` waits for the live list:",
+            "runners'. Cold (`gateway` included), only",
+            "`initialize` is answered first, and `tools/list` waits for the live list:",
             "the runners' start and the slowest upstream's connection. Every plughost row",
             "keeps the memo of the upstreams' last launch (`mcp-launch.json`; only the",
             "catalogue is deleted), so serve starts them, sandboxed, before it imports the",

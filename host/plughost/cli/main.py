@@ -133,6 +133,8 @@ def serve(
     """
     if mcp_stdio and mcp_http:
         raise click.UsageError("choose one of --mcp-stdio and --mcp-http")
+    if mcp_stdio and not print_config:
+        _answer_first(config_file, plugin_dirs)
     if config_file is not None and not print_config:
         from plughost.mcp import early_launch
 
@@ -340,3 +342,36 @@ def main() -> None:
     from plughost.cli.quick_exit import run_and_exit
 
     run_and_exit(lambda: cli(prog_name="plughost"))
+
+
+def _answer_first(config_file: Path | None, plugin_dirs: tuple[Path, ...]) -> None:
+    """Answer the client's ``initialize`` and first ``tools/list`` while serve loads.
+
+    From the last run's answers (:mod:`plughost.mcp.first_answers`); anything
+    unreadable leaves every request to the session.
+    """
+    import tomllib
+
+    from plughost.mcp import early_launch, first_answers
+
+    raw: bytes | None = None
+    data: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            raw = config_file.read_bytes()
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (OSError, ValueError):
+            return  # the configuration's own loading reports it
+    folder = early_launch.catalogue_folder(config_file, data)
+    key = first_answers.memo_key(raw, [str(d) for d in plugin_dirs], __version__)
+    listed = _table(data, "host").get("plugin_dirs")
+    base = config_file.resolve().parent if config_file is not None else Path.cwd()
+    folders = [str(base / d) for d in listed or [] if isinstance(d, str)]  # as ServeConfig does
+    folders += [str(d) for d in plugin_dirs]
+    servers = [str(name) for name in _table(_table(data, "mcp"), "servers")]
+    first_answers.start(folder / first_answers.MEMO_FILE, key, folders, servers)
+
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    table = data.get(name)
+    return table if isinstance(table, dict) else {}

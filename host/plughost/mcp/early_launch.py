@@ -46,7 +46,16 @@ from typing import Any
 
 from plughost.mcp.own_file import read_own, write_own
 
-__all__ = ["MEMO_FILE", "Launch", "claim", "discard", "end", "launch", "remember"]
+__all__ = [
+    "MEMO_FILE",
+    "Launch",
+    "catalogue_folder",
+    "claim",
+    "discard",
+    "end",
+    "launch",
+    "remember",
+]
 
 MEMO_FILE = "mcp-launch.json"
 """Beside the tool catalogue, in the parent of ``[host] data_dir``."""
@@ -180,13 +189,22 @@ def end(early: Launch) -> None:
 
 
 def _memo_path(config_file: Path, data: dict[str, Any]) -> Path:
-    """Where serve keeps its tool catalogue for this configuration: the same folder."""
+    return catalogue_folder(config_file, data) / MEMO_FILE
+
+
+def catalogue_folder(config_file: Path | None, data: dict[str, Any]) -> Path:
+    """Where serve keeps its tool catalogue for this configuration (its memos go there too).
+
+    Args:
+        config_file: serve's ``--config``, if any.
+        data: That file's parsed TOML (empty without one).
+    """
     host = data.get("host")
     data_dir = host.get("data_dir") if isinstance(host, dict) else None
-    if not isinstance(data_dir, str):
-        return Path("data") / MEMO_FILE  # the default data_dir is data/plugins
+    if config_file is None or not isinstance(data_dir, str):
+        return Path("data")  # the default data_dir is data/plugins
     # Relative to the file, as ServeConfig.load reads it.
-    return (config_file.resolve().parent / data_dir).parent / MEMO_FILE
+    return (config_file.resolve().parent / data_dir).parent
 
 
 def _key(config: bytes, version: str) -> str:

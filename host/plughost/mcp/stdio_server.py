@@ -15,6 +15,12 @@ stdin gets EOF and stray output cannot corrupt the stream; the protocol uses
 private duplicates of the two descriptors, and both are put back on exit, in
 blocking mode again.
 
+The first requests may have been answered before serve loaded the SDK
+(:mod:`plughost.mcp.first_answers`): what the client wrote meanwhile is read
+first, as if it had just arrived, and :class:`PipeWriter` drops the session's
+answers to requests already answered (or, for a tool list that differs from the
+one given, tells the client the list changed).
+
 What does not live here: the server (:mod:`plughost.mcp.server`).
 """
 
@@ -23,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import stat
@@ -36,6 +43,7 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from plughost.mcp import first_answers
 from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
 
 __all__ = ["stdio_streams"]
@@ -43,17 +51,21 @@ __all__ = ["stdio_streams"]
 log = logging.getLogger(__name__)
 
 _LINE_LIMIT = 256 * 1024 * 1024  # one JSON-RPC message, at most (bytes)
+_FIRST = frozenset({"initialize", "tools/list"})
+"""Requests whose first answers the next run gives before serving (first_answers)."""
+_LIST_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
 
 
 @contextlib.asynccontextmanager
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """Yield the (read stream, write stream) pair ``Server.run`` takes, over stdin and stdout."""
+    early, given = first_answers.take()  # before anything else reads stdin
     if not (_is_pipe(0) and _is_pipe(1)):
         async with stdio_server() as streams:
             yield streams
         return
     with _claimed(0, _devnull) as in_fd, _claimed(1, _stderr) as out_fd:
-        async with _pipe_streams(in_fd, out_fd) as streams:
+        async with _pipe_streams(in_fd, out_fd, early, given) as streams:
             yield streams
 
 
@@ -92,9 +104,13 @@ def _claimed(fd: int, diversion: Callable[[], int]) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any]]:
+async def _pipe_streams(
+    in_fd: int, out_fd: int, early: bytes = b"", given: first_answers.Given | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    if early:
+        reader.feed_data(early)  # written before serving began: read first, in order
     # closefd=False: the descriptors are _claimed's to restore and close.
     in_file = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
     out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
@@ -103,7 +119,7 @@ async def _pipe_streams(in_fd: int, out_fd: int) -> AsyncIterator[tuple[Any, Any
     )
     write_pipe, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)
     write_pipe.set_write_buffer_limits(high=0)  # drain() waits until the pipe took it all
-    write_stream = PipeWriter(asyncio.StreamWriter(write_pipe, protocol, None, loop))
+    write_stream = PipeWriter(asyncio.StreamWriter(write_pipe, protocol, None, loop), given)
     # Eager: a message moves between the pipe's task and the session's with no extra turn.
     incoming, read_stream = eager_memory_stream[SessionMessage | Exception](0)
     try:
@@ -134,6 +150,8 @@ async def _read(
             except ValueError as exc:
                 await incoming.send(exc)
                 continue
+            if isinstance(message, types.JSONRPCRequest) and message.method in _FIRST:
+                writer.watch(message)
             await incoming.send(SessionMessage(message))
 
 
@@ -154,12 +172,47 @@ class PipeWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     message goes out even if the sender is cancelled while it waits.
     """
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, writer: asyncio.StreamWriter, given: first_answers.Given | None = None
+    ) -> None:
         self._writer = writer
         self._senders = 0
         self._broken = False
+        self._given = given or first_answers.Given()
         self.line_hook: Callable[[bytes], bool] | None = None
         """Sees each line the client writes first; True takes it from the session."""
+
+    def watch(self, request: types.JSONRPCRequest) -> None:
+        """Note an ``initialize`` or a ``tools/list`` with no cursor: the session's answers
+        to the latest are the next run's first answers (:mod:`plughost.mcp.first_answers`)."""
+        params = request.params or {}
+        if not params.get("cursor") and type(request.id) in (str, int):
+            self._given.watched[request.id] = request.method
+
+    def _first_answer(self, message: types.JSONRPCMessage, data: str) -> str | None:
+        """The line to write for the session's answer ``data``; None writes nothing."""
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return data
+        given = self._given
+        method = given.watched.pop(message.id, None) if message.id is not None else None
+        early = given.answers.pop(message.id, None) if message.id is not None else None
+        if method is None and early is None:
+            return data
+        result = (
+            json.loads(data).get("result") if isinstance(message, types.JSONRPCResponse) else None
+        )
+        if method is not None and result is not None:
+            given.record(method, result)
+        if early is None:
+            return data
+        answered, given_result = early
+        if result == given_result:
+            return None  # the client has this very answer already
+        if answered == "tools/list":
+            log.info("mcp tool list differs from the one given before serving; telling the client")
+            return _LIST_CHANGED
+        log.warning("mcp %s answered before serving differs from the session's", answered)
+        return None
 
     def write_now(self, data: bytes) -> bool:
         """Put ``data`` into the pipe after what was sent before it, without waiting.
@@ -191,6 +244,11 @@ class PipeWriter(anyio.abc.ObjectSendStream[SessionMessage]):
         if self._broken:
             raise anyio.BrokenResourceError
         data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        if self._given.watched or self._given.answers:
+            line = self._first_answer(item.message, data)
+            if line is None:
+                return
+            data = line
         self._senders += 1
         try:
             self._writer.write(data.encode() + b"\n")
