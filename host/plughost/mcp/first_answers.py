@@ -10,7 +10,9 @@ answers (:data:`MEMO_FILE`, beside the tool catalogue):
 
 - ``initialize``, when the client asks for a protocol version the last run
   answered (the answer is the session's own: server info, capabilities,
-  instructions, that version);
+  instructions, that version), and its params have the plain shape the
+  session accepts (:func:`_hello_version`): a handshake the session would
+  refuse must get the session's error, not an answer it cannot take back;
 - then the first ``tools/list`` without a cursor, with the last run's list for
   that version.
 
@@ -45,6 +47,7 @@ import json
 import logging
 import os
 import select
+import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -53,7 +56,7 @@ from typing import Any
 
 from plughost.mcp.own_file import read_own, write_own
 
-__all__ = ["CATALOGUE_FILE", "MEMO_FILE", "Given", "folders_state", "memo_key", "start", "take"]
+__all__ = ["MEMO_FILE", "Given", "folders_state", "is_pipe", "memo_key", "start", "take"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,8 @@ _FOLDERS = "folders"
 _CHUNK = 65536
 _MAX_ENTRIES = 20000
 """Files of the plugin folders looked at, at most: past it, no list is given early."""
+_HELLO_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
+_CLIENT_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
 _MAX_LINE = 1 << 20
 """A first line longer than this is left to the session (an ``initialize`` is small)."""
 
@@ -120,6 +125,7 @@ class _Responder:
     asked: str | None = None  # the version the client asked for, once initialize is answered
     done: bool = False  # nothing more is answered here
     lists_hold: bool = False  # the kept tool lists are still what the catalogue vouches for
+    out: int = 1  # where the answers go: the client's end of stdout
 
     def run(self) -> None:
         try:
@@ -149,30 +155,30 @@ class _Responder:
                 self._consider(line)
 
     def _consider(self, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            self.done = True
-            return
-        if not isinstance(message, dict):
+        message = _message(line)
+        if message is None:
             self.done = True
             return
         method, request_id = message.get("method"), message.get("id")
         if "id" not in message:  # a notification (initialized): nothing to answer
             return
-        if type(request_id) not in (str, int) or message.get("jsonrpc") != "2.0":
+        if (
+            type(request_id) not in (str, int)
+            or message.get("jsonrpc") != "2.0"
+            or request_id in self.given.answers  # a reused id: the session sorts it out
+        ):
             self.done = True
             return
         params = message.get("params")
         if method == _INITIALIZE and self.asked is None:
-            version = params.get("protocolVersion") if isinstance(params, dict) else None
+            version = _hello_version(params)
             answers = self.given.memo.get(_INITIALIZE)
             result = answers.get(version) if version and isinstance(answers, dict) else None
             if not isinstance(result, dict):
                 self.done = True
                 return
             self._answer(request_id, _INITIALIZE, result)
-            self.asked = str(version)
+            self.asked = version
         elif method == _LIST and self.asked is not None and params in (None, {}):
             lists = self.given.memo.get(_LIST) if self.lists_hold else None
             result = lists.get(self.asked) if isinstance(lists, dict) else None
@@ -190,11 +196,50 @@ class _Responder:
         )
         data = memoryview(line.encode() + b"\n")
         while data:
-            data = data[os.write(1, data) :]
+            data = data[os.write(self.out, data) :]
         self.given.answers[request_id] = (method, result)
 
 
 _responder: _Responder | None = None
+
+
+def _message(line: bytes) -> dict[str, Any] | None:
+    """The JSON object on ``line`` as the session would read it; None if it might not.
+
+    Strict UTF-8: ``json.loads`` would skip a byte-order mark on bytes (or read
+    UTF-16), which the session's parser refuses.
+    """
+    try:
+        message = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _hello_version(params: Any) -> str | None:
+    """The protocol version an ``initialize`` asks for, if the session would accept its params.
+
+    The session checks the params against the SDK's models (a version, the client's
+    capabilities, its name and version), and refuses the handshake otherwise; an
+    answer given here would hide that refusal, so only the plain shape every
+    client sends is answered early, and anything unusual is left to the session.
+    """
+    if not isinstance(params, dict) or not set(params) <= _HELLO_KEYS:
+        return None
+    version, capabilities, client = (
+        params.get("protocolVersion"),
+        params.get("capabilities"),
+        params.get("clientInfo"),
+    )
+    if not (isinstance(version, str) and isinstance(capabilities, dict)):
+        return None
+    if not all(isinstance(value, dict) for value in capabilities.values()):
+        return None
+    if not (isinstance(client, dict) and set(client) <= _CLIENT_KEYS):
+        return None
+    if not all(isinstance(client.get(key), str) for key in ("name", "version")):
+        return None
+    return version if all(isinstance(value, str) for value in client.values()) else None
 
 
 def memo_key(config: bytes | None, plugin_dirs: list[str], version: str) -> str:
@@ -219,23 +264,47 @@ def folders_state(folders: list[str]) -> str | None:
 
     A file written (an edit, a copy, a rename) changes its change time, which no
     program sets back. ``__pycache__`` folders are left out: Python writes them.
-    None past :data:`_MAX_ENTRIES` files, or when a folder cannot be read.
+    A plugin folder may be a link (serve loads what it points at, and so it is
+    read through); a link anywhere else is a plugin the tool catalogue never
+    vouches for, and gives None, as do more than :data:`_MAX_ENTRIES` files and
+    a folder that cannot be read.
     """
     entries: list[tuple[str, int, int, int]] = []
     try:
         for folder in folders:
-            for root, dirs, files in os.walk(folder):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                for name in sorted(files):
-                    info = os.lstat(os.path.join(root, name))
-                    entries.append(
-                        (os.path.join(root, name), info.st_size, info.st_ctime_ns, info.st_ino)
-                    )
-                    if len(entries) > _MAX_ENTRIES:
-                        return None
+            linked: list[str] = []
+            if not _walk(folder, entries, linked):
+                return None
+            if not all(_walk(plugin, entries, None) for plugin in linked):
+                return None
     except OSError:
         return None
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
+
+
+def _walk(top: str, entries: list[tuple[str, int, int, int]], linked: list[str] | None) -> bool:
+    """Add each file under ``top`` to ``entries``; False at a link not to be read through.
+
+    ``linked`` takes the links to folders right in ``top`` (plugin folders); None
+    refuses them too.
+    """
+    for root, dirs, files in os.walk(top):
+        for name in sorted(dirs):
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                if linked is None or root != top:
+                    return False
+                linked.append(path)
+                dirs.remove(name)
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            info = os.lstat(os.path.join(root, name))
+            if stat.S_ISLNK(info.st_mode):
+                return False
+            entries.append((os.path.join(root, name), info.st_size, info.st_ctime_ns, info.st_ino))
+            if len(entries) > _MAX_ENTRIES:
+                return False
+    return True
 
 
 def start(path: Path, key: str, folders: list[str], servers: list[str]) -> None:
@@ -260,7 +329,7 @@ def start(path: Path, key: str, folders: list[str], servers: list[str]) -> None:
         return
     given.memo = {m: saved[m] for m in (_INITIALIZE, _LIST) if isinstance(saved.get(m), dict)}
     given.memo[_FOLDERS] = saved.get(_FOLDERS)
-    if not (_is_pipe(0) and _is_pipe(1)):
+    if not (is_pipe(0) and is_pipe(1)):
         return
     responder = _responder
     state = folders_state(folders)
@@ -311,9 +380,8 @@ def _vouched(catalogue: Path, servers: list[str]) -> bool:
     return isinstance(saved, dict) and all(f"mcp:{name}" in saved for name in servers)
 
 
-def _is_pipe(fd: int) -> bool:
-    import stat
-
+def is_pipe(fd: int) -> bool:
+    """Whether ``fd`` is a pipe or a socket (as an MCP client makes stdin and stdout)."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:

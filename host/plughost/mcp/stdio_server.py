@@ -32,7 +32,6 @@ import fcntl
 import json
 import logging
 import os
-import stat
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -60,21 +59,13 @@ _LIST_CHANGED = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """Yield the (read stream, write stream) pair ``Server.run`` takes, over stdin and stdout."""
     early, given = first_answers.take()  # before anything else reads stdin
-    if not (_is_pipe(0) and _is_pipe(1)):
+    if not (first_answers.is_pipe(0) and first_answers.is_pipe(1)):
         async with stdio_server() as streams:
             yield streams
         return
     with _claimed(0, _devnull) as in_fd, _claimed(1, _stderr) as out_fd:
         async with _pipe_streams(in_fd, out_fd, early, given) as streams:
             yield streams
-
-
-def _is_pipe(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _devnull() -> int:

@@ -1,0 +1,124 @@
+"""What the first-answers reader answers before serve has loaded, and what it leaves alone.
+
+The reader (``plughost.mcp.first_answers``) answers a client's ``initialize``
+and first ``tools/list`` from the last run's answers; a line the session would
+refuse, or read otherwise, is left to the session, so the client gets the
+session's error instead of a success it would not have had. The answers go to a
+pipe of the test's here; the whole path over a real serve is
+tests/integration/test_mcp_first_answers.py. ``folders_state`` reads through a
+plugin folder that is a link, and gives up at any other link, as the tool
+catalogue does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plughost.mcp import first_answers
+
+VERSION = "2025-11-25"
+HELLO = {
+    "protocolVersion": VERSION,
+    "capabilities": {"roots": {"listChanged": True}},
+    "clientInfo": {"name": "test", "version": "1"},
+}
+INITIALIZED = {"protocolVersion": VERSION, "capabilities": {}, "serverInfo": {"name": "plughost"}}
+LISTED = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+
+
+@pytest.fixture
+def responder() -> Iterator[first_answers._Responder]:
+    """A reader whose memo answers VERSION, writing its answers into a pipe of its own."""
+    read, write = os.pipe()
+    given = first_answers.Given(memo={"initialize": {VERSION: INITIALIZED}, "tools/list": {}})
+    given.memo["tools/list"][VERSION] = LISTED
+    try:
+        yield first_answers._Responder(given, lists_hold=True, out=write)
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def _line(request_id: Any, method: str, params: Any) -> bytes:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(message).encode()
+
+
+def test_a_plain_initialize_and_the_list_after_it_are_answered(
+    responder: first_answers._Responder,
+) -> None:
+    responder._consider(_line(0, "initialize", HELLO))
+    responder._consider(_line("1", "tools/list", {}))
+
+    assert responder.given.answers == {0: ("initialize", INITIALIZED), "1": ("tools/list", LISTED)}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _line(1, "initialize", {k: v for k, v in HELLO.items() if k != "clientInfo"}),
+        _line(1, "initialize", {**HELLO, "capabilities": {"roots": True}}),
+        _line(1, "initialize", {**HELLO, "clientInfo": {"name": "test"}}),
+        _line(1, "initialize", {**HELLO, "protocolVersion": [VERSION]}),
+        _line(1, "initialize", {**HELLO, "protocolVersion": {"v": VERSION}}),
+        b"\xef\xbb\xbf" + _line(1, "initialize", HELLO),  # a byte-order mark
+        b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + b"[" * 100_000,
+    ],
+    ids=[
+        "no-client-info",
+        "capability-not-an-object",
+        "client-without-version",
+        "version-a-list",
+        "version-an-object",
+        "byte-order-mark",
+        "nested-too-deep",
+    ],
+)
+def test_an_initialize_the_session_would_refuse_is_left_to_it(
+    responder: first_answers._Responder, line: bytes
+) -> None:
+    responder._consider(line)
+
+    assert responder.given.answers == {}
+    assert responder.done  # and every later line is the session's too
+
+
+def test_a_request_reusing_the_id_answered_early_is_left_to_the_session(
+    responder: first_answers._Responder,
+) -> None:
+    responder._consider(_line(1, "initialize", HELLO))
+    responder._consider(_line(1, "tools/list", {}))
+
+    assert responder.given.answers == {1: ("initialize", INITIALIZED)}
+    assert responder.done
+
+
+def test_a_file_behind_a_linked_plugin_folder_is_part_of_the_state(tmp_path: Path) -> None:
+    plugins, elsewhere = tmp_path / "plugins", tmp_path / "elsewhere" / "echo"
+    elsewhere.mkdir(parents=True)
+    plugins.mkdir()
+    (elsewhere / "plugin.py").write_text("tools = 1\n")
+    (plugins / "echo").symlink_to(elsewhere, target_is_directory=True)
+    before = first_answers.folders_state([str(plugins)])
+    (elsewhere / "plugin.py").write_text("tools = 2\n")  # the same size, a new change time
+    os.utime(elsewhere / "plugin.py", ns=(0, 0))
+
+    assert before is not None
+    assert first_answers.folders_state([str(plugins)]) not in (before, None)
+
+
+def test_a_link_inside_a_plugin_folder_gives_no_state(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugins" / "echo"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.py").write_text("tools = 1\n")
+    (tmp_path / "helper.py").write_text("x = 1\n")
+    assert first_answers.folders_state([str(tmp_path / "plugins")]) is not None
+    (plugin / "helper.py").symlink_to(tmp_path / "helper.py")
+
+    assert first_answers.folders_state([str(tmp_path / "plugins")]) is None
