@@ -99,6 +99,32 @@ def serving(*args: str, cwd: Path) -> Iterator[tuple[subprocess.Popen[str], Json
             process.stderr.close()
 
 
+@contextlib.contextmanager
+def serve_over_pipes(config: Path, log: Path, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``plughost serve --no-watch --mcp-stdio --config CONFIG`` as an MCP client does.
+
+    Its stdin and stdout are pipes of the caller's; its stderr goes to ``log``.
+    Afterwards its stdin is closed, which ends it (killed if it is still there
+    30 s later).
+    """
+    argv = [*PLUGHOST, "serve", "--no-watch", "--mcp-stdio", "--config", str(config)]
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, cwd=cwd
+        )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        yield process
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
 @dataclass(frozen=True, slots=True)
 class Served:
     """A running ``plughost serve --mcp-http``: where it answers, and how to reach it."""

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.mcp_servers.harness import DEMO_SERVER, ROOT
+from tests.serving import serve_over_pipes
 
 DEADLINE_S = 60.0
 SECRET = "s3cret-of-the-demo"
@@ -35,39 +36,22 @@ ADOPTED = "mcp server started early"
 
 def _serve(config: Path, log: Path) -> dict[str, Any]:
     """Start serve, call the upstream's ``echo`` once, close stdin; its stderr goes to ``log``."""
-    argv = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--mcp-stdio"]
-    with log.open("w") as errors:
-        process = subprocess.Popen(
-            [*argv, "--config", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            cwd=ROOT,
-        )
-    assert process.stdin is not None and process.stdout is not None
     initialize = {
         "protocolVersion": "2025-11-25",
         "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"},
     }
     call = {"name": "mcp_demo_echo", "arguments": {"text": "early"}}
-    for message in (
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
-    ):
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-    process.stdin.flush()
-    try:
+    with serve_over_pipes(config, log, ROOT) as process:
+        assert process.stdin is not None
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ):
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
         return _answer(process, 2)
-    finally:
-        process.stdin.close()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
 
 
 def _answer(process: subprocess.Popen[bytes], wanted: int) -> dict[str, Any]:

@@ -18,7 +18,6 @@ import os
 import selectors
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ import pytest
 
 from plughost.mcp.first_answers import MEMO_FILE
 from tests.conftest import TEST_PLUGINS
+from tests.serving import serve_over_pipes
 
 DEADLINE_S = 60.0
 GIVEN = "mcp first answers given before serving answered=initialize,tools/list"
@@ -76,26 +76,16 @@ class _Client:
 
 @contextmanager
 def _serve(config: Path, log: Path) -> Iterator[_Client]:
-    argv = [sys.executable, "-m", "plughost", "serve", "--no-watch", "--mcp-stdio"]
-    with log.open("w") as errors:
-        process = subprocess.Popen(
-            [*argv, "--config", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            cwd=config.parent,
-        )
-    try:
+    with serve_over_pipes(config, log, config.parent) as process:
         yield _Client(process)
-    finally:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.close()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+
+
+@contextmanager
+def _restart(first_run: dict[str, Any], name: str) -> Iterator[tuple[_Client, Path]]:
+    """Serve the first run's configuration again; its stderr is ``name``.log."""
+    log = first_run["config"].parent / f"{name}.log"
+    with _serve(first_run["config"], log) as client:
+        yield client, log
 
 
 def _session(client: _Client, version: str = VERSION) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,8 +131,7 @@ def test_the_next_start_answers_first_as_its_session_does_and_then_serves(
     first_run: dict[str, Any],
 ) -> None:
     config = first_run["config"]
-    log = config.parent / "second.log"
-    with _serve(config, log) as client:
+    with _restart(first_run, "second") as (client, log):
         initialized, listed = _session(client)
         called = client.request(3, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         client.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
@@ -184,7 +173,7 @@ def test_a_list_given_first_that_the_session_would_not_give_is_corrected_at_once
 def test_a_plugin_edited_since_the_list_was_kept_is_listed_by_the_session_only(
     first_run: dict[str, Any],
 ) -> None:
-    config, plugin = first_run["config"], first_run["plugin"]
+    plugin = first_run["plugin"]
     source = plugin / "plugin.py"
     original = source.read_text()
     source.write_text(
@@ -196,9 +185,8 @@ def test_a_plugin_edited_since_the_list_was_kept_is_listed_by_the_session_only(
             1,
         )
     )
-    log = config.parent / "edited.log"
     try:
-        with _serve(config, log) as client:
+        with _restart(first_run, "edited") as (client, log):
             _, listed = _session(client)
     finally:
         source.write_text(original)
@@ -211,9 +199,7 @@ def test_a_plugin_edited_since_the_list_was_kept_is_listed_by_the_session_only(
 def test_a_client_asking_for_a_version_no_run_answered_is_left_to_the_session(
     first_run: dict[str, Any],
 ) -> None:
-    config = first_run["config"]
-    log = config.parent / "other-version.log"
-    with _serve(config, log) as client:
+    with _restart(first_run, "other-version") as (client, log):
         initialized, listed = _session(client, version="2025-06-18")
 
     assert "first answers given" not in log.read_text()
@@ -226,3 +212,16 @@ def test_the_catalogue_file_looked_at_first_is_the_one_serve_keeps() -> None:
     from plughost.mcp import first_answers
 
     assert first_answers.CATALOGUE_FILE == serve_catalogue.CATALOGUE_FILE
+
+
+def test_an_initialize_the_session_refuses_gets_the_sessions_error_not_the_kept_answer(
+    first_run: dict[str, Any],
+) -> None:
+    memo = json.loads((first_run["config"].parent / "data" / MEMO_FILE).read_text())
+    hello = {"protocolVersion": VERSION, "capabilities": {}}  # no clientInfo
+    with _restart(first_run, "refused") as (client, log):
+        refused = client.request(1, "initialize", hello)
+
+    assert VERSION in memo["initialize"]  # a kept answer was there to give
+    assert refused["error"]["code"] == -32602, refused
+    assert "first answers given" not in log.read_text()
