@@ -32,7 +32,8 @@ interpreter and plughost version (:func:`memo_key`); anything else, or a client
 that asks for anything else first, leaves every request to the session. The
 tool list is given only when the tool catalogue would give it too
 (:mod:`plughost.mcp.warm_start`): no file in the plugin folders changed since
-the list was kept (their names, sizes and change times: :func:`folders_state`),
+the serve that kept the list started (their names, sizes and change times:
+:func:`folders_state`, taken before serve loads the plugins),
 and the catalogue still vouches for every configured MCP server (one whose list
 changed while serving makes the next start cold).
 
@@ -90,7 +91,10 @@ class Given:
 
     path: Path | None = None
     key: str = ""
-    folders: list[str] = field(default_factory=list)
+    state: str | None = None
+    """The plugin folders' :func:`folders_state` as serve started, before it loaded
+    them: what a tool list the session gives can be vouched by (a file changed
+    since then may or may not be in it)."""
     memo: dict[str, Any] = field(default_factory=dict)
     answers: dict[Any, tuple[str, Any]] = field(default_factory=dict)
     watched: dict[Any, str] = field(default_factory=dict)
@@ -105,11 +109,12 @@ class Given:
         if self.path is None or self.version is None:
             return
         kept = self.memo.setdefault(method, {})
-        state = folders_state(self.folders) if method == _LIST else self.memo.get(_FOLDERS)
-        if kept.get(self.version) == result and self.memo.get(_FOLDERS) == state:
+        if method == _LIST and self.memo.get(_FOLDERS) != self.state:
+            kept.clear()  # the lists of other versions were kept from other files
+            self.memo[_FOLDERS] = self.state
+        elif kept.get(self.version) == result:
             return
         kept[self.version] = result
-        self.memo[_FOLDERS] = state
         with contextlib.suppress(OSError):
             write_own(self.path, {"format": _FORMAT, "key": self.key, **self.memo})
 
@@ -319,7 +324,9 @@ def start(path: Path, key: str, folders: list[str], servers: list[str]) -> None:
     Only when stdin and stdout are pipes (as an MCP client makes them). Never raises.
     """
     global _responder
-    given = Given(path=path, key=key, folders=folders)
+    if not (is_pipe(0) and is_pipe(1)):
+        return
+    given = Given(path=path, key=key, state=folders_state(folders))
     _responder = _Responder(given)
     try:
         saved = json.loads(read_own(path))
@@ -329,13 +336,10 @@ def start(path: Path, key: str, folders: list[str], servers: list[str]) -> None:
         return
     given.memo = {m: saved[m] for m in (_INITIALIZE, _LIST) if isinstance(saved.get(m), dict)}
     given.memo[_FOLDERS] = saved.get(_FOLDERS)
-    if not (is_pipe(0) and is_pipe(1)):
-        return
     responder = _responder
-    state = folders_state(folders)
     responder.lists_hold = (
-        state is not None
-        and saved.get(_FOLDERS) == state
+        given.state is not None
+        and saved.get(_FOLDERS) == given.state
         and _vouched(path.with_name(CATALOGUE_FILE), servers)
     )
     try:

@@ -122,3 +122,40 @@ def test_a_link_inside_a_plugin_folder_gives_no_state(tmp_path: Path) -> None:
     (plugin / "helper.py").symlink_to(tmp_path / "helper.py")
 
     assert first_answers.folders_state([str(tmp_path / "plugins")]) is None
+
+
+def _kept(path: Path, state: str | None, version: str, listed: dict[str, Any]) -> dict[str, Any]:
+    """A session's answers recorded as serve records them; the memo file they leave."""
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    memo = {k: v for k, v in saved.items() if k in ("initialize", "tools/list", "folders")}
+    given = first_answers.Given(path=path, key="k", state=state, memo=memo)
+    given.record("initialize", {**INITIALIZED, "protocolVersion": version})
+    given.record("tools/list", listed)
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def test_a_list_kept_from_other_files_is_dropped_when_another_version_lists(
+    tmp_path: Path,
+) -> None:
+    memo = tmp_path / first_answers.MEMO_FILE
+    _kept(memo, "before the edit", VERSION, LISTED)
+    edited = {"tools": [*LISTED["tools"], {"name": "added", "inputSchema": {"type": "object"}}]}
+    saved = _kept(memo, "after the edit", "2025-06-18", edited)
+
+    assert saved["folders"] == "after the edit"
+    assert saved["tools/list"] == {"2025-06-18": edited}  # not VERSION's list of before
+    assert set(saved["initialize"]) == {VERSION, "2025-06-18"}
+
+
+def test_a_list_is_kept_with_the_files_as_serve_started_not_as_they_are_when_it_lists(
+    tmp_path: Path,
+) -> None:
+    plugin = tmp_path / "plugins" / "echo"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.py").write_text("tools = 1\n")
+    started = first_answers.folders_state([str(tmp_path / "plugins")])
+    (plugin / "plugin.py").write_text("tools = 22\n")  # edited while serving, not loaded
+    saved = _kept(tmp_path / first_answers.MEMO_FILE, started, VERSION, LISTED)
+
+    assert saved["folders"] == started
+    assert started != first_answers.folders_state([str(tmp_path / "plugins")])
