@@ -201,7 +201,10 @@ class _Responder:
         )
         data = memoryview(line.encode() + b"\n")
         while data:
-            data = data[os.write(self.out, data) :]
+            try:
+                data = data[os.write(self.out, data) :]
+            except BlockingIOError:  # stdout shared with a program that made it non-blocking
+                select.select([], [self.out], [])
         self.given.answers[request_id] = (method, result)
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,3 +161,52 @@ def test_a_list_is_kept_with_the_files_as_serve_started_not_as_they_are_when_it_
 
     assert saved["folders"] == started
     assert started != first_answers.folders_state([str(tmp_path / "plugins")])
+
+
+def test_a_list_larger_than_a_non_blocking_pipe_holds_goes_out_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read, write = os.pipe()
+    os.set_blocking(write, False)  # as a client may leave the descriptor it shares
+    tools = [{"name": f"tool_{n}", "description": "x" * 200} for n in range(1000)]
+    given = first_answers.Given(memo={"initialize": {VERSION: INITIALIZED}})
+    given.memo["tools/list"] = {VERSION: {"tools": tools}}
+    responder = first_answers._Responder(given, lists_hold=True, out=write)
+    full = threading.Event()  # the pipe is full: the reader waits for room, or gave up
+    real_select = select.select
+
+    def waiting(*args: Any) -> Any:
+        full.set()
+        return real_select(*args)
+
+    monkeypatch.setattr(first_answers.select, "select", waiting)
+    failed: list[BaseException] = []
+
+    def answer() -> None:
+        try:
+            responder._consider(_line(1, "initialize", HELLO))
+            responder._consider(_line(2, "tools/list", {}))
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            full.set()
+            os.close(write)
+
+    answering = threading.Thread(target=answer)
+    answering.start()
+    assert full.wait(30)  # only then is the pipe read, so it did fill up
+    received = _until_closed(read)
+    answering.join()
+    os.close(read)
+
+    assert failed == []
+    lines = [json.loads(line) for line in received.splitlines()]
+    assert [line["id"] for line in lines] == [1, 2]
+    assert lines[1]["result"]["tools"] == tools  # more than the 64 KiB a pipe holds
+
+
+def _until_closed(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
