@@ -71,7 +71,7 @@ _LIST = "tools/list"
 _FOLDERS = "folders"
 _CHUNK = 65536
 _MAX_ENTRIES = 20000
-"""Files of the plugin folders looked at, at most: past it, no list is given early."""
+"""Files and folders of the plugin folders looked at, at most: past it, no list is given early."""
 _HELLO_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
 _CLIENT_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
 _MAX_LINE = 1 << 20
@@ -275,7 +275,8 @@ def folders_state(folders: list[str]) -> str | None:
     A plugin folder may be a link (serve loads what it points at, and so it is
     read through); a link anywhere else is a plugin the tool catalogue never
     vouches for, and gives None, as do more than :data:`_MAX_ENTRIES` files and
-    a folder that cannot be read.
+    folders (an empty folder costs the walk as much) and a folder that cannot be
+    read.
     """
     entries: list[tuple[str, int, int, int]] = []
     try:
@@ -297,6 +298,9 @@ def _walk(top: str, entries: list[tuple[str, int, int, int]], linked: list[str] 
     refuses them too.
     """
     for root, dirs, files in os.walk(top):
+        entries.append((root, -1, 0, 0))  # a folder counts toward the bound, as a file does
+        if len(entries) > _MAX_ENTRIES:
+            return False
         for name in sorted(dirs):
             path = os.path.join(root, name)
             if os.path.islink(path):

@@ -210,3 +210,17 @@ def _until_closed(fd: int) -> bytes:
     while chunk := os.read(fd, 65536):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def test_a_walk_through_more_folders_than_the_bound_gives_no_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin = tmp_path / "plugins" / "echo"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.py").write_text("tools = 1\n")
+    monkeypatch.setattr(first_answers, "_MAX_ENTRIES", 10)
+    assert first_answers.folders_state([str(tmp_path / "plugins")]) is not None
+    for n in range(10):
+        (plugin / f"empty_{n}").mkdir()  # no file in them, but each is walked
+
+    assert first_answers.folders_state([str(tmp_path / "plugins")]) is None
