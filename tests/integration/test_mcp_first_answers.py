@@ -8,7 +8,8 @@ and the session then takes over the same connection for a call. A list given fir
 that the session would not give is corrected at once (the client is told the
 list changed); a plugin edited since the list was kept is listed by the session
 only, as the tool catalogue has it. A client asking for a protocol version no
-run has answered is left to the session.
+run has answered is left to the session, and so is one whose ``initialize`` the
+session refuses: it gets the session's error.
 """
 
 from __future__ import annotations

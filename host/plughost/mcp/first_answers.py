@@ -215,10 +215,11 @@ def _message(line: bytes) -> dict[str, Any] | None:
     """The JSON object on ``line`` as the session would read it; None if it might not.
 
     Strict UTF-8: ``json.loads`` would skip a byte-order mark on bytes (or read
-    UTF-16), which the session's parser refuses.
+    UTF-16), and take a lone surrogate's escape, which the session's parser refuses.
     """
     try:
         message = json.loads(line.decode("utf-8"))
+        json.dumps(message, ensure_ascii=False).encode("utf-8")  # no lone surrogate
     except (ValueError, RecursionError):
         return None
     return message if isinstance(message, dict) else None

@@ -70,6 +70,7 @@ def test_a_plain_initialize_and_the_list_after_it_are_answered(
         _line(1, "initialize", {**HELLO, "protocolVersion": [VERSION]}),
         _line(1, "initialize", {**HELLO, "protocolVersion": {"v": VERSION}}),
         b"\xef\xbb\xbf" + _line(1, "initialize", HELLO),  # a byte-order mark
+        _line(1, "initialize", {**HELLO, "clientInfo": {"name": "a\ud800", "version": "1"}}),
         b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + b"[" * 100_000,
     ],
     ids=[
@@ -79,6 +80,7 @@ def test_a_plain_initialize_and_the_list_after_it_are_answered(
         "version-a-list",
         "version-an-object",
         "byte-order-mark",
+        "lone-surrogate",
         "nested-too-deep",
     ],
 )
