@@ -74,6 +74,8 @@ _MAX_ENTRIES = 20000
 """Files and folders of the plugin folders looked at, at most: past it, no list is given early."""
 _HELLO_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
 _CLIENT_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
+_MAX_DEPTH = 32
+"""Arrays and objects within one another on a line answered early, at most."""
 _MAX_LINE = 1 << 20
 """A first line longer than this is left to the session (an ``initialize`` is small)."""
 
@@ -215,14 +217,24 @@ def _message(line: bytes) -> dict[str, Any] | None:
     """The JSON object on ``line`` as the session would read it; None if it might not.
 
     Strict UTF-8: ``json.loads`` would skip a byte-order mark on bytes (or read
-    UTF-16), and take a lone surrogate's escape, which the session's parser refuses.
+    UTF-16), and take a lone surrogate's escape or any depth of nesting, which the
+    session's parser refuses.
     """
     try:
         message = json.loads(line.decode("utf-8"))
         json.dumps(message, ensure_ascii=False).encode("utf-8")  # no lone surrogate
     except (ValueError, RecursionError):
         return None
-    return message if isinstance(message, dict) else None
+    return message if isinstance(message, dict) and _shallow(message, _MAX_DEPTH) else None
+
+
+def _shallow(value: Any, room: int) -> bool:
+    """Whether ``value`` nests no deeper than ``room`` (the session's parser stops at 200)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return room > 0 and all(_shallow(item, room - 1) for item in value)
+    return True
 
 
 def _hello_version(params: Any) -> str | None:

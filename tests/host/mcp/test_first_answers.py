@@ -47,6 +47,13 @@ def responder() -> Iterator[first_answers._Responder]:
         os.close(write)
 
 
+def _deep(levels: int) -> dict[str, Any]:
+    value: Any = []
+    for _ in range(levels):
+        value = [value]
+    return {"n": value}
+
+
 def _line(request_id: Any, method: str, params: Any) -> bytes:
     message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     return json.dumps(message).encode()
@@ -71,6 +78,7 @@ def test_a_plain_initialize_and_the_list_after_it_are_answered(
         _line(1, "initialize", {**HELLO, "protocolVersion": {"v": VERSION}}),
         b"\xef\xbb\xbf" + _line(1, "initialize", HELLO),  # a byte-order mark
         _line(1, "initialize", {**HELLO, "clientInfo": {"name": "a\ud800", "version": "1"}}),
+        _line(1, "initialize", {**HELLO, "capabilities": {"experimental": {"x": _deep(250)}}}),
         b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ' + b"[" * 100_000,
     ],
     ids=[
@@ -81,6 +89,7 @@ def test_a_plain_initialize_and_the_list_after_it_are_answered(
         "version-an-object",
         "byte-order-mark",
         "lone-surrogate",
+        "nested-deeper-than-the-session-reads",
         "nested-too-deep",
     ],
 )
