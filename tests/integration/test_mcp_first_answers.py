@@ -29,7 +29,7 @@ import pytest
 
 from plughost.mcp.first_answers import MEMO_FILE
 from tests.conftest import TEST_PLUGINS
-from tests.serving import serve_over_pipes
+from tests.serving import PLUGHOST, serve_over_pipes
 
 DEADLINE_S = 60.0
 GIVEN = "mcp first answers given before serving answered=initialize,tools/list"
@@ -226,3 +226,33 @@ def test_an_initialize_the_session_refuses_gets_the_sessions_error_not_the_kept_
     assert VERSION in memo["initialize"]  # a kept answer was there to give
     assert refused["error"]["code"] == -32602, refused
     assert "first answers given" not in log.read_text()
+
+
+def test_serve_whose_working_directory_is_gone_still_answers(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    plugins = tmp_path / "plugins"  # none: a runner, too, needs a working directory
+    plugins.mkdir()
+    # --plugins, not --config: the launch memo of a configuration's upstreams needs a cwd too
+    argv = [*PLUGHOST, "serve", "--no-watch", "--mcp-stdio", "--plugins", str(plugins)]
+    shell = 'cd "$1" && rmdir "$1" && shift && exec "$@"'  # the directory goes before serve runs
+    log = tmp_path / "gone.log"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", shell, "sh", str(gone), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+    client = _Client(process)
+    try:
+        initialized, _ = _session(client)
+    finally:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        process.wait(30)
+        process.stdout.close()
+
+    assert not gone.exists()
+    assert initialized["serverInfo"]["name"] == "plughost"
+    assert "first_answers" not in log.read_text()

@@ -362,10 +362,13 @@ def _answer_first(config_file: Path | None, plugin_dirs: tuple[Path, ...]) -> No
             data = tomllib.loads(raw.decode("utf-8"))
         except (OSError, ValueError):
             return  # the configuration's own loading reports it
-    folder = early_launch.catalogue_folder(config_file, data)
-    key = first_answers.memo_key(raw, [str(d) for d in plugin_dirs], __version__)
+    try:
+        folder = early_launch.catalogue_folder(config_file, data)
+        key = first_answers.memo_key(raw, [str(d) for d in plugin_dirs], __version__)
+        base = config_file.resolve().parent if config_file is not None else Path.cwd()
+    except OSError:  # the working directory is gone: no memo can be told apart
+        return
     listed = _table(data, "host").get("plugin_dirs")
-    base = config_file.resolve().parent if config_file is not None else Path.cwd()
     folders = [str(base / d) for d in listed or [] if isinstance(d, str)]  # as ServeConfig does
     folders += [str(d) for d in plugin_dirs]
     servers = [str(name) for name in _table(_table(data, "mcp"), "servers")]
