@@ -250,8 +250,13 @@ def test_serve_whose_working_directory_is_gone_still_answers(tmp_path: Path) -> 
     finally:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.close()
-        process.wait(30)
-        process.stdout.close()
+        try:
+            process.wait(30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            process.stdout.close()
 
     assert not gone.exists()
     assert initialized["serverInfo"]["name"] == "plughost"
