@@ -237,6 +237,31 @@ def _shallow(value: Any, room: int) -> bool:
     return True
 
 
+def _plain_capabilities(capabilities: dict[str, Any]) -> bool:
+    """Whether the client's capabilities have the shape the SDK's models take.
+
+    Each is an object of objects all the way down, but for ``listChanged`` (a
+    boolean) and what ``experimental`` and ``extensions`` hold under a name.
+    """
+    for name, capability in capabilities.items():
+        if not isinstance(capability, dict):
+            return False
+        if name in ("experimental", "extensions"):
+            if not all(isinstance(value, dict) for value in capability.values()):
+                return False
+        elif not _objects(capability):
+            return False
+    return True
+
+
+def _objects(value: dict[str, Any]) -> bool:
+    for key, item in value.items():
+        plain = isinstance(item, bool) if key == "listChanged" else isinstance(item, dict)
+        if not plain or (isinstance(item, dict) and not _objects(item)):
+            return False
+    return True
+
+
 def _hello_version(params: Any) -> str | None:
     """The protocol version an ``initialize`` asks for, if the session would accept its params.
 
@@ -254,7 +279,7 @@ def _hello_version(params: Any) -> str | None:
     )
     if not (isinstance(version, str) and isinstance(capabilities, dict)):
         return None
-    if not all(isinstance(value, dict) for value in capabilities.values()):
+    if not _plain_capabilities(capabilities):
         return None
     if not (isinstance(client, dict) and set(client) <= _CLIENT_KEYS):
         return None

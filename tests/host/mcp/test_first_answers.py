@@ -27,7 +27,12 @@ from plughost.mcp import first_answers
 VERSION = "2025-11-25"
 HELLO = {
     "protocolVersion": VERSION,
-    "capabilities": {"roots": {"listChanged": True}},
+    "capabilities": {
+        "roots": {"listChanged": True},
+        "sampling": {"context": {}, "tools": {}},
+        "elicitation": {"form": {}, "url": {}},
+        "experimental": {"x": {"n": 1}},
+    },
     "clientInfo": {"name": "test", "version": "1"},
 }
 INITIALIZED = {"protocolVersion": VERSION, "capabilities": {}, "serverInfo": {"name": "plughost"}}
@@ -73,6 +78,8 @@ def test_a_plain_initialize_and_the_list_after_it_are_answered(
     [
         _line(1, "initialize", {k: v for k, v in HELLO.items() if k != "clientInfo"}),
         _line(1, "initialize", {**HELLO, "capabilities": {"roots": True}}),
+        _line(1, "initialize", {**HELLO, "capabilities": {"roots": {"listChanged": "maybe"}}}),
+        _line(1, "initialize", {**HELLO, "capabilities": {"sampling": {"context": True}}}),
         _line(1, "initialize", {**HELLO, "clientInfo": {"name": "test"}}),
         _line(1, "initialize", {**HELLO, "protocolVersion": [VERSION]}),
         _line(1, "initialize", {**HELLO, "protocolVersion": {"v": VERSION}}),
@@ -84,6 +91,8 @@ def test_a_plain_initialize_and_the_list_after_it_are_answered(
     ids=[
         "no-client-info",
         "capability-not-an-object",
+        "list-changed-not-a-boolean",
+        "sampling-context-not-an-object",
         "client-without-version",
         "version-a-list",
         "version-an-object",
