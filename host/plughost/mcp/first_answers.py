@@ -76,6 +76,8 @@ _HELLO_KEYS = frozenset({"protocolVersion", "capabilities", "clientInfo"})
 _CLIENT_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
 _MAX_DEPTH = 32
 """Arrays and objects within one another on a line answered early, at most."""
+_MAX_BRACKETS = 256
+"""Brackets on a line parsed here, at most: so deep a line can never exhaust the parser."""
 _MAX_LINE = 1 << 20
 """A first line longer than this is left to the session (an ``initialize`` is small)."""
 
@@ -220,10 +222,15 @@ def _message(line: bytes) -> dict[str, Any] | None:
     UTF-16), and take a lone surrogate's escape or any depth of nesting, which the
     session's parser refuses.
     """
+    if line.count(b"[") + line.count(b"{") > _MAX_BRACKETS:
+        # Possibly deeper than it may be: never parsed here. A RecursionError inside
+        # CPython 3.11's parser leaves the interpreter's compiler unable to compile
+        # ("AST constructor recursion depth mismatch"), and serve imports after this.
+        return None
     try:
         message = json.loads(line.decode("utf-8"))
         json.dumps(message, ensure_ascii=False).encode("utf-8")  # no lone surrogate
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
     return message if isinstance(message, dict) and _shallow(message, _MAX_DEPTH) else None
 

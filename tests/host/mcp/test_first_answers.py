@@ -244,3 +244,19 @@ def test_a_walk_through_more_folders_than_the_bound_gives_no_state(
         (plugin / f"empty_{n}").mkdir()  # no file in them, but each is walked
 
     assert first_answers.folders_state([str(tmp_path / "plugins")]) is None
+
+
+def test_a_line_that_could_nest_past_the_parsers_limit_is_never_parsed(
+    responder: first_answers._Responder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[object] = []
+    monkeypatch.setattr(first_answers.json, "loads", lambda text: parsed.append(text))
+    head = b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": '
+
+    responder._consider(head + b"[" * 100_000)
+
+    # A RecursionError inside CPython 3.11's parser can leave compile() failing with
+    # "AST constructor recursion depth mismatch" for the rest of the process, and
+    # serve imports its modules after these lines are read.
+    assert parsed == []
+    assert responder.done and responder.given.answers == {}
