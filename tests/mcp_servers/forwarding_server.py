@@ -16,8 +16,9 @@ Tools:
 - ``whoami()``: a token drawn when the process started (its pid is the same in every
   sandbox's pid namespace);
 - ``ask_in_pairs(topic)``: waits until two of its calls are in progress (at most
-  30 s), then asks its client's model about ``topic`` (``sampling/createMessage``)
-  and answers what the model said, or ``refused: REASON``.
+  30 s, else it answers ``unpaired``), then asks its client's model about ``topic``
+  (``sampling/createMessage``), waits until the other call has its answer too, and
+  answers what the model said, or ``refused: REASON``.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def whoami() -> str:
 
 _pair_in_progress = 0
 _paired = anyio.Event()
+_pair_answered = 0
+_answered = anyio.Event()
 
 
 @server.tool()
@@ -101,15 +104,26 @@ async def ask_in_pairs(topic: str, ctx: Context) -> str:
     try:
         if _pair_in_progress >= 2:
             _paired.set()
-        with anyio.move_on_after(30):
+        with anyio.move_on_after(30) as waited:
             await _paired.wait()
+        if waited.cancelled_caught:
+            return "unpaired: no second call came"
         message = types.SamplingMessage(role="user", content=types.TextContent(text=topic))
         try:
             answer = await ctx.session.create_message([message], max_tokens=10)
+            content = answer.content
+            said = content.text if isinstance(content, types.TextContent) else "?"
         except Exception as exc:  # the gateway's refusal, as the server gets it
-            return f"refused: {exc}"
-        content = answer.content
-        return content.text if isinstance(content, types.TextContent) else "?"
+            said = f"refused: {exc}"
+        # Both calls stay in progress until both were answered: each request is then
+        # asked while the other call is still running, whichever is answered first.
+        global _pair_answered
+        _pair_answered += 1
+        if _pair_answered >= 2:
+            _answered.set()
+        with anyio.move_on_after(30):
+            await _answered.wait()
+        return said
     finally:
         _pair_in_progress -= 1
 
