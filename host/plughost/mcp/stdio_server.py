@@ -176,6 +176,8 @@ class PipeWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     def watch(self, request: types.JSONRPCRequest) -> None:
         """Note an ``initialize`` or a ``tools/list`` with no cursor: the session's answers
         to the latest are the next run's first answers (:mod:`plughost.mcp.first_answers`)."""
+        if self._given.path is None:
+            return  # no memo to keep (an embedder's server): nothing is parsed again
         params = request.params or {}
         if not params.get("cursor") and type(request.id) in (str, int):
             self._given.watched[request.id] = request.method
