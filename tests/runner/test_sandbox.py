@@ -149,6 +149,24 @@ def test_interpreter_paths_leave_out_folders_holding_plugins_and_the_working_dir
     assert any(p.endswith("site-packages") for p in paths)
 
 
+def test_interpreter_paths_are_found_in_a_working_directory_that_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # serve started from a directory deleted since: nothing relative resolves
+    monkeypatch.setattr(sys, "path", [*sys.path, "relative/libs"])
+    interpreter_candidates.cache_clear()
+    try:
+        paths = interpreter_paths(SandboxPolicy())
+    finally:
+        interpreter_candidates.cache_clear()
+
+    assert any(p.endswith("site-packages") for p in paths)
+    assert all(os.path.isabs(p) for p in paths)
+
+
 def test_a_policy_survives_its_json_form() -> None:
     policy = SandboxPolicy(user_namespace=True, read=["/a"], connect_ports=[443])
 

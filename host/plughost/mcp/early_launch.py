@@ -110,8 +110,11 @@ def launch(config_file: Path, version: str) -> None:
         data = tomllib.loads(raw.decode("utf-8"))
     except (OSError, ValueError):
         return  # the configuration's own loading reports it
+    try:
+        _memo.key = _key(raw, version)
+    except OSError:  # the working directory is gone: no memo can be told apart
+        return
     _memo.path = _memo_path(config_file, data)
-    _memo.key = _key(raw, version)
     _memo.config_env = _config_env(data)
     try:
         saved = json.loads(read_own(_memo.path))

@@ -290,7 +290,11 @@ def interpreter_candidates() -> tuple[str, ...]:
         str(Path(__file__).resolve().parents[1]),
         *(entry for entry in sys.path if entry),
     }
-    cwd = os.path.realpath(os.getcwd())
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except FileNotFoundError:  # gone: nothing relative resolves, and nothing is in it
+        cwd = "/"
+        candidates = {c for c in candidates if os.path.isabs(c)}
     resolved = {os.path.realpath(c) for c in candidates} - {cwd, "/"}
     return tuple(sorted(p for p in resolved if os.path.isdir(p) or os.path.isfile(p)))
 
