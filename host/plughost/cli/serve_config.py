@@ -30,7 +30,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from plughost.mcp.config import MCPConfig
 from plughost.settings import HostSettings
@@ -121,6 +121,24 @@ class ServeConfig(BaseModel):
     mcp: MCPConfig = Field(default_factory=MCPConfig)
     serve: ServeSettings = Field(default_factory=ServeSettings)
 
+    @model_validator(mode="after")
+    def _server_homes_beside_data(self) -> ServeConfig:
+        """A stdio server without ``data_dir`` keeps its files in ``mcp/NAME`` beside the host's.
+
+        So one ``host.data_dir`` moves everything serve keeps (as ``mcp-token``
+        beside it), and nothing lands in whatever directory serve was started from.
+        """
+        home = self.host.data_dir.parent / "mcp"
+        servers = {
+            name: server.model_copy(update={"data_dir": str(home / name)})
+            if server.data_dir is None and server.resolved_transport == "stdio"
+            else server
+            for name, server in self.mcp.servers.items()
+        }
+        if servers != self.mcp.servers:
+            self.mcp = self.mcp.model_copy(update={"servers": servers})
+        return self
+
     @classmethod
     def load(cls, path: Path) -> ServeConfig:
         """Read and validate a TOML configuration file.
@@ -136,6 +154,7 @@ class ServeConfig(BaseModel):
             raise ConfigFileError(f"{path}: {exc}") from None
         base = path.resolve().parent
         _resolve_paths(data, base)
+        _resolve_server_paths(data, base)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -170,3 +189,25 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     for key in ("root", "cache_dir", "wheel_dir"):
         if isinstance(packages, dict) and isinstance(packages.get(key), str):
             packages[key] = str(base / packages[key])
+
+
+def _resolve_server_paths(data: dict[str, Any], base: Path) -> None:
+    """The same for each MCP server's ``cwd``, ``data_dir``, ``read`` and ``write``.
+
+    The server table goes by any of the names :class:`MCPConfig` accepts, and its
+    keys in camelCase too (``dataDir``): configurations pasted from other hosts.
+    """
+    mcp = data.get("mcp")
+    if not isinstance(mcp, dict):
+        return
+    for table in ("servers", "mcpServers", "mcp_servers"):
+        servers = mcp.get(table)
+        for server in servers.values() if isinstance(servers, dict) else ():
+            if not isinstance(server, dict):
+                continue
+            for key in ("cwd", "data_dir", "dataDir"):
+                if isinstance(server.get(key), str):
+                    server[key] = str(base / server[key])
+            for key in ("read", "write"):
+                if isinstance(server.get(key), list):
+                    server[key] = [str(base / p) if isinstance(p, str) else p for p in server[key]]

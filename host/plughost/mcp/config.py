@@ -78,7 +78,8 @@ class MCPServerConfig(BaseModel):
         write: Extra paths a stdio server may write (it always writes its data
             directory, its ``cwd`` and the directories named in its ``args``).
         data_dir: A stdio server's own writable directory, its ``HOME`` and
-            ``TMPDIR``; ``data/mcp/<name>`` when unset.
+            ``TMPDIR``; ``data/mcp/<name>`` when unset (``plughost serve`` sets it to
+            ``mcp/<name>`` beside ``host.data_dir``).
     """
 
     model_config = ConfigDict(
