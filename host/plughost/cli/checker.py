@@ -335,7 +335,10 @@ def _load_problem(plugin_id: str, problem: PluginProblem) -> CheckProblem:
     if stage == "import" and message.startswith("syntax error"):
         stage, message = "syntax", re.sub(r"^syntax error at .+?:\d+:", "syntax error:", message)
     lost = stage in {"crashed", "start"}  # the runner was given up (it never gets a restart)
-    if lost and "not ready within" in message:  # the supervisor's ready timeout
+    # check's one timeout is both the supervisor's ready deadline and the runner's
+    # on_load deadline: whichever fires first, the plugin took too long to load.
+    late = stage == "on_load" and message.startswith("on_load did not finish within")
+    if late or (lost and "not ready within" in message):
         stage, message = "start", f"loading did not finish in time: {message}"
     elif lost and not message.startswith(("unresponsive", "loading did not")):
         stage, message = "crashed", f"the runner died while loading the plugin: {message}"

@@ -7,8 +7,13 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from plughost.cli import checker
 from plughost.cli.checker import CheckProblem, CheckReport, check_plugins
+from plughost.cli.one_shot import throwaway_settings
 from plughost.cli.scaffold import scaffold_plugin
+from plughost.settings import HostSettings
 from tests.conftest import EXAMPLES, TEST_PLUGINS
 
 EXAMPLE_IDS = [
@@ -105,7 +110,25 @@ async def test_a_plugin_that_kills_its_runner_while_loading_is_reported(tmp_path
     ]
 
 
-async def test_a_plugin_whose_on_load_hangs_is_reported_after_the_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("first", "reason"),
+    [("ready", "not ready within 1 s"), ("on_load", "on_load did not finish within 1 s")],
+    ids=["ready_deadline_first", "on_load_deadline_first"],
+)
+async def test_a_plugin_whose_on_load_hangs_is_reported_after_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str, reason: str
+) -> None:
+    """check's timeout is two deadlines, the runner's ready and its on_load: either may fire first.
+
+    Each case moves the other deadline out of reach, so the report is pinned for both.
+    """
+
+    def one_deadline(scratch: Path, timeout: float) -> HostSettings:
+        settings = throwaway_settings(scratch, timeout)
+        later = {"on_load_timeout" if first == "ready" else "ready_timeout": 60.0}
+        return settings.model_copy(update={"runner": settings.runner.model_copy(update=later)})
+
+    monkeypatch.setattr(checker, "throwaway_settings", one_deadline)
     folder = _write_plugin(
         tmp_path / "hanger",
         """
@@ -124,10 +147,10 @@ async def test_a_plugin_whose_on_load_hangs_is_reported_after_the_timeout(tmp_pa
         """,
     )
 
-    report = await check_plugins([folder], timeout=2.0)
+    report = await check_plugins([folder], timeout=1.0)
 
     assert len(report.errors) == 1
-    assert report.errors[0].message.startswith("loading did not finish in time")
+    assert report.errors[0].message == f"loading did not finish in time: {reason}"
     assert "on_load" in report.errors[0].fix
 
 
@@ -366,8 +389,6 @@ async def test_check_warns_about_network_code_without_a_grant_and_says_how_to_gr
 
 
 async def test_check_is_quiet_about_network_code_the_operator_granted(tmp_path: Path) -> None:
-    from plughost.settings import HostSettings
-
     folder = _write_plugin(tmp_path / "plugins" / "fetcher", NETWORK_PLUGIN)
     settings = HostSettings(network_grants={"tests.fetcher": ["api.example.com"]})
 
