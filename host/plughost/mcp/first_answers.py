@@ -28,8 +28,9 @@ lists again. The memo is written from the session's own answers
 
 A memo is believed only if it is this user's own 0600 file, written for the
 same configuration file's bytes, plugin folders, working directory,
-interpreter and plughost version (:func:`memo_key`); anything else, or a client
-that asks for anything else first, leaves every request to the session. The
+interpreter, plughost version and installed MCP SDK (:func:`memo_key`);
+anything else, or a client that asks for anything else first, leaves every
+request to the session. The
 tool list is given only when the tool catalogue would give it too
 (:mod:`plughost.mcp.warm_start`): no file in the plugin folders changed since
 the serve that kept the list started (their names, sizes and change times:
@@ -66,6 +67,8 @@ MEMO_FILE = "mcp-first-answers.json"
 CATALOGUE_FILE = "tool-catalogue.json"
 """The tool catalogue's file (:mod:`plughost.cli.serve_catalogue`), which a test keeps in step."""
 _FORMAT = 1
+_SDK_DISTRIBUTIONS = ("mcp-", "mcp_types-")  # the SDK and its protocol types
+_DIST = ".dist-info"
 _INITIALIZE = "initialize"
 _LIST = "tools/list"
 _FOLDERS = "folders"
@@ -308,8 +311,30 @@ def memo_key(config: bytes | None, plugin_dirs: list[str], version: str) -> str:
         os.getcwd(),
         sys.executable,
         version,
+        _sdk_builds(),
     ]
     return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
+
+
+def _sdk_builds() -> list[str]:
+    """The installed MCP SDK's distributions, by their ``dist-info`` folders (name-version).
+
+    The session's answers are the SDK's as much as plughost's: an SDK upgraded
+    under the same plughost may answer ``initialize`` otherwise. Read without
+    importing it (the point of answering first), from the first ``sys.path``
+    folder that holds the ``mcp`` package, as the import would find it.
+    """
+    for entry in sys.path:
+        folder = entry or "."
+        if os.path.isfile(os.path.join(folder, "mcp", "__init__.py")):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                return []
+            return sorted(
+                n for n in names if n.startswith(_SDK_DISTRIBUTIONS) and n.endswith(_DIST)
+            )
+    return []
 
 
 def folders_state(folders: list[str]) -> str | None:

@@ -260,3 +260,19 @@ def test_a_line_that_could_nest_past_the_parsers_limit_is_never_parsed(
     # serve imports its modules after these lines are read.
     assert parsed == []
     assert responder.done and responder.given.answers == {}
+
+
+def test_an_mcp_sdk_upgraded_under_the_same_plughost_keeps_no_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site-packages"
+    (site / "mcp").mkdir(parents=True)
+    (site / "mcp" / "__init__.py").write_text("")
+    (site / "mcp-2.3.0.dist-info").mkdir()
+    monkeypatch.setattr("sys.path", [str(site)])
+    before = first_answers.memo_key(b"", [], "1.0")
+
+    (site / "mcp-2.3.0.dist-info").rename(site / "mcp-2.4.0.dist-info")
+
+    assert first_answers.memo_key(b"", [], "1.0") != before
+    assert first_answers.memo_key(b"", [], "1.0") == first_answers.memo_key(b"", [], "1.0")
