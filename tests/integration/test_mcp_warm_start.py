@@ -31,17 +31,59 @@ PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "held" / "gated_st
 DEADLINE = 60
 
 
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    shutil.copytree(PLUGIN, tmp_path / "plugins" / "gated_start")
-    path = tmp_path / "serve.toml"
+def write_config(root: Path) -> Path:
+    """A copy of the plugin in ``root`` and a serve configuration of it."""
+    shutil.copytree(PLUGIN, root / "plugins" / "gated_start")
+    path = root / "serve.toml"
     path.write_text(
-        f"[host]\nplugin_dirs = [{json.dumps(str(tmp_path / 'plugins'))}]\n"
-        f"data_dir = {json.dumps(str(tmp_path / 'data' / 'plugins'))}\n"
-        f"temp_dir = {json.dumps(str(tmp_path / 'temp'))}\n"
+        f"[host]\nplugin_dirs = [{json.dumps(str(root / 'plugins'))}]\n"
+        f"data_dir = {json.dumps(str(root / 'data' / 'plugins'))}\n"
+        f"temp_dir = {json.dumps(str(root / 'temp'))}\n"
         "[search]\nenabled = false\n"
     )
     return path
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    return write_config(tmp_path)
+
+
+WARM_STATE = ("plugins", "data", "temp")
+"""What a start reads or writes in a configuration's folder."""
+
+
+@pytest.fixture(scope="module")
+def warmed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], Path]:
+    """One live start's folder, for every warm start here: its config, its list, its copy.
+
+    The live start (a real serve, the gate open) runs once; the copy holds the
+    folder as it left it (catalogue written, gate closed).
+    """
+    root = tmp_path_factory.mktemp("warmed")
+    config = write_config(root)
+    listed = asyncio.run(a_live_start(config))
+    snapshot = root / "snapshot"
+    for name in WARM_STATE:
+        if (root / name).exists():
+            shutil.copytree(root / name, snapshot / name)
+    return config, listed, snapshot
+
+
+@pytest.fixture
+def warm_config(warmed: tuple[Path, list[str], Path]) -> Path:
+    """The shared folder put back as the live start left it, whatever the last test did to it.
+
+    Each test then starts from a just-written catalogue, the plugin as copied and
+    its gate closed, as if it had run the live start itself.
+    """
+    config, listed, snapshot = warmed
+    assert listed == ["gated_echo"]  # the live start listed the plugin's tool
+    for name in WARM_STATE:
+        shutil.rmtree(config.parent / name, ignore_errors=True)
+        if (snapshot / name).exists():
+            shutil.copytree(snapshot / name, config.parent / name)
+    return config
 
 
 def gate(config: Path) -> Path:
@@ -106,9 +148,9 @@ async def a_live_start(config: Path) -> list[str]:
 
 
 async def test_a_warm_start_lists_tools_and_takes_a_call_before_the_plugin_is_up(
-    config: Path,
+    warm_config: Path,
 ) -> None:
-    assert await a_live_start(config) == ["gated_echo"]
+    config = warm_config  # the live start ran once, for the whole file
 
     sent = asyncio.Event()
     with anyio.fail_after(DEADLINE):
@@ -129,8 +171,8 @@ async def test_a_warm_start_lists_tools_and_takes_a_call_before_the_plugin_is_up
     assert [b.text for b in result.content if isinstance(b, types.TextContent)] == ["started: hi"]
 
 
-async def test_a_changed_plugin_file_is_not_served_from_the_catalogue(config: Path) -> None:
-    await a_live_start(config)
+async def test_a_changed_plugin_file_is_not_served_from_the_catalogue(warm_config: Path) -> None:
+    config = warm_config  # the live start ran once, for the whole file
     source = config.parent / "plugins" / "gated_start" / "plugin.py"
     source.write_text(source.read_text().replace('"gated_echo"', '"gated_echo_v2"'))
 
@@ -173,8 +215,10 @@ async def test_a_call_to_an_upstream_tool_runs_while_a_plugin_is_still_starting(
     assert not result.is_error
 
 
-async def test_a_warm_start_over_http_lists_tools_before_the_plugin_is_up(config: Path) -> None:
-    assert await a_live_start(config) == ["gated_echo"]
+async def test_a_warm_start_over_http_lists_tools_before_the_plugin_is_up(
+    warm_config: Path,
+) -> None:
+    config = warm_config  # the live start ran once, for the whole file
 
     with anyio.fail_after(DEADLINE):
         token = config.parent / "token"
@@ -215,9 +259,9 @@ class Pipes:
 
 
 async def test_a_strict_warm_start_lists_the_catalogue_and_runs_no_call_before_refusing(
-    config: Path,
+    warm_config: Path,
 ) -> None:
-    assert await a_live_start(config) == ["gated_echo"]
+    config = warm_config  # the live start ran once, for the whole file
     fail = gate(config).with_name("fail")
     args = ["-m", "plughost", "serve", "--no-watch", "--strict", "--config", str(config)]
 
