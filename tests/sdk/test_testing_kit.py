@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from plughost_sdk import PluginError, PluginLoadError
 from plughost_sdk.pytest_plugin import HarnessFactory, plugin_folder_of
@@ -18,19 +20,39 @@ from tests.conftest import EXAMPLES, TEST_PLUGINS
 ECHO = TEST_PLUGINS / "echo"
 NOTIFIER = EXAMPLES / "notifier"
 CALLER = TEST_PLUGINS / "caller"
+CHAT_GUARD = EXAMPLES / "chat_guard"
+
+# A harness is shared by the tests that only call it: they set no stub or config on it
+# and leave no call running, so each sees the harness as freshly started, in any order.
+# A test that stubs, configures, waits for the close or ends a call early starts its own.
+on_shared = pytest.mark.asyncio(loop_scope="module")
 
 
-async def test_a_tool_runs_in_a_runner_process_and_its_result_comes_back() -> None:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def echo() -> AsyncIterator[PluginTestHarness]:
     async with PluginTestHarness(ECHO) as harness:
-        result = await harness.call("echo", {"text": "hi"}, stream_id="chat-1")
+        yield harness
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chat_guard() -> AsyncIterator[PluginTestHarness]:
+    async with PluginTestHarness(CHAT_GUARD) as harness:
+        yield harness
+
+
+@on_shared
+async def test_a_tool_runs_in_a_runner_process_and_its_result_comes_back(
+    echo: PluginTestHarness,
+) -> None:
+    result = await echo.call("echo", {"text": "hi"}, stream_id="chat-1")
 
     assert result.success, result.error_message
     assert result.content == "hi"
     assert result.structured_content["stream_id"] == "chat-1"
     assert result.structured_content["pid"] != os.getpid()
-    assert harness.plugin_id == "tests.echo"
-    assert "echo" in [tool["name"] for tool in harness.tools]
-    assert harness.load_failure is None
+    assert echo.plugin_id == "tests.echo"
+    assert "echo" in [tool["name"] for tool in echo.tools]
+    assert echo.load_failure is None
 
 
 async def test_ctx_send_text_is_captured_with_its_stream() -> None:
@@ -77,9 +99,11 @@ async def test_a_group_stub_set_after_start_answers_every_capability_of_the_grou
     assert result.structured_content["value"] == 2
 
 
-async def test_an_unstubbed_capability_fails_with_a_message_saying_how_to_stub_it() -> None:
-    async with PluginTestHarness(ECHO) as harness:
-        result = await harness.call("use_capability", {"name": "store.get"})
+@on_shared
+async def test_an_unstubbed_capability_fails_with_a_message_saying_how_to_stub_it(
+    echo: PluginTestHarness,
+) -> None:
+    result = await echo.call("use_capability", {"name": "store.get"})
 
     assert not result.success
     assert "capability store.get is not provided by this test harness" in result.error_message
@@ -170,9 +194,11 @@ async def test_logs_and_prints_are_collected_by_the_time_the_harness_closes() ->
     assert "hello from the logger" in messages
 
 
-async def test_a_tool_error_is_a_failed_result_with_the_message_for_the_model() -> None:
-    async with PluginTestHarness(ECHO) as harness:
-        result = await harness.call("fail", {"message": "try a smaller city"})
+@on_shared
+async def test_a_tool_error_is_a_failed_result_with_the_message_for_the_model(
+    echo: PluginTestHarness,
+) -> None:
+    result = await echo.call("fail", {"message": "try a smaller city"})
 
     assert (result.success, result.error_code) == (False, "tool_error")
     assert result.error_message == "try a smaller city"
@@ -201,14 +227,16 @@ async def test_a_legacy_action_receives_action_data_as_from_the_host() -> None:
     assert result.content == "Hello, Ann! Nice to see you."
 
 
-async def test_unknown_tools_and_arguments_the_host_would_refuse_raise_value_error() -> None:
-    async with PluginTestHarness(ECHO) as harness:
-        with pytest.raises(ValueError, match="has no tool 'nope'"):
-            await harness.call("nope")
-        with pytest.raises(ValueError, match="missing required 'text'"):
-            await harness.call("echo", {})
-        with pytest.raises(ValueError, match=r"unknown 'txt' \(it takes 'text'\)"):
-            await harness.call("echo", {"text": "a", "txt": "b"})
+@on_shared
+async def test_unknown_tools_and_arguments_the_host_would_refuse_raise_value_error(
+    echo: PluginTestHarness,
+) -> None:
+    with pytest.raises(ValueError, match="has no tool 'nope'"):
+        await echo.call("nope")
+    with pytest.raises(ValueError, match="missing required 'text'"):
+        await echo.call("echo", {})
+    with pytest.raises(ValueError, match=r"unknown 'txt' \(it takes 'text'\)"):
+        await echo.call("echo", {"text": "a", "txt": "b"})
 
 
 async def test_update_config_runs_on_config_update_and_a_rejected_one_keeps_the_old() -> None:
@@ -252,15 +280,17 @@ def test_importing_the_test_kit_does_not_import_pyzmq() -> None:
     assert output.stdout.strip() == "False"
 
 
-async def test_a_command_and_a_hook_handler_run_in_the_harness_as_the_host_runs_them() -> None:
-    async with PluginTestHarness(EXAMPLES / "chat_guard") as harness:
-        command = await harness.invoke_component(
-            "COMMAND", "weather", {"text": "/weather Oslo", "matched_groups": {"city": "Oslo"}}
-        )
-        hook = await harness.invoke_component(
-            "HOOK_HANDLER", "planner_brevity", {"items": [], "session_id": "s1"}
-        )
-        kinds = sorted(c["type"] for c in harness.components)
+@on_shared
+async def test_a_command_and_a_hook_handler_run_in_the_harness_as_the_host_runs_them(
+    chat_guard: PluginTestHarness,
+) -> None:
+    command = await chat_guard.invoke_component(
+        "COMMAND", "weather", {"text": "/weather Oslo", "matched_groups": {"city": "Oslo"}}
+    )
+    hook = await chat_guard.invoke_component(
+        "HOOK_HANDLER", "planner_brevity", {"items": [], "session_id": "s1"}
+    )
+    kinds = sorted(c["type"] for c in chat_guard.components)
 
     assert command == {
         "success": True,
@@ -272,10 +302,12 @@ async def test_a_command_and_a_hook_handler_run_in_the_harness_as_the_host_runs_
     assert kinds == ["COMMAND", "EVENT_HANDLER", "HOOK_HANDLER"]
 
 
-async def test_invoking_a_component_the_plugin_lacks_lists_what_it_has() -> None:
-    async with PluginTestHarness(EXAMPLES / "chat_guard") as harness:
-        with pytest.raises(ValueError, match=r"has no COMMAND 'nope'; its components: .*weather"):
-            await harness.invoke_component("COMMAND", "nope")
+@on_shared
+async def test_invoking_a_component_the_plugin_lacks_lists_what_it_has(
+    chat_guard: PluginTestHarness,
+) -> None:
+    with pytest.raises(ValueError, match=r"has no COMMAND 'nope'; its components: .*weather"):
+        await chat_guard.invoke_component("COMMAND", "nope")
 
 
 async def test_the_harness_records_progress_reports_in_order() -> None:
