@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from plughost.host import PluginHost
 from plughost.runners.supervisor import RunnerSupervisor
 from plughost.runners.watchdog import IDLE_BEATS
-from tests.conftest import TEST_PLUGINS, HostFactory
+from tests.conftest import TEST_PLUGINS, HostFactory, fast_settings
 from tests.fault_injection import kill_host_and_wait_for_its_children
 from tests.waiting import wait_until
 
@@ -37,8 +39,23 @@ async def _until_resting(runner: RunnerSupervisor) -> None:
     await wait_until(lambda: runner.resting, timeout=10, what="the runner resting")
 
 
-def _tell(tmp_path: Path, plugin_id: str, what: str) -> None:
-    (tmp_path / "data" / plugin_id / what).write_text("go", encoding="utf-8")
+def _tell(host: PluginHost, plugin_id: str, what: str) -> None:
+    (host.settings.data_dir / plugin_id / what).write_text("go", encoding="utf-8")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def resting_host(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PluginHost]:
+    """One host whose runners only rest, log and answer, for the tests that break nothing.
+
+    Each of those tests has a line or a plugin of its own; the tests that kill a
+    runner start a host of their own.
+    """
+    settings = fast_settings(tmp_path_factory.mktemp("resting"))
+    async with PluginHost([QUIET, ECHO], settings=settings) as host:
+        yield host
+
+
+on_the_resting_host = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.mark.parametrize(
@@ -48,33 +65,35 @@ def _tell(tmp_path: Path, plugin_id: str, what: str) -> None:
         ("log-from-thread", "logged from a thread while no call ran"),
     ],
 )
+@on_the_resting_host
 async def test_a_resting_runner_forwards_a_line_logged_while_no_call_runs(
-    make_host: HostFactory,
-    tmp_path: Path,
+    resting_host: PluginHost,
     caplog: pytest.LogCaptureFixture,
     trigger: str,
     line: str,
 ) -> None:
     caplog.set_level(logging.INFO)
-    async with make_host([QUIET]) as host:
-        await _until_resting(_runner(host, "tests.quiet-logger"))
-        _tell(tmp_path, "tests.quiet-logger", trigger)
-        await wait_until(
-            lambda: any(r.getMessage() == line for r in caplog.records),
-            timeout=10,
-            what="the plugin's log line at the host",
-        )
-        assert _runner(host, "tests.quiet-logger").state.value == "ready"
+    host = resting_host
+    await _until_resting(_runner(host, "tests.quiet-logger"))
+    _tell(host, "tests.quiet-logger", trigger)
+    await wait_until(
+        lambda: any(r.getMessage() == line for r in caplog.records),
+        timeout=10,
+        what="the plugin's log line at the host",
+    )
+    assert _runner(host, "tests.quiet-logger").state.value == "ready"
 
 
 async def test_a_resting_runner_whose_loop_blocks_is_killed_as_unresponsive(
-    make_host: HostFactory, tmp_path: Path
+    make_host: HostFactory,
 ) -> None:
-    async with make_host([QUIET, ECHO]) as host:
+    # A shorter interval, the same busy bound (0.5 s): the rest it is allowed is
+    # IDLE_BEATS intervals, which this test waits out.
+    async with make_host([QUIET, ECHO], heartbeat_interval=0.05, heartbeat_misses=10) as host:
         runner = _runner(host, "tests.quiet-logger")
         old_pid = runner.pid
         await _until_resting(runner)
-        _tell(tmp_path, "tests.quiet-logger", "block-loop")
+        _tell(host, "tests.quiet-logger", "block-loop")
         crashed = await host.events.wait_for(
             lambda e: e.kind.value == "runner.crashed" and e.plugin_id == "tests.quiet-logger",
             timeout=20,
@@ -110,14 +129,15 @@ async def test_a_call_to_a_resting_runner_that_hangs_is_caught_by_the_busy_bound
         assert silent < rest
 
 
-async def test_a_resting_runner_answers_its_next_call(make_host: HostFactory) -> None:
-    async with make_host([ECHO]) as host:
-        runner = _runner(host, "tests.echo")
-        pid = runner.pid
-        for _ in range(2):
-            await _until_resting(runner)
-            assert (await host.invoke("echo", {"text": "awake"})).content == "awake"
-        assert runner.pid == pid
+@on_the_resting_host
+async def test_a_resting_runner_answers_its_next_call(resting_host: PluginHost) -> None:
+    host = resting_host
+    runner = _runner(host, "tests.echo")
+    pid = runner.pid
+    for _ in range(2):
+        await _until_resting(runner)
+        assert (await host.invoke("echo", {"text": "awake"})).content == "awake"
+    assert runner.pid == pid
 
 
 async def test_a_resting_runner_measured_for_memory_is_not_taken_for_hung(
