@@ -424,7 +424,8 @@ def call_lanes() -> list[list[Fault]]:
             (crash, "exit_mid_call", 5.0, "plugin_crashed"),
             (crash, "sigkill_mid_call", 5.0, "plugin_crashed"),
             (crash, "segfault", 5.0, "plugin_crashed"),
-            (crash, "busy_loop", 5.0, "plugin_crashed timeout"),
+            # A call that blocks the loop runs to its deadline: short ones keep the storm short.
+            (crash, "busy_loop", 2.0, "plugin_crashed timeout"),
             # busy_loop before it answers at its deadline but may keep the loop blocked until
             # the runner is recycled, so this next call on the same runner may see that crash.
             (crash, "busy_loop_sync", 0.5, "timeout plugin_crashed"),
@@ -438,7 +439,7 @@ def call_lanes() -> list[list[Fault]]:
         ],
         [
             (deadlock, "deadlock_sync", 0.5, "timeout"),
-            (deadlock, "deadlock_on_loop", 5.0, "plugin_crashed timeout"),
+            (deadlock, "deadlock_on_loop", 2.0, "plugin_crashed timeout"),
             # Over limits.memory_mb: the kill must come before the deadline. Writing 768 MiB
             # and the watchdog's check compete with every other lane on a loaded machine.
             ("tests.memory-hog", "grow", 10.0, "plugin_crashed"),
