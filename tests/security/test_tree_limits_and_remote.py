@@ -57,7 +57,7 @@ from tests.waiting import wait_until
 TREE = TEST_PLUGINS / "hostile_tree"
 TREE_ID = "tests.hostile-tree"
 ECHO = TEST_PLUGINS / "echo"
-CPU_LIMIT = 2
+CPU_LIMIT = 1
 OTHER_ID = "tests.other"
 
 
