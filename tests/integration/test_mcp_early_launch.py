@@ -80,6 +80,9 @@ def _echoed(answer: dict[str, Any]) -> str:
 
 
 def _write_config(folder: Path) -> Path:
+    # BM25 alone: an embedding model loading in a worker thread would hold every
+    # serve's exit until it had loaded, and no test here ranks a search. The
+    # upstream's start is not timed here: on a busy machine it may take over 10 s.
     config = folder / "up.toml"
     config.write_text(
         textwrap.dedent(
@@ -92,6 +95,9 @@ def _write_config(folder: Path) -> Path:
             args = [{json.dumps(str(DEMO_SERVER))}]
             data_dir = {json.dumps(str(folder / "demo-home"))}
             env = {{ DEMO_TOKEN = "{SECRET}" }}
+            connect_timeout = {DEADLINE_S}
+            [search]
+            semantic = "off"
             """
         )
     )
@@ -132,10 +138,8 @@ def test_the_launch_memo_keeps_no_value_of_a_servers_env_table(
     assert memo.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_changed_configuration_launches_nothing_early(
-    two_starts: tuple[Path, list[str], list[str]],
-) -> None:
-    config, _, _ = two_starts
+def test_a_changed_configuration_launches_nothing_early(remembered: tuple[Path, Path]) -> None:
+    config, _ = remembered
     config.write_text(config.read_text() + "# edited\n")
     log = config.parent / "edited.log"
 
@@ -164,20 +168,24 @@ def _launch_then(config: Path, then: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def served_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A config whose memo a real serve wrote; and that memo."""
-    folder = tmp_path_factory.mktemp("remembered")
-    config = _write_config(folder)
-    _echoed(_serve(config, folder / "serve.log"))
-    return config, folder / "data" / "mcp-launch.json"
+def served_once(two_starts: tuple[Path, list[str], list[str]]) -> tuple[Path, Path]:
+    """A config whose memo a real serve wrote (the second of ``two_starts``); and that memo."""
+    config, _, _ = two_starts
+    return config, config.parent / "data" / "mcp-launch.json"
 
 
 @pytest.fixture
 def remembered(served_once: tuple[Path, Path]) -> Iterator[tuple[Path, Path]]:
-    """``served_once``, its memo as serve wrote it again after each test that changes it."""
-    _, memo = served_once
+    """``served_once``, its config and memo as serve left them again after each test.
+
+    A test may edit either (or have a serve rewrite the memo); the next test
+    finds them as the start before it wrote them, whatever the order.
+    """
+    config, memo = served_once
+    source = config.read_bytes()
     written, mode = memo.read_bytes(), memo.stat().st_mode & 0o777
     yield served_once
+    config.write_bytes(source)
     memo.chmod(0o600)
     memo.write_bytes(written)
     memo.chmod(mode)
