@@ -40,6 +40,9 @@ async def _serve_once(tmp_path: Path, flood: int, *options: str) -> str:
         f"[mcp.servers.loud]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(UPSTREAM))}]\n"
         f'env = {{ FLOOD = "{flood}", LOUD_API_KEY = "{KEY}" }}\n'
+        # BM25 alone: an embedding model loading in a worker thread would hold serve's
+        # exit until it had loaded, and nothing here ranks a search.
+        '[search]\nsemantic = "off"\n'
     )
     args = ["-m", "plughost", "serve", "--no-watch", "--config", str(config), "--mcp-stdio"]
     target = StdioServerParameters(command=sys.executable, args=[*args, *options], cwd=tmp_path)
