@@ -8,31 +8,41 @@ drives it. The serve process says in its log which calls it answered beside its
 server session, and the upstream shows which it received beside plughost's client
 session (an id of plughost's own, ``plughost-...``); what the client gets is
 compared with what it gets directly.
+
+One serve runs for the whole file (:mod:`tests.integration.shared_gateway`): each
+test has upstreams of its own in it, and reads only its own events and log lines.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
-from tests.mcp_servers.harness import HERE, PUBLISHED, recording_upstream_config
+from tests.integration.shared_gateway import (
+    EVERYTHING,
+    LANE,
+    NO_EVERYTHING,
+    TAKEN,
+    Gateway,
+    everything_available,
+    everything_upstream,
+    recording_upstream,
+    serve_client,
+    shared_gateway,
+)
+from tests.mcp_servers.harness import recording_upstream_config
 from tests.waiting import wait_until
 
-EVERYTHING = PUBLISHED / "node" / "node_modules" / ".bin" / "mcp-server-everything"
-UPSTREAM = HERE / "forwarding_server.py"
-TAKEN = "mcp call answered beside the session tool="
-LANE = "lane=direct"
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the shared serve's client is on
 
 
 @pytest.fixture
@@ -42,37 +52,26 @@ def places(tmp_path: Path) -> dict[str, Path]:
     return {"config": config, "events": folder / "events", "log": tmp_path / "serve.log"}
 
 
-@pytest.fixture
-def with_everything(places: dict[str, Path]) -> dict[str, Path]:
-    """The same, with server-everything as ``everything`` and the recording upstream
-    again as ``modern``, connected with the 2026-07-28 protocol."""
-    if not EVERYTHING.exists() or shutil.which("node") is None:
-        pytest.skip(
-            "node and server-everything are needed: run scripts/install_test_mcp_servers.sh"
-        )
-    modern = places["events"].parent.parent / "modern"
-    modern.mkdir()
-    with places["config"].open("a") as config:
-        config.write(
-            f'[mcp.servers.everything]\ncommand = "node"\nargs = [{json.dumps(str(EVERYTHING))}]\n'
-            f"[mcp.servers.modern]\ncommand = {json.dumps(sys.executable)}\n"
-            f"args = [{json.dumps(str(UPSTREAM))}, {json.dumps(str(modern))}]\n"
-        )
-    return places
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """One serve for the file; each test's upstreams are its own (none kills serve itself)."""
+    root = tmp_path_factory.mktemp("gateway")
+    tables = [
+        recording_upstream(root, "fwd", protocol="legacy"),  # forwarded calls
+        recording_upstream(root, "modern"),  # the same, connected with the 2026-07-28 protocol
+        recording_upstream(root, "cut", protocol="legacy"),  # cancelled calls
+        recording_upstream(root, "dies", protocol="legacy"),  # dies mid-call
+        recording_upstream(root, "late", protocol="legacy", tool_timeout=1),  # past its timeout
+    ]
+    if everything_available():
+        tables.append(everything_upstream())
+    async with shared_gateway(root, tables) as shared:
+        yield shared
 
 
-@asynccontextmanager
-async def served(places: dict[str, Path]) -> AsyncIterator[Client]:
-    args = ["-m", "plughost", "-vv", "serve", "--no-watch", "--config", str(places["config"])]
-    target = StdioServerParameters(command=sys.executable, args=[*args, "--mcp-stdio"])
-    with places["log"].open("w") as errlog:
-        async with Client(stdio_client(target, errlog=errlog), mode="legacy", cache=None) as c:
-            yield c
-
-
-def taken(places: dict[str, Path]) -> list[str]:
-    """The tools of the calls the serve process answered beside its server session."""
-    return [tool for tool, _ in ways(places)]
+def served(places: dict[str, Path]) -> AbstractAsyncContextManager[Client]:
+    """A serve of the test's own on ``places``' configuration (for a test that stops it)."""
+    return serve_client(places["config"], places["log"])
 
 
 def ways(places: dict[str, Path]) -> list[tuple[str, bool]]:
@@ -119,9 +118,10 @@ EVERYTHING_CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 async def test_gateway_calls_are_forwarded_and_answer_as_the_direct_call(
-    with_everything: dict[str, Path],
+    gateway: Gateway,
 ) -> None:
-    places = with_everything
+    if not everything_available():
+        pytest.skip(NO_EVERYTHING)
     direct = StdioServerParameters(command="node", args=[str(EVERYTHING)])
     async with Client(direct, mode="legacy", cache=None) as client:
         expected = [as_json(await client.call_tool(t, a)) for t, a in EVERYTHING_CALLS[:4]]
@@ -130,16 +130,14 @@ async def test_gateway_calls_are_forwarded_and_answer_as_the_direct_call(
     async def progress(done: float, total: float | None, message: str | None) -> None:
         reports.append((done, total, message))
 
-    async with served(places) as client:
-        got = [
-            as_json(await client.call_tool(f"mcp_everything_{t}", a)) for t, a in EVERYTHING_CALLS
-        ]
-        seen = await client.call_tool("mcp_fwd_request_id", {})
-        session = await client.call_tool("mcp_modern_request_id", {})
-        waited = await client.call_tool(
-            "mcp_fwd_wait", {"label": "p", "steps": 3}, progress_callback=progress
-        )
-        forged, unissued, later = await forge_responses(client)
+    client = gateway.client
+    got = [as_json(await client.call_tool(f"mcp_everything_{t}", a)) for t, a in EVERYTHING_CALLS]
+    seen = await client.call_tool("mcp_fwd_request_id", {})
+    session = await client.call_tool("mcp_modern_request_id", {})
+    waited = await client.call_tool(
+        "mcp_fwd_wait", {"label": "p", "steps": 3}, progress_callback=progress
+    )
+    forged, unissued, later = await forge_responses(client)
 
     assert got[:4] == expected
     assert got[4]["isError"] is True and "b" in got[4]["content"][0]["text"]
@@ -149,7 +147,7 @@ async def test_gateway_calls_are_forwarded_and_answer_as_the_direct_call(
     assert reports == [(n + 1.0, 3.0, f"step {n + 1} of 3") for n in range(3)]
     assert forged.content[0].text == "real"
     assert later == unissued  # each answered by the server itself, not by the forgery
-    assert taken(places) == [
+    assert gateway.taken("everything", "fwd", "modern") == [
         *(f"mcp_everything_{t}" for t, _ in EVERYTHING_CALLS),
         "mcp_fwd_request_id",
         "mcp_modern_request_id",
@@ -179,82 +177,80 @@ async def forge_responses(client: Client) -> tuple[types.CallToolResult, list[st
 
 
 async def test_a_cancelled_gateway_call_is_cancelled_at_the_upstream_on_either_path(
-    places: dict[str, Path],
+    gateway: Gateway,
 ) -> None:
-    async with served(places) as client:
-        await client.call_tool("mcp_fwd_whoami", {})  # the registry's routes are built
-        for label, lane in PATHS:
-            with anyio.move_on_after(60):
-                async with anyio.create_task_group() as tg:
-                    arguments = {"label": label, "seconds": 60}
-                    tg.start_soon(call, client, "mcp_fwd_wait", arguments, lane)
-                    await wait_until(
-                        lambda label=label: f"start {label}" in events(places),
-                        timeout=30,
-                        what="start",
-                    )
-                    tg.cancel_scope.cancel()  # the client sends notifications/cancelled
-            await wait_until(
-                lambda label=label: f"cancelled {label}" in events(places),
-                timeout=30,
-                what="cancel",
-            )
-        after = await client.call_tool("mcp_fwd_wait", {"label": "d"})
+    client = gateway.client
+    await client.call_tool("mcp_cut_whoami", {})  # the registry's routes are built
+    for label, lane in PATHS:
+        with anyio.move_on_after(60):
+            async with anyio.create_task_group() as tg:
+                arguments = {"label": label, "seconds": 60}
+                tg.start_soon(call, client, "mcp_cut_wait", arguments, lane)
+                await wait_until(
+                    lambda label=label: f"start {label}" in gateway.events("cut"),
+                    timeout=30,
+                    what="start",
+                )
+                tg.cancel_scope.cancel()  # the client sends notifications/cancelled
+        await wait_until(
+            lambda label=label: f"cancelled {label}" in gateway.events("cut"),
+            timeout=30,
+            what="cancel",
+        )
+    after = await client.call_tool("mcp_cut_wait", {"label": "d"})
 
     assert after.content[0].text == "waited d"
-    assert not any(f"done {label}" in events(places) for label, _ in PATHS)
-    assert taken(places) == ["mcp_fwd_whoami", *["mcp_fwd_wait"] * 3]
-    assert ways(places)[1:3] == [("mcp_fwd_wait", lane) for _, lane in PATHS]
+    assert not any(f"done {label}" in gateway.events("cut") for label, _ in PATHS)
+    assert gateway.taken("cut") == ["mcp_cut_whoami", *["mcp_cut_wait"] * 3]
+    assert gateway.ways("cut")[1:3] == [("mcp_cut_wait", lane) for _, lane in PATHS]
 
 
 async def test_an_upstream_that_dies_mid_call_fails_the_call_and_the_next_call_restarts_it(
-    places: dict[str, Path],
+    gateway: Gateway,
 ) -> None:
-    async with served(places) as client:
-        answers = [(await client.call_tool("mcp_fwd_whoami", {})).content[0].text]
-        died = []
-        for _, lane in PATHS:
-            died.append(await call(client, "mcp_fwd_die", {}, lane))
-            answers.append((await client.call_tool("mcp_fwd_whoami", {})).content[0].text)
+    client = gateway.client
+    answers = [(await client.call_tool("mcp_dies_whoami", {})).content[0].text]
+    died = []
+    for _, lane in PATHS:
+        died.append(await call(client, "mcp_dies_die", {}, lane))
+        answers.append((await client.call_tool("mcp_dies_whoami", {})).content[0].text)
 
     for result in died:
         assert result.is_error is True
         assert result.content[0].text == (
-            "MCP server 'fwd' lost the connection during 'die': the connection was lost while "
+            "MCP server 'dies' lost the connection during 'die': the connection was lost while "
             "the request was with the server (command exited with code 3); it may or may not "
             "have run, so it was not sent again"
         )
     assert len(set(answers)) == 3  # a new process answered after each death
-    assert taken(places) == ["mcp_fwd_whoami", *["mcp_fwd_die", "mcp_fwd_whoami"] * 2]
-    assert [way for way in ways(places) if way[0] == "mcp_fwd_die"] == [
-        ("mcp_fwd_die", lane) for _, lane in PATHS
+    assert gateway.taken("dies") == ["mcp_dies_whoami", *["mcp_dies_die", "mcp_dies_whoami"] * 2]
+    assert [way for way in gateway.ways("dies") if way[0] == "mcp_dies_die"] == [
+        ("mcp_dies_die", lane) for _, lane in PATHS
     ]
 
 
 async def test_a_gateway_call_past_its_tool_timeout_fails_and_is_cancelled_at_the_upstream(
-    places: dict[str, Path],
+    gateway: Gateway,
 ) -> None:
-    config = places["config"].read_text()
-    places["config"].write_text(config.replace("\nprotocol =", "\ntool_timeout = 1\nprotocol ="))
+    client = gateway.client  # its upstream ``late`` is configured with tool_timeout = 1
     late = []
-    async with served(places) as client:
-        await client.call_tool("mcp_fwd_whoami", {})  # the registry's routes are built
-        for label, lane in PATHS:
-            late.append(await call(client, "mcp_fwd_wait", {"label": label, "seconds": 60}, lane))
-            await wait_until(
-                lambda label=label: f"cancelled {label}" in events(places),
-                timeout=30,
-                what="cancel",
-            )
-        after = await client.call_tool("mcp_fwd_wait", {"label": "u"})
+    await client.call_tool("mcp_late_whoami", {})  # the registry's routes are built
+    for label, lane in PATHS:
+        late.append(await call(client, "mcp_late_wait", {"label": label, "seconds": 60}, lane))
+        await wait_until(
+            lambda label=label: f"cancelled {label}" in gateway.events("late"),
+            timeout=30,
+            what="cancel",
+        )
+    after = await client.call_tool("mcp_late_wait", {"label": "u"})
 
     for result in late:
         assert result.is_error is True
         assert result.content[0].text == (
-            "MCP server 'fwd' did not answer 'wait' within 1 s (tool_timeout); "
+            "MCP server 'late' did not answer 'wait' within 1 s (tool_timeout); "
             "the call was abandoned."
         )
-    assert not any(f"done {label}" in events(places) for label, _ in PATHS)
+    assert not any(f"done {label}" in gateway.events("late") for label, _ in PATHS)
     assert after.content[0].text == "waited u"
-    assert taken(places) == ["mcp_fwd_whoami", *["mcp_fwd_wait"] * 3]
-    assert ways(places)[1:3] == [("mcp_fwd_wait", lane) for _, lane in PATHS]
+    assert gateway.taken("late") == ["mcp_late_whoami", *["mcp_late_wait"] * 3]
+    assert gateway.ways("late")[1:3] == [("mcp_late_wait", lane) for _, lane in PATHS]
