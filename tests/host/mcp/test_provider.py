@@ -266,9 +266,10 @@ async def test_provider_reaches_an_sse_server() -> None:
 
 
 async def test_enabled_tools_keeps_the_named_tools_and_warns_about_unknown_names(
-    caplog: pytest.LogCaptureFixture,
+    http_server: ServerProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
-    config = demo_stdio(enabled_tools=["echo", "mcp_demo_add", "nope"])
+    # A provider of its own (the filter is its configuration) on the file's running server.
+    config = MCPServerConfig(url=http_server.url, enabled_tools=["echo", "mcp_demo_add", "nope"])
     provider = MCPToolProvider({"demo": config})
     try:
         with caplog.at_level(logging.WARNING, logger="plughost.mcp.provider"):
@@ -299,8 +300,11 @@ async def test_resources_and_prompts_become_read_only_tools(shared: MCPToolProvi
     assert filled.content == "Please review this code: x = 1"
 
 
-async def test_resources_and_prompts_are_not_exposed_when_tools_are_filtered() -> None:
-    provider = MCPToolProvider({"demo": demo_stdio(enabled_tools=["echo"])})
+async def test_resources_and_prompts_are_not_exposed_when_tools_are_filtered(
+    http_server: ServerProcess,
+) -> None:
+    config = MCPServerConfig(url=http_server.url, enabled_tools=["echo"])
+    provider = MCPToolProvider({"demo": config})
     try:
         names = {spec.name for spec in await provider.list_tools()}
     finally:
@@ -435,14 +439,14 @@ async def test_list_changed_from_the_server_refreshes_tools_and_notifies_the_reg
     assert (version == "2026-07-28") == (protocol == "auto")
 
 
-async def test_registry_checks_arguments_before_they_reach_the_server() -> None:
-    registry = ToolRegistry()
-    provider = MCPToolProvider({"demo": demo_stdio()})
-    registry.register_provider(provider)
-    try:
-        result = await registry.invoke(ToolInvocation(tool_name="mcp_demo_add", arguments={"a": 1}))
-    finally:
-        await provider.close()
+@reads_shared
+async def test_registry_checks_arguments_before_they_reach_the_server(
+    shared: MCPToolProvider,
+) -> None:
+    registry = ToolRegistry()  # its own registry over the shared server, which it only reads
+    registry.register_provider(shared)
+
+    result = await registry.invoke(ToolInvocation(tool_name="mcp_demo_add", arguments={"a": 1}))
 
     assert result.error_code == "invalid_arguments"
     assert "b" in result.error_message
