@@ -22,11 +22,16 @@ from typing import Any
 import mcp_types as types
 import psutil
 import pytest
+import pytest_asyncio
 from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.mcp_servers.harness import HERE, plughost_client, plughost_serve_http, server_pids
+from tests.mcp_servers.shared_client import SharedClient
 from tests.waiting import wait_until
+
+# One event loop for the module: the shared stdio client lives on it from test to test.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 WATCHED = HERE / "watched_server.py"
 URI = "test://watched/a"
@@ -41,27 +46,54 @@ def upstream_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return log
 
 
-@pytest.fixture(scope="module")
-def config(upstream_log: Path) -> Path:
-    path = upstream_log.parent / "plughost.toml"
+def write_config(upstream_log: Path, name: str, *, modern: bool = True) -> Path:
+    path = upstream_log.parent / f"{name}.toml"
     plugins = upstream_log.parent / "plugins"  # none: every tool comes from upstream
-    plugins.mkdir()
-    path.write_text(
+    plugins.mkdir(exist_ok=True)
+    text = (
         f"[host]\nplugin_dirs = [{json.dumps(str(plugins))}]\n\n"
         f"[mcp.servers.watched]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(WATCHED))}, {json.dumps(str(upstream_log))}]\n"
         'protocol = "legacy"\n\n'
-        # The same server on the 2026-07-28 protocol (what "auto" picks against SDK 2.x).
-        f"[mcp.servers.modern]\ncommand = {json.dumps(sys.executable)}\n"
-        f'args = [{json.dumps(str(WATCHED))}, {json.dumps(str(upstream_log))}, "modern"]\n'
     )
+    if modern:  # the same server on the 2026-07-28 protocol (what "auto" picks against SDK 2.x)
+        text += (
+            f"[mcp.servers.modern]\ncommand = {json.dumps(sys.executable)}\n"
+            f'args = [{json.dumps(str(WATCHED))}, {json.dumps(str(upstream_log))}, "modern"]\n'
+        )
+    path.write_text(text)
     return path
+
+
+@pytest.fixture(scope="module")
+def config(upstream_log: Path) -> Path:
+    return write_config(upstream_log, "plughost")
+
+
+@pytest.fixture(scope="module")
+def watched_only(upstream_log: Path) -> Path:
+    """Only the handshake-era upstream: for a serve of its own whose tests use no other."""
+    return write_config(upstream_log, "watched-only", modern=False)
 
 
 @pytest.fixture(scope="module")
 def http_server(config: Path) -> Iterator[tuple[str, str]]:
     with plughost_serve_http(config.parent / "token", "--config", str(config)) as served:
         yield served
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_stdio(config: Path) -> AsyncIterator[SharedClient]:
+    """One handshake-era stdio client (and serve) for the tests that only need a session.
+
+    Each test hears through a Heard of its own and uses URIs no other stdio test of
+    the shared client subscribes to, so none depends on another's order or outcome.
+    """
+    shared = SharedClient(config, mode="legacy", callbacks=["message_handler"])
+    try:
+        yield shared
+    finally:
+        await shared.aclose()
 
 
 class Heard:
@@ -90,8 +122,17 @@ def upstream_lines(log: Path) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def connect(
-    transport: str, config: Path, request: pytest.FixtureRequest, heard: Heard, mode: str
+    transport: str,
+    config: Path,
+    request: pytest.FixtureRequest,
+    heard: Heard,
+    mode: str,
+    shared: SharedClient | None = None,
 ) -> AsyncIterator[Client]:
+    """A session of its own over HTTP; over stdio the ``shared`` one, else a serve of ``config``."""
+    if transport == "stdio" and shared is not None:
+        yield await shared.attach(message_handler=heard)
+        return
     served = request.getfixturevalue("http_server") if transport == "http" else None
     async with plughost_client(config, served, mode=mode, message_handler=heard) as client:
         yield client
@@ -114,11 +155,15 @@ async def until_logged(log: Path, line: str, count: int = 1) -> None:
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_subscription_to_an_upstream_resource_is_made_upstream_and_relayed(
-    transport: str, config: Path, upstream_log: Path, request: pytest.FixtureRequest
+    transport: str,
+    config: Path,
+    upstream_log: Path,
+    request: pytest.FixtureRequest,
+    shared_stdio: SharedClient,
 ) -> None:
     heard = Heard()
     before = upstream_lines(upstream_log)
-    async with connect(transport, config, request, heard, "legacy") as client:
+    async with connect(transport, config, request, heard, "legacy", shared_stdio) as client:
         uris = [str(r.uri) for r in (await client.list_resources()).resources]
         await subscribe(client, URI)
         await until_logged(upstream_log, f"subscribe {URI}", before.count(f"subscribe {URI}") + 1)
@@ -157,10 +202,11 @@ async def test_the_upstream_subscription_ends_when_the_last_client_leaves(
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_2026_client_listening_to_an_upstream_resource_hears_its_updates(
-    transport: str, config: Path, upstream_log: Path, request: pytest.FixtureRequest
+    transport: str, watched_only: Path, upstream_log: Path, request: pytest.FixtureRequest
 ) -> None:
     before = upstream_lines(upstream_log)
-    async with connect(transport, config, request, Heard(), "auto") as client:
+    # Over stdio a serve of its own: a 2026-07-28 session, unlike the shared one.
+    async with connect(transport, watched_only, request, Heard(), "auto") as client:
         assert client.protocol_version == "2026-07-28"
         async with client.listen(resource_subscriptions=[URI]) as events:
             await until_logged(
@@ -177,10 +223,10 @@ async def test_a_2026_client_listening_to_an_upstream_resource_hears_its_updates
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_upstream_list_changes_reach_the_client(
-    transport: str, config: Path, request: pytest.FixtureRequest
+    transport: str, config: Path, request: pytest.FixtureRequest, shared_stdio: SharedClient
 ) -> None:
     heard = Heard()
-    async with connect(transport, config, request, heard, "legacy") as client:
+    async with connect(transport, config, request, heard, "legacy", shared_stdio) as client:
         tools_before = {t.name for t in (await client.list_tools()).tools}
         await client.call_tool("mcp_watched_grow", {"kind": "tool"})
         await wait_until(
@@ -211,11 +257,15 @@ async def test_upstream_list_changes_reach_the_client(
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_subscription_to_a_2026_upstream_rides_its_listen_stream(
-    transport: str, config: Path, upstream_log: Path, request: pytest.FixtureRequest
+    transport: str,
+    config: Path,
+    upstream_log: Path,
+    request: pytest.FixtureRequest,
+    shared_stdio: SharedClient,
 ) -> None:
     heard = Heard()
     before = upstream_lines(upstream_log)
-    async with connect(transport, config, request, heard, "legacy") as client:
+    async with connect(transport, config, request, heard, "legacy", shared_stdio) as client:
         await subscribe(client, MODERN_URI)
         listened = upstream_lines(upstream_log)[len(before) :]
         await client.call_tool("mcp_modern_touch", {"uri": MODERN_URI})
@@ -231,16 +281,19 @@ async def test_a_subscription_to_a_2026_upstream_rides_its_listen_stream(
 
 
 async def test_an_upstream_subscription_is_made_again_after_the_server_restarts(
-    config: Path, upstream_log: Path, request: pytest.FixtureRequest
+    upstream_log: Path, request: pytest.FixtureRequest
 ) -> None:
     heard = Heard()
+    # A serve of its own (it kills that serve's upstream), known by its config's name.
+    config = write_config(upstream_log, "restarted", modern=False)
     async with connect("stdio", config, request, heard, "legacy") as client:
         await subscribe(client, URI)
-        await client.call_tool("mcp_watched_whoami", {})  # connected
+        # Connected (on a busy machine the upstream's first connect may time out and retry).
+        await wait_until(lambda: _answers(client), timeout=30, what="the upstream connected")
         made = upstream_lines(upstream_log).count(f"subscribe {URI}")
-        # The host's pid of this gateway's legacy upstream: not "modern", not the sandbox's
-        # helpers, not the one the module's HTTP gateway started.
-        gateway = [p for p in psutil.Process().children() if "--mcp-stdio" in p.cmdline()]
+        # The host's pid of this gateway's upstream: not the sandbox's helpers, not the
+        # one the module's HTTP gateway or shared stdio gateway started.
+        gateway = [p for p in psutil.Process().children() if str(config) in p.cmdline()]
         below = {c.pid for g in gateway for c in g.children(recursive=True)}
         legacy = [
             pid
