@@ -21,28 +21,57 @@ from tests.conftest import EXAMPLES
 from tests.serving import serve_mcp_http
 
 
-@pytest.fixture
-def plugins(tmp_path: Path) -> Path:
-    """A private copy of the examples, so the test can edit a plugin."""
-    root = tmp_path / "plugins"
+def _copy_examples(folder: Path) -> Path:
+    root = folder / "plugins"
     shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns("__pycache__", "README.md"))
+    # BM25 alone: an embedding model loading in a worker thread would hold serve's
+    # exit until it had loaded, and no test here ranks a search.
+    (folder / "serve.toml").write_text('[search]\nsemantic = "off"\n')
     return root
 
 
+@pytest.fixture
+def plugins(tmp_path: Path) -> Path:
+    """A private copy of the examples, so the test can edit a plugin."""
+    return _copy_examples(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def unedited_plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the examples that no test edits, for the tests that only list and call."""
+    return _copy_examples(tmp_path_factory.mktemp("unedited"))
+
+
 def serve_args(plugins: Path, *extra: str) -> list[str]:
-    return ["-m", "plughost", "serve", "--plugins", str(plugins), "--log-format", "json", *extra]
+    config = plugins.parent / "serve.toml"
+    return [
+        *("-m", "plughost", "serve", "--config", str(config), "--plugins", str(plugins)),
+        *("--log-format", "json", *extra),
+    ]
+
+
+def _serve_http(plugins: Path) -> Iterator[tuple[str, str]]:
+    """``plughost serve --mcp-http`` on a port of its own: its URL and the token it generated."""
+    config = ["--config", str(plugins.parent / "serve.toml"), "--plugins", str(plugins)]
+    with serve_mcp_http(plugins.parent / "mcp-token", *config) as served:
+        yield served.url, served.token
 
 
 @pytest.fixture
-def http_server(plugins: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """``plughost serve --mcp-http`` on a port of its own: its URL and the token it generated."""
-    with serve_mcp_http(tmp_path / "mcp-token", "--plugins", str(plugins)) as served:
-        yield served.url, served.token
+def http_server(plugins: Path) -> Iterator[tuple[str, str]]:
+    """A serve of the test's own copy, which the test may edit (and so reload)."""
+    yield from _serve_http(plugins)
+
+
+@pytest.fixture(scope="module")
+def unedited_http_server(unedited_plugins: Path) -> Iterator[tuple[str, str]]:
+    """One serve of ``unedited_plugins`` for the module: each test opens its own session."""
+    yield from _serve_http(unedited_plugins)
 
 
 @asynccontextmanager
 async def connect(
-    transport: str, plugins: Path, request: pytest.FixtureRequest
+    transport: str, plugins: Path, request: pytest.FixtureRequest, http: str = "http_server"
 ) -> AsyncIterator[Client]:
     if transport == "stdio":
         target = StdioServerParameters(
@@ -51,7 +80,7 @@ async def connect(
         async with Client(target, cache=None) as client:
             yield client
         return
-    url, token = request.getfixturevalue("http_server")
+    url, token = request.getfixturevalue(http)
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         create_mcp_http_client(headers=headers) as http,
@@ -61,9 +90,9 @@ async def connect(
 
 
 async def test_plughost_serve_answers_mcp_http_requests_without_its_token_with_401(
-    http_server: tuple[str, str],
+    unedited_http_server: tuple[str, str],
 ) -> None:
-    url, token = http_server
+    url, token = unedited_http_server
     body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     async with create_mcp_http_client() as http:
         missing = await http.post(url, json=body)
@@ -77,9 +106,9 @@ async def test_plughost_serve_answers_mcp_http_requests_without_its_token_with_4
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_an_mcp_client_lists_and_calls_plugin_tools_through_plughost_serve(
-    transport: str, plugins: Path, request: pytest.FixtureRequest
+    transport: str, unedited_plugins: Path, request: pytest.FixtureRequest
 ) -> None:
-    async with connect(transport, plugins, request) as client:
+    async with connect(transport, unedited_plugins, request, "unedited_http_server") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         weather = await client.call_tool("get_weather", {"city": "Tokyo"})
         swatch = await client.call_tool(
