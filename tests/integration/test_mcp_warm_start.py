@@ -25,6 +25,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from plughost.mcp.first_answers import folders_state
 from tests.mcp_servers.harness import PUBLISHED, plughost_client, plughost_serve_http
 
 PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "held" / "gated_start"
@@ -49,37 +50,38 @@ def config(tmp_path: Path) -> Path:
     return write_config(tmp_path)
 
 
-WARM_STATE = ("plugins", "data", "temp")
-"""What a start reads or writes in a configuration's folder."""
+RUN_STATE = ("data", "temp")
+"""What a serve run writes in a configuration's folder: catalogue, first-answers memo, gates."""
 
 
 @pytest.fixture(scope="module")
-def warmed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], Path]:
-    """One live start's folder, for every warm start here: its config, its list, its copy.
-
-    The live start (a real serve, the gate open) runs once; the copy holds the
-    folder as it left it (catalogue written, gate closed).
-    """
-    root = tmp_path_factory.mktemp("warmed")
-    config = write_config(root)
-    listed = asyncio.run(a_live_start(config))
-    snapshot = root / "snapshot"
-    for name in WARM_STATE:
-        if (root / name).exists():
-            shutil.copytree(root / name, snapshot / name)
-    return config, listed, snapshot
+def warmed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A folder for every warm start here, and the state of its plugin after its live start."""
+    return {"config": write_config(tmp_path_factory.mktemp("warmed")), "plugins": None}
 
 
 @pytest.fixture
-def warm_config(warmed: tuple[Path, list[str], Path]) -> Path:
-    """The shared folder put back as the live start left it, whatever the last test did to it.
+def warm_config(warmed: dict[str, Any]) -> Path:
+    """The shared folder as a live start (a real serve, the gate open) has just left it.
 
-    Each test then starts from a just-written catalogue, the plugin as copied and
-    its gate closed, as if it had run the live start itself.
+    The live start runs once, and again only if a test changed the plugin's
+    folder (any file's size or change time). Before each test the run state is
+    put back as that live start left it (its catalogue, its memo, the gate
+    closed), so each test starts as if it had run the live start itself.
     """
-    config, listed, snapshot = warmed
-    assert listed == ["gated_echo"]  # the live start listed the plugin's tool
-    for name in WARM_STATE:
+    config: Path = warmed["config"]
+    plugins, snapshot = config.parent / "plugins", config.parent / "snapshot"
+    if warmed["plugins"] != folders_state([str(plugins)]):
+        for name in ("plugins", *RUN_STATE, "snapshot"):
+            shutil.rmtree(config.parent / name, ignore_errors=True)
+        shutil.copytree(PLUGIN, plugins / "gated_start")
+        assert asyncio.run(a_live_start(config)) == ["gated_echo"]
+        for name in RUN_STATE:
+            if (config.parent / name).exists():
+                shutil.copytree(config.parent / name, snapshot / name)
+        warmed["plugins"] = folders_state([str(plugins)])
+        return config
+    for name in RUN_STATE:
         shutil.rmtree(config.parent / name, ignore_errors=True)
         if (snapshot / name).exists():
             shutil.copytree(snapshot / name, config.parent / name)
@@ -169,24 +171,6 @@ async def test_a_warm_start_lists_tools_and_takes_a_call_before_the_plugin_is_up
     assert before == ["gated_echo"]
     assert not result.is_error
     assert [b.text for b in result.content if isinstance(b, types.TextContent)] == ["started: hi"]
-
-
-async def test_a_changed_plugin_file_is_not_served_from_the_catalogue(warm_config: Path) -> None:
-    config = warm_config  # the live start ran once, for the whole file
-    source = config.parent / "plugins" / "gated_start" / "plugin.py"
-    source.write_text(source.read_text().replace('"gated_echo"', '"gated_echo_v2"'))
-
-    sent = asyncio.Event()
-    with anyio.fail_after(DEADLINE):
-        transport = watched_stdio(config, sent, "tools/list")
-        async with Client(transport, mode="legacy", cache=None) as client:
-            # Asked while the plugin is held: only the live list knows the new name.
-            listing = asyncio.ensure_future(names(client))
-            await sent.wait()
-            open_gate(config)
-            listed = await listing
-
-    assert listed == ["gated_echo_v2"]
 
 
 async def test_a_call_to_an_upstream_tool_runs_while_a_plugin_is_still_starting(
@@ -289,6 +273,26 @@ async def test_a_strict_warm_start_lists_the_catalogue_and_runs_no_call_before_r
     assert listed == ["gated_echo"]
     assert 3 not in answered  # the call was held, and the refused start ran nothing
     assert code == 3
+
+
+# Last of the warm starts: it edits the plugin, after which the next warm start
+# in this file would run the live start again.
+async def test_a_changed_plugin_file_is_not_served_from_the_catalogue(warm_config: Path) -> None:
+    config = warm_config  # the live start ran once, for the whole file
+    source = config.parent / "plugins" / "gated_start" / "plugin.py"
+    source.write_text(source.read_text().replace('"gated_echo"', '"gated_echo_v2"'))
+
+    sent = asyncio.Event()
+    with anyio.fail_after(DEADLINE):
+        transport = watched_stdio(config, sent, "tools/list")
+        async with Client(transport, mode="legacy", cache=None) as client:
+            # Asked while the plugin is held: only the live list knows the new name.
+            listing = asyncio.ensure_future(names(client))
+            await sent.wait()
+            open_gate(config)
+            listed = await listing
+
+    assert listed == ["gated_echo_v2"]
 
 
 async def test_serve_over_http_on_a_port_in_use_says_so_before_any_plugin_starts(
