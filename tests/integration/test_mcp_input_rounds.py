@@ -10,19 +10,26 @@ never resumes is cancelled in its runner, and a forged, replayed or foreign
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+import pytest_asyncio
 from mcp.shared.exceptions import MCPError
 
 from plughost.cli.serve_config import ServeSettings
 from plughost.mcp.input_rounds import DEFAULT_INPUT_TIMEOUT, DEFAULT_MAX_PARKED
 from tests.mcp_servers.harness import Peer, plughost_client, plughost_serve_http
+from tests.mcp_servers.shared_client import SharedClient
 from tests.waiting import wait_until
+
+# The module's event loop, for the tests of the shared stdio client: it lives on that loop.
+uses_shared = pytest.mark.asyncio(loop_scope="module")
 
 ROOT = Path(__file__).resolve().parents[2]
 ASKER = ROOT / "tests" / "plugins" / "asker"
@@ -60,6 +67,22 @@ def http_server(config: Path) -> Iterator[tuple[str, str]]:
         yield served
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_stdio(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SharedClient]:
+    """One 2026-07-28 stdio client (and serve) for the stdio tests that only need a session.
+
+    Its serve parks one call at most, for the test of that cap; every test leaves no
+    call parked behind it, so none depends on another's order or outcome.
+    """
+    capped = write_config(tmp_path_factory.mktemp("capped"), max_parked=1)
+    names = ["sampling_callback", "elicitation_callback"]
+    shared = SharedClient(capped, mode="auto", callbacks=names)
+    try:
+        yield shared
+    finally:
+        await shared.aclose()
+
+
 def text_of(result: types.CallToolResult) -> str:
     return "".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
@@ -68,14 +91,27 @@ def served_by(transport: str, request: pytest.FixtureRequest) -> tuple[str, str]
     return request.getfixturevalue("http_server") if transport == "http" else None
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-async def test_a_2026_client_answers_a_plugins_sampling_and_elicitation(
-    transport: str, config: Path, request: pytest.FixtureRequest
-) -> None:
-    peer = Peer()
+@contextlib.asynccontextmanager
+async def session(
+    transport: str, config: Path, request: pytest.FixtureRequest, shared: SharedClient, peer: Peer
+) -> AsyncIterator[Any]:
+    """A session of its own over HTTP, the shared one over stdio; ``peer`` answers it."""
     callbacks = {"sampling_callback": peer.sampling, "elicitation_callback": peer.elicitation}
+    if transport == "stdio":
+        yield await shared.attach(**callbacks)
+        return
     served = served_by(transport, request)
     async with plughost_client(config, served, mode="auto", **callbacks) as client:
+        yield client
+
+
+@uses_shared
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_2026_client_answers_a_plugins_sampling_and_elicitation(
+    transport: str, config: Path, request: pytest.FixtureRequest, shared_stdio: SharedClient
+) -> None:
+    peer = Peer()
+    async with session(transport, config, request, shared_stdio, peer) as client:
         negotiated = client.protocol_version
         sampled = await client.call_tool("ask_model", {"text": "a name?"})
         elicited = await client.call_tool("ask_user", {"text": "your name?"})
@@ -252,17 +288,24 @@ def test_at_most_256_calls_are_parked_by_default() -> None:
     assert ServeSettings().mcp_max_parked_calls == DEFAULT_MAX_PARKED == 256
 
 
+@uses_shared
 async def test_past_the_parked_calls_cap_a_plugins_question_is_refused_to_it(
-    tmp_path: Path,
+    shared_stdio: SharedClient,
 ) -> None:
-    config = write_config(tmp_path, max_parked=1)
-    async with plughost_client(
-        config, None, mode="auto", elicitation_callback=Peer().elicitation
-    ) as client:
-        first = await client.session.call_tool(
-            "ask_user", {"text": "first"}, allow_input_required=True
-        )
-        assert isinstance(first, types.InputRequiredResult)
+    client = await shared_stdio.attach(
+        sampling_callback=Peer().sampling, elicitation_callback=Peer().elicitation
+    )
+    first = await client.session.call_tool("ask_user", {"text": "first"}, allow_input_required=True)
+    assert isinstance(first, types.InputRequiredResult)
+    assert first.input_requests is not None
+    [key] = first.input_requests
+    retry: dict[str, Any] = {
+        "input_responses": {key: types.ElicitResult(action="accept", content={"username": "q"})},
+        "request_state": first.request_state,
+        "allow_input_required": True,
+    }
+    done = None
+    try:
         # The one parking place is taken: the next call's question never reaches the
         # client; the plugin's ctx.elicit raises with the reason and the call ends.
         second = await client.session.call_tool(
@@ -272,16 +315,12 @@ async def test_past_the_parked_calls_cap_a_plugins_question_is_refused_to_it(
         assert second.is_error
         assert "mcp_max_parked_calls" in text_of(second), text_of(second)
         # The parked call is untouched and completes on its retry, which frees the place.
-        assert first.input_requests is not None
-        [key] = first.input_requests
-        done = await client.session.call_tool(
-            "ask_user",
-            {"text": "first"},
-            input_responses={key: types.ElicitResult(action="accept", content={"username": "q"})},
-            request_state=first.request_state,
-            allow_input_required=True,
-        )
+        done = await client.session.call_tool("ask_user", {"text": "first"}, **retry)
         again = await client.call_tool("ask_user", {"text": "third"})
+    finally:
+        if done is None:  # failed with the call parked: free the shared serve's one place
+            with contextlib.suppress(MCPError):
+                await client.session.call_tool("ask_user", {"text": "first"}, **retry)
 
     assert isinstance(done, types.CallToolResult)
     assert text_of(done) == "user accept: q"
