@@ -52,6 +52,14 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def plugin_only(config: Path) -> Path:
+    """The conformance plugin alone: for a serve of its own whose test uses no upstream."""
+    path = config.parent / "plugin-only.toml"
+    path.write_text(f"[host]\nplugin_dirs = [{json.dumps(str(PLUGIN))}]\n")
+    return path
+
+
+@pytest.fixture(scope="module")
 def http_server(config: Path) -> Iterator[tuple[str, str]]:
     """One plughost serve over HTTP for the module (URL, token): each test opens its own session."""
     with plughost_serve_http(config.parent / "token", "--config", str(config)) as served:
@@ -204,14 +212,15 @@ async def test_sampling_fails_with_the_reason_when_the_client_does_not_offer_it(
 async def test_clients_of_older_protocols_are_served_sampling_and_elicitation_where_it_exists(
     transport: str,
     version: str,
-    config: Path,
+    plugin_only: Path,
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The SDK client always offers its newest handshake version; this pins an older one.
     monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", version)
     peer = Peer()
-    async with connect(transport, config, request, peer) as client:
+    # Over stdio a serve of its own, of the plugin alone: no upstream takes part here.
+    async with connect(transport, plugin_only, request, peer) as client:
         negotiated = client.protocol_version
         sampled = await client.call_tool("test_sampling", {"prompt": "2+2?"})
         elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
