@@ -109,11 +109,13 @@ async def serve(config: ServeConfig, *, strict: bool = False) -> int:
                     _print_learned(*learned, config.serve.log_format)
     finally:
         early_launch.discard()  # a server started early that no connection claimed
-        if stop.is_set():
+        if stop.is_set() or config.serve.mcp == "stdio":
             # The host is closed: nothing left matters. The interpreter's exit would
-            # still join worker threads that never end: the MCP SDK's stdin reader (a
-            # client may keep stdin open after SIGTERM), an idle AnyIO worker whose
-            # event loop is gone (with stderr piped to a tee the same Ctrl-C ended).
+            # still join worker threads that never end, or end late: the MCP SDK's
+            # stdin reader (a client may keep stdin open after SIGTERM), an idle AnyIO
+            # worker whose event loop is gone (with stderr piped to a tee the same
+            # Ctrl-C ended), the search model still loading when a client that opens
+            # a session per call closes stdin and waits for the process to end.
             from plughost.cli.quick_exit import exit_now
 
             exit_now(code)
