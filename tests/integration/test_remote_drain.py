@@ -23,6 +23,7 @@ import pytest
 from plughost.host import PluginHost
 from plughost.remote.member import RemoteRunner, RemoteState
 from plughost_sdk.models import ToolExecutionResult
+from tests.integration import shared_remote
 from tests.integration.remote_helpers import (
     PLUGIN_ID,
     exited,
@@ -36,8 +37,15 @@ from tests.integration.remote_helpers import (
     start_runner,
     status_of,
 )
+from tests.integration.shared_remote import keys_of, own_name
 from tests.integration.test_replicas import write_plugin
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the shared host runs on
+# Every test takes ``host`` from one shared host, given back clean (see shared_remote).
+shared_host = shared_remote.shared_remote_host
+host = shared_remote.host_for_the_test
+
 
 HOLDING_PLUGIN = """
 import asyncio
@@ -59,7 +67,8 @@ class Holding(Plugin):
 
     @Tool(
         "hold",
-        brief_description="Say it started (a file), wait, then say who answered",
+        brief_description="Say it started (a file), wait for its release (a file) or "
+        "the seconds, then say who answered",
         parameters=[
             ToolParameterInfo(name="seconds", param_type=ToolParamType.FLOAT),
             ToolParameterInfo(name="marker", param_type=ToolParamType.STRING),
@@ -68,7 +77,10 @@ class Holding(Plugin):
     async def hold(self, seconds: float, marker: str, **kwargs: Any) -> dict[str, Any]:
         Path(marker + ".part").write_text(str(os.getpid()))
         os.replace(marker + ".part", marker)  # seen whole or not at all
-        await asyncio.sleep(seconds)
+        release = Path(marker + ".release")
+        end = asyncio.get_running_loop().time() + seconds
+        while not release.exists() and asyncio.get_running_loop().time() < end:
+            await asyncio.sleep(0.02)  # the test's release lives in another process: a file
         return {"content": "held", "pid": os.getpid()}
 
 def create_plugin() -> Holding:
@@ -86,12 +98,20 @@ def holding_plugins(root: Path) -> Path:
 async def held(
     host: PluginHost, seconds: float, marker: Path
 ) -> tuple[asyncio.Task[ToolExecutionResult], int]:
-    """A ``hold`` call, once it runs in a runner; returns it and that runner's pid."""
+    """A ``hold`` call, once it runs in a runner; returns it and that runner's pid.
+
+    It returns once ``marker`` + ``.release`` exists (see :func:`release`), or after ``seconds``.
+    """
     call = asyncio.create_task(
         host.invoke("hold", {"seconds": seconds, "marker": str(marker)}, trusted=True)
     )
     await wait_until(marker.exists, timeout=10, what="the long call started in its runner")
     return call, int(marker.read_text())
+
+
+def release(marker: Path) -> None:
+    """Let the ``hold`` call that wrote ``marker`` return."""
+    marker.with_name(marker.name + ".release").touch()
 
 
 def members(host: PluginHost) -> list[RemoteRunner]:
@@ -107,7 +127,8 @@ async def draining_with_a_call(
     *extra: str,
 ) -> tuple[subprocess.Popen[bytes], asyncio.Task[ToolExecutionResult]]:
     """One runner with a long call in flight, sent ``sig``; returns once the host knows."""
-    credential = issue(tmp_path / "keys", "solo", [PLUGIN_ID], tmp_path / "solo.json")
+    name = own_name(tmp_path, "solo")
+    credential = issue(keys_of(host), name, [PLUGIN_ID], tmp_path / "solo.json")
     plugins = holding_plugins(tmp_path / "remote-plugins")
     runner = start_runner(listening_at(host), credential, plugins, tmp_path, extra=extra)
     runners.append(runner)
@@ -126,13 +147,14 @@ async def test_a_runner_stopped_mid_call_finishes_it_while_the_other_takes_new_c
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
-    credential = issue(tmp_path / "keys", "pods", [PLUGIN_ID], tmp_path / "pods.json")
+    name = own_name(tmp_path, "pods")
+    credential = issue(keys_of(host), name, [PLUGIN_ID], tmp_path / "pods.json")
     plugins = holding_plugins(tmp_path / "remote-plugins")
     for _ in range(2):
         runners.append(start_runner(listening_at(host), credential, plugins, tmp_path))
     await wait_until(lambda: healthy_members(host) == 2, timeout=30, what="two runners joined")
 
-    slow, pid_a = await held(host, 5.0, tmp_path / "started")
+    slow, pid_a = await held(host, 60.0, tmp_path / "started")
     a = next(m for m in members(host) if m.remote_pid == pid_a)
     b = next(m for m in members(host) if m is not a)
     process_a = next(p for p in runners if p.pid == a.remote_pid)
@@ -145,7 +167,9 @@ async def test_a_runner_stopped_mid_call_finishes_it_while_the_other_takes_new_c
     after = await asyncio.gather(*(pause(host, 0.05) for _ in range(10)))
     assert all(r.success for r in after), [r.error_message for r in after]
     assert Counter(r.structured_content["pid"] for r in after) == {b.remote_pid: 10}
+    assert not slow.done()  # held until released: every new call went to B meanwhile
 
+    release(tmp_path / "started")
     result = await slow
     assert result.success, result.error_message
     assert result.structured_content["pid"] == a.remote_pid
