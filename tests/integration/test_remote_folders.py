@@ -15,6 +15,7 @@ import pytest
 
 from plughost.host import PluginHost
 from plughost_sdk.models import ToolExecutionResult
+from tests.integration import shared_remote
 from tests.integration.remote_helpers import (
     PLUGIN_ID,
     healthy_members,
@@ -27,8 +28,14 @@ from tests.integration.remote_helpers import (
     start_runner,
     status_of,
 )
+from tests.integration.shared_remote import held_tool, keys_of, own_name
 from tests.integration.test_replicas import write_plugin
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the shared host runs on
+# Every test takes ``host`` from one shared host, given back clean (see shared_remote).
+shared_host = shared_remote.shared_remote_host
+host = shared_remote.host_for_the_test
 
 ADDED = "tests.added"
 ON_UNLOAD = """    config_model = Config
@@ -39,11 +46,12 @@ ON_UNLOAD = """    config_model = Config
 
 
 def other_plugin(parent: Path, plugin_id: str, tool: str) -> Path:
-    """A complete plugin folder ``parent/plugin_id`` whose one tool is ``tool``."""
+    """A complete plugin folder ``parent/plugin_id`` whose tools are ``tool`` and ``tool_held``."""
     folder = plugin_dir(parent, plugin_id=plugin_id) / plugin_id
     source = folder / "plugin.py"
     text = source.read_text().replace('"pause",', f'"{tool}",', 1)
-    source.write_text(text.replace("    config_model = Config\n", ON_UNLOAD))
+    held = held_tool(f"{tool}_held", "1.0.0")
+    source.write_text(text.replace("    config_model = Config\n", ON_UNLOAD + held))
     return folder
 
 
@@ -60,9 +68,13 @@ async def serving(
     host: PluginHost, tmp_path: Path, runners: list[subprocess.Popen[bytes]], *extra: str
 ) -> Path:
     """One runner serving the test plugin (and ``extra`` plugin ids) with a credential
-    allowing it, ``tests.added``; return its plugins folder."""
+    allowing it, ``tests.added``; return its plugins folder.
+
+    The credential is ``growing-`` and the test's own folder name (see :func:`own_name`).
+    """
     assert host.remote is not None
-    credential = issue(tmp_path / "keys", "growing", [PLUGIN_ID, ADDED], tmp_path / "growing.json")
+    name = own_name(tmp_path, "growing")
+    credential = issue(keys_of(host), name, [PLUGIN_ID, ADDED], tmp_path / "growing.json")
     plugins = plugin_dir(tmp_path / "remote-plugins")
     for plugin_id in extra:
         other_plugin(plugins, plugin_id, "wave")
@@ -82,7 +94,8 @@ async def test_a_folder_added_on_the_runner_is_offered_then_served_or_refused_wi
     staging = tmp_path / "staging"
     staging.mkdir()
     move_in(other_plugin(staging, "tests.unlisted", "unlisted"), plugins)
-    refusal = "refused plugin tests.unlisted offered by credential growing: "
+    growing = own_name(tmp_path, "growing")
+    refusal = f"refused plugin tests.unlisted offered by credential {growing}: "
     await wait_until(lambda: logged(caplog.records, refusal), timeout=30, what="the refusal")
     assert host.components.owner("tests.unlisted") is None
 
@@ -118,7 +131,9 @@ async def test_a_folder_removed_on_the_runner_unloads_after_its_calls_and_its_to
     )
     pool = remote_pool(host, ADDED)
     assert pool is not None
-    slow = [asyncio.create_task(call(host, "wave", 4.0)) for _ in range(2)]
+    release = tmp_path / "release"
+    hold = {"release": str(release)}
+    slow = [asyncio.create_task(host.invoke("wave_held", hold, trusted=True)) for _ in range(2)]
     await wait_until(lambda: pool.inflight == 2, timeout=5, what="slow calls in flight")
     parked = shutil.move(plugins / ADDED, tmp_path / "parked")  # the operator removes it
     await wait_until(
@@ -127,6 +142,7 @@ async def test_a_folder_removed_on_the_runner_unloads_after_its_calls_and_its_to
     assert not any(task.done() for task in slow)  # removed while they run
     unloaded = tmp_path / "runner-data" / "data" / ADDED / "unloaded.txt"
     assert not unloaded.exists()  # it waits for its calls
+    release.touch()
     finished = await asyncio.gather(*slow)
     assert [r.content for r in finished] == ["1.0.0"] * 2, [r.error_message for r in finished]
     await wait_until(unloaded.exists, timeout=10, what="its on_unload ran after its calls")
@@ -164,7 +180,8 @@ async def watched(
 ) -> tuple[subprocess.Popen[bytes], Path]:
     """A joined runner started with ``options`` and ``env``; it and its plugins folder."""
     assert host.remote is not None
-    credential = issue(tmp_path / "keys", "watched", [PLUGIN_ID], tmp_path / "watched.json")
+    name = own_name(tmp_path, "watched")
+    credential = issue(keys_of(host), name, [PLUGIN_ID], tmp_path / "watched.json")
     plugins = plugin_dir(tmp_path / "remote-plugins")
     endpoint = host.remote.listener.endpoint
     runner = start_runner(endpoint, credential, plugins, tmp_path, extra=options, env=env)
