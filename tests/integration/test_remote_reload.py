@@ -14,6 +14,7 @@ import pytest
 from plughost.host import PluginHost
 from plughost.remote.member import RemoteRunner
 from plughost_sdk import wire
+from tests.integration import shared_remote
 from tests.integration.remote_helpers import (
     PLUGIN_ID,
     healthy_members,
@@ -26,22 +27,32 @@ from tests.integration.remote_helpers import (
     start_runner,
     status_of,
 )
+from tests.integration.shared_remote import held_tool, keys_of, own_name
 from tests.integration.test_replicas import write_plugin
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the shared host runs on
+# Every test takes ``host`` from one shared host, given back clean (see shared_remote).
+shared_host = shared_remote.shared_remote_host
+host = shared_remote.host_for_the_test
 
 ON_UNLOAD = """    config_model = Config
 
     async def on_unload(self) -> None:
         self.ctx.paths.data("unloaded.txt").write_text("1.0.0")
-"""
+""" + held_tool("hold", "1.0.0")
 
 
 async def joined(
     host: PluginHost, tmp_path: Path, allow: str, runners: list[subprocess.Popen[bytes]]
 ) -> Path:
-    """Start one runner serving version 1.0.0 under ``allow``; return its plugin folder."""
+    """Start one runner serving version 1.0.0 under ``allow``; return its plugin folder.
+
+    Its credential is ``editable-`` and the test's own folder name (see :func:`own_name`).
+    """
     assert host.remote is not None
-    credential = issue(tmp_path / "keys", "editable", [allow], tmp_path / "editable.json")
+    name = own_name(tmp_path, "editable")
+    credential = issue(keys_of(host), name, [allow], tmp_path / "editable.json")
     plugins = plugin_dir(tmp_path / "remote-plugins")
     source = plugins / PLUGIN_ID / "plugin.py"
     source.write_text(source.read_text().replace("    config_model = Config\n", ON_UNLOAD))
@@ -56,7 +67,9 @@ async def test_an_edit_on_the_runner_replaces_the_plugin_and_calls_in_flight_fin
     folder = await joined(host, tmp_path, PLUGIN_ID, runners)
     before = await pause(host, 0)
     assert before.success and before.content == "1.0.0"
-    slow = [asyncio.create_task(pause(host, 4.0)) for _ in range(3)]
+    release = tmp_path / "release"
+    hold = {"release": str(release)}
+    slow = [asyncio.create_task(host.invoke("hold", hold, trusted=True)) for _ in range(3)]
     pool = remote_pool(host)
     assert pool is not None
     await wait_until(lambda: pool.inflight == 3, timeout=5, what="slow calls in flight")
@@ -73,6 +86,9 @@ async def test_an_edit_on_the_runner_replaces_the_plugin_and_calls_in_flight_fin
     after = await pause(host, 0)
     assert after.success and after.content == "1.1.0"
     assert after.structured_content["pid"] == before.structured_content["pid"]  # no restart
+    assert not any(call.done() for call in slow)  # held until released
+    assert not unloaded.exists()
+    release.touch()
     finished = await asyncio.gather(*slow)
     assert [r.content for r in finished] == ["1.0.0"] * 3, [r.error_message for r in finished]
     await wait_until(unloaded.exists, timeout=10, what="the old version's on_unload ran")
@@ -112,7 +128,8 @@ async def test_a_broken_edit_keeps_the_old_version_serving_and_is_reported_with_
     (folder / "plugin.py").write_text(source)
     manifest = json.loads((folder / "_manifest.json").read_text())
     (folder / "_manifest.json").write_text(json.dumps({**manifest, "version": "2.0.0"}))
-    await reported(f"plugin {PLUGIN_ID} 2.0.0 is not allowed for credential editable")
+    name = own_name(tmp_path, "editable")
+    await reported(f"plugin {PLUGIN_ID} 2.0.0 is not allowed for credential {name}")
     assert logged(caplog.records, f"refused the new version of plugin {PLUGIN_ID}")
 
     (folder / "_manifest.json").write_text("{ not json")
