@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 
 from plughost.host import PluginHost
-from tests.conftest import TEST_PLUGINS
+from tests.conftest import TEST_PLUGINS, fast_settings
 
 HOSTILE = TEST_PLUGINS / "hostile_intruder"
 NEIGHBOUR = TEST_PLUGINS / "echo"
@@ -50,6 +52,17 @@ def plant_plugins(root: Path) -> Path:
     config = plugins / "echo" / "config.toml"
     config.write_text(f'api_key = "{NEIGHBOUR_SECRET}"\n' + config.read_text())
     return plugins
+
+
+@contextlib.asynccontextmanager
+async def planted_host(root: Path) -> AsyncIterator[Attack]:
+    """A host with the test settings serving the planted intruder and neighbour under ``root``."""
+    plugins = plant_plugins(root)
+    settings = fast_settings(root)
+    async with PluginHost(
+        [plugins / "hostile_intruder", plugins / "echo"], settings=settings
+    ) as host:
+        yield Attack(host, plugins, settings.data_dir)
 
 
 def require(host: PluginHost, *protections: str) -> None:

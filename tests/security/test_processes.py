@@ -17,9 +17,11 @@ import asyncio
 import os
 import signal
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
@@ -28,22 +30,33 @@ from plughost.runners.memory import ProcMeter
 from plughost.settings import ResourceLimits
 from tests.conftest import TEST_PLUGINS, fast_settings
 from tests.fault_injection import processes_mentioning
-from tests.security.sandboxed import Attack, plant_plugins, require
+from tests.security.sandboxed import Attack, plant_plugins, planted_host, require
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the shared host runs on
 
-async def test_in_a_pid_namespace_a_plugin_cannot_see_the_host_process(tmp_path: Path) -> None:
-    plugins = plant_plugins(tmp_path)
-    settings = fast_settings(tmp_path)
-    async with PluginHost([plugins / "hostile_intruder"], settings=settings) as host:
-        require(host, "pid_namespace")
-        attack = Attack(host, plugins, settings.data_dir)
 
-        host_cmdline = await attack.attempt("intrude_read", path=f"/proc/{os.getpid()}/cmdline")
-        own_status = await attack.attempt("intrude_read", path="/proc/self/status")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def watched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Attack]:
+    """One host, default settings, serving the intruder and its neighbour (echo).
 
-        assert not host_cmdline["allowed"]
-        assert own_status["allowed"] and "NSpid" in own_status["detail"]
+    Shared by the tests that only look and call: none of them ends, restarts or
+    reloads a runner (the intruder's signals are refused), so each sees the runners
+    as the host started them. Tests that end or restart a runner, or set a limit,
+    start a host of their own.
+    """
+    async with planted_host(tmp_path_factory.mktemp("processes")) as attack:
+        yield attack
+
+
+async def test_in_a_pid_namespace_a_plugin_cannot_see_the_host_process(watched: Attack) -> None:
+    require(watched.host, "pid_namespace")
+
+    host_cmdline = await watched.attempt("intrude_read", path=f"/proc/{os.getpid()}/cmdline")
+    own_status = await watched.attempt("intrude_read", path="/proc/self/status")
+
+    assert not host_cmdline["allowed"]
+    assert own_status["allowed"] and "NSpid" in own_status["detail"]
 
 
 async def test_in_a_pid_namespace_a_detached_grandchild_dies_with_its_runner(
@@ -84,28 +97,23 @@ async def test_a_fork_bomb_stops_at_the_runners_process_limit(tmp_path: Path) ->
 
 
 async def test_in_a_pid_namespace_a_plugin_sees_and_signals_only_its_own_processes(
-    tmp_path: Path,
+    watched: Attack,
 ) -> None:
-    plugins = plant_plugins(tmp_path)
-    settings = fast_settings(tmp_path)
-    async with PluginHost(
-        [plugins / "hostile_intruder", plugins / "echo"], settings=settings
-    ) as host:
-        require(host, "pid_namespace")
-        attack = Attack(host, plugins, settings.data_dir)
-        neighbour = host.runner_for("tests.echo")
-        assert neighbour is not None and neighbour.pid is not None
+    host, attack = watched.host, watched
+    require(host, "pid_namespace")
+    neighbour = host.runner_for("tests.echo")
+    assert neighbour is not None and neighbour.pid is not None
 
-        listed = await attack.attempt("intrude_processes")
-        kill_host = await attack.attempt("intrude_signal", pid=os.getpid())
-        kill_neighbour = await attack.attempt("intrude_signal", pid=neighbour.pid)
+    listed = await attack.attempt("intrude_processes")
+    kill_host = await attack.attempt("intrude_signal", pid=os.getpid())
+    kill_neighbour = await attack.attempt("intrude_signal", pid=neighbour.pid)
 
-        assert listed["own"] == 2  # under its namespace's init
-        assert set(listed["detail"]) == {1, 2}  # the init and itself: nobody else's
-        assert not kill_host["allowed"] and "ProcessLookupError" in kill_host["detail"]
-        assert not kill_neighbour["allowed"] and "ProcessLookupError" in kill_neighbour["detail"]
-        assert (await host.invoke("echo", {"text": "still here"})).content == "still here"
-        assert all("pid_namespace" in status.sandbox for status in host.status())
+    assert listed["own"] == 2  # under its namespace's init
+    assert set(listed["detail"]) == {1, 2}  # the init and itself: nobody else's
+    assert not kill_host["allowed"] and "ProcessLookupError" in kill_host["detail"]
+    assert not kill_neighbour["allowed"] and "ProcessLookupError" in kill_neighbour["detail"]
+    assert (await host.invoke("echo", {"text": "still here"})).content == "still here"
+    assert all("pid_namespace" in status.sandbox for status in host.status())
 
 
 async def test_in_a_pid_namespace_a_plugin_that_kills_itself_crashes_and_restarts(
@@ -183,21 +191,21 @@ async def test_in_a_pid_namespace_memory_mb_counts_the_runner_not_its_helpers(
 
 
 async def test_a_forked_runner_in_a_pid_namespace_is_its_init_and_itself_and_nothing_outside(
-    tmp_path: Path,
+    watched: Attack,
 ) -> None:
-    async with PluginHost([TEST_PLUGINS / "echo"], settings=fast_settings(tmp_path)) as host:
-        require(host, "pid_namespace")
-        runner = host.runner_for("tests.echo")
-        server = host._fork_server
-        assert runner is not None and runner.pid is not None
-        assert server is not None and server.pid is not None
-        inner = _runner_inside(runner.pid)
+    host = watched.host
+    require(host, "pid_namespace")
+    runner = host.runner_for("tests.echo")
+    server = host._fork_server
+    assert runner is not None and runner.pid is not None
+    assert server is not None and server.pid is not None
+    inner = _runner_inside(runner.pid)
 
-        assert _nspid(runner.pid)[-1] == 1  # the pid the host shows is the namespace's init
-        assert _fields(runner.pid)["PPid"] == str(server.pid)  # adopted: no waiter between
-        assert _nspid(inner)[-1] == 2 and _fields(inner)["PPid"] == str(runner.pid)
-        assert os.getpgid(inner) == runner.pid  # one process group, for the group kill
-        assert (await host.invoke("echo", {"text": "two processes"})).content == "two processes"
+    assert _nspid(runner.pid)[-1] == 1  # the pid the host shows is the namespace's init
+    assert _fields(runner.pid)["PPid"] == str(server.pid)  # adopted: no waiter between
+    assert _nspid(inner)[-1] == 2 and _fields(inner)["PPid"] == str(runner.pid)
+    assert os.getpgid(inner) == runner.pid  # one process group, for the group kill
+    assert (await host.invoke("echo", {"text": "two processes"})).content == "two processes"
 
 
 async def test_in_a_pid_namespace_a_runner_killed_from_outside_fails_its_call_by_its_exit(
@@ -239,7 +247,7 @@ async def test_in_a_pid_namespace_a_runner_spinning_with_the_gil_is_killed_as_un
 ) -> None:
     # An async handler spinning with the GIL runs to its deadline before the runner is
     # declared unresponsive: a short deadline keeps the test short.
-    settings = fast_settings(tmp_path).model_copy(update={"call_timeout": 2.0})
+    settings = fast_settings(tmp_path).model_copy(update={"call_timeout": 1.0})
     async with PluginHost([TEST_PLUGINS / "faulty"], settings=settings) as host:
         require(host, "pid_namespace")
         runner = host.runner_for("tests.faulty")
