@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from plughost import reloader
 from plughost.events import EventKind, LifecycleEvent
@@ -315,25 +317,52 @@ async def test_a_case_variant_of_an_installed_id_is_the_same_claim(tmp_path: Pat
     assert not variant_served
 
 
-@pytest.mark.parametrize(
-    "bad_id", ["../author.weather", ".author.weather", "author/weather.x", "author.weather\n"]
-)
-async def test_an_id_that_is_not_one_path_component_is_refused_at_the_manifest(
-    tmp_path: Path, bad_id: str
-) -> None:
-    settings = _settings(tmp_path)
-    bad = _write(tmp_path / "plugins" / "bad", bad_id, "bad")
-    _write(tmp_path / "plugins" / "climate", CLIMATE, "neighbour")
+BAD_IDS = ["../author.weather", ".author.weather", "author/weather.x", "author.weather\n"]
 
-    async with PluginHost([tmp_path / "plugins"], settings=settings) as host:
+
+@dataclass(frozen=True, slots=True)
+class BadIdStart:
+    """What one host start over a folder per bad id, and a neighbour, left behind."""
+
+    root: Path
+    data_dir: Path
+    folders: dict[str, Path]
+    neighbour: dict[str, Any]
+    failed: list[LifecycleEvent]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def bad_id_start(tmp_path_factory: pytest.TempPathFactory) -> BadIdStart:
+    """One first start over every bad id's folder at once: each is refused on its own."""
+    root = tmp_path_factory.mktemp("bad-ids")
+    settings = _settings(root)
+    folders = {
+        bad_id: _write(root / "plugins" / f"bad-{n}", bad_id, "bad")
+        for n, bad_id in enumerate(BAD_IDS)
+    }
+    _write(root / "plugins" / "climate", CLIMATE, "neighbour")
+
+    async with PluginHost([root / "plugins"], settings=settings) as host:
         neighbour = await _whoami(host, CLIMATE)
-        (failed,) = _events(host, EventKind.PLUGIN_FAILED)
+        failed = _events(host, EventKind.PLUGIN_FAILED)
+    return BadIdStart(root, settings.data_dir, folders, neighbour, failed)
 
-    assert neighbour["mark"] == "neighbour"
-    assert failed.details["stage"] == "manifest" and failed.details["path"] == str(bad)
+
+@pytest.mark.asyncio(loop_scope="module")  # the loop of the shared start
+@pytest.mark.parametrize("bad_id", BAD_IDS)
+async def test_an_id_that_is_not_one_path_component_is_refused_at_the_manifest(
+    bad_id_start: BadIdStart, bad_id: str
+) -> None:
+    start = bad_id_start
+    bad = start.folders[bad_id]
+    (failed,) = [e for e in start.failed if e.details.get("path") == str(bad)]
+
+    assert start.neighbour["mark"] == "neighbour"
+    assert failed.details["stage"] == "manifest"
     assert f"{bad_id!r} is not a plugin id" in failed.details["reason"]
-    assert {p.name for p in settings.data_dir.iterdir()} <= {BINDINGS_FILE, CLIMATE, ".folders"}
-    assert not (tmp_path / WEATHER).exists() and not (tmp_path / "data" / WEATHER).exists()
+    assert len(start.failed) == len(BAD_IDS)  # the bad folders' refusals, nothing else
+    assert {p.name for p in start.data_dir.iterdir()} <= {BINDINGS_FILE, CLIMATE, ".folders"}
+    assert not (start.root / WEATHER).exists() and not (start.data_dir / WEATHER).exists()
 
 
 async def test_no_runner_can_rewrite_the_bindings(tmp_path: Path) -> None:
