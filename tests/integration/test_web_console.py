@@ -36,7 +36,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 WAIT_MS = 20_000
-RESTART_WINDOW = 3.0  # short, so a test sees a restart leave the window and stay counted
+RESTART_WINDOW = 1.0  # short, so a test sees a restart leave the window and stay counted
 
 if not CHROMIUM.exists():
     pytest.skip(
