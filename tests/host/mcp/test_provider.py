@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -313,50 +314,48 @@ async def test_resources_and_prompts_are_not_exposed_when_tools_are_filtered(
     assert names == {"mcp_demo_echo"}
 
 
-async def _timed_listing(provider: MCPToolProvider) -> tuple[set[str], float]:
-    """The names ``provider`` lists first (connecting its servers), and how long that took."""
-    started = time.monotonic()
-    names = {spec.name for spec in await provider.list_tools()}
-    return names, time.monotonic() - started
+_SILENT = "import sys, time; open(sys.argv[1], 'w').write(repr(time.monotonic())); sys.stdin.read()"
+"""A server that never answers, and writes when it started (the clock all processes share)."""
 
 
-async def test_a_broken_or_silent_server_neither_blocks_nor_hides_the_others() -> None:
-    alone = MCPToolProvider({"good": demo_stdio()})
-    try:
-        _, good_alone = await _timed_listing(alone)
-    finally:
-        await alone.close()
-    silent = MCPServerConfig(
-        command=sys.executable,
-        args=["-c", "import sys; sys.stdin.read()"],
-        connect_timeout=1.5,
-        retry_delay=30,  # no background retry may turn it back to "connecting" before the check
-    )
+async def test_a_broken_or_silent_server_neither_blocks_nor_hides_the_others(
+    tmp_path: Path,
+) -> None:
+    def silent(name: str) -> MCPServerConfig:
+        return MCPServerConfig(
+            command=sys.executable,
+            args=["-c", _SILENT, str(tmp_path / name)],
+            write=[str(tmp_path)],  # a sandboxed server writes only where it is granted
+            connect_timeout=1.5,
+            retry_delay=30,  # no background retry may turn it back to "connecting" before the check
+        )
+
     missing = MCPServerConfig(command="/nonexistent/mcp-server", retry_delay=30)
     refused = MCPServerConfig(url=f"http://127.0.0.1:{free_port()}/mcp")
     provider = MCPToolProvider(
         {
             "good": demo_stdio(),
-            "silent": silent,
-            "mute": silent,
+            "silent": silent("silent"),
+            "mute": silent("mute"),
             "missing": missing,
             "refused": refused,
         }
     )
     try:
-        names, elapsed = await _timed_listing(provider)
+        names = {spec.name for spec in await provider.list_tools()}
         status = provider.status()
         unavailable = await call(provider, "mcp_missing_anything")
     finally:
         await provider.close()
+    began = [float((tmp_path / name).read_text()) for name in ("silent", "mute")]
 
     assert "mcp_good_echo" in names
     assert not any(
         name.startswith(("mcp_silent", "mcp_mute", "mcp_missing", "mcp_refused")) for name in names
     )
-    # Each silent one given up at its connect timeout, both while the good one connects:
-    # one after another they would add twice that to what the good one takes alone.
-    assert elapsed < good_alone + silent.connect_timeout, f"{elapsed:.2f} s, {good_alone:.2f} s"
+    # Both silent ones were started before either was given up at its connect timeout:
+    # one after another, the second would start only once the first had been given up.
+    assert abs(began[0] - began[1]) < 1.5, began
     assert status["good"].state is ServerState.CONNECTED
     assert status["silent"].state is status["mute"].state is ServerState.FAILED
     assert "connect_timeout" in status["silent"].reason
