@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -29,12 +28,8 @@ def run(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
 
 
 def run_each(*commands: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
-    """Run invocations that do not depend on each other side by side, each in its own process.
-
-    Two at a time: each is busy importing, so more than there are cores gains nothing.
-    """
-    with ThreadPoolExecutor(2) as pool:
-        return list(pool.map(lambda args: run(*args), commands))
+    """Run each invocation in a process of its own, one after another."""
+    return [run(*args) for args in commands]
 
 
 def plugins_copied(tmp_path: Path, *names: str) -> Path:
