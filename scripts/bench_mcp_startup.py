@@ -89,9 +89,12 @@ def answer(process: subprocess.Popen[bytes], wanted: int, lines: list[bytes]) ->
             buffer += chunk
 
 
-def one_start(argv: list[str], tool: str, forget: Path | None = None) -> tuple[float, float, int]:
-    """Spawn, list, call; return (s to tools/list answer, s to tools/call result, tool count).
+def one_start(argv: list[str], tool: str, forget: Path | None = None) -> Sample:
+    """Spawn, list, call, close stdin; return the times (s) and the number of tools listed.
 
+    The times: to the ``tools/list`` answer and to the ``tools/call`` result from the
+    spawn, and from closing stdin to the process's exit (what a client that opens a
+    session per call, and waits for its server to end, pays after each call).
     ``forget``, if given, is deleted first (the tool catalogue, for a cold start).
     """
     if forget is not None:
@@ -117,7 +120,11 @@ def one_start(argv: list[str], tool: str, forget: Path | None = None) -> tuple[f
         names = [t["name"] for t in listed["result"]["tools"]]
         if tool not in names:
             raise SystemExit(f"the first tools/list lacks {tool}: {names}")
-        return to_list, to_result, len(names)
+        assert process.stdin is not None
+        closed = time.perf_counter()
+        process.stdin.close()
+        process.wait(DEADLINE_S)
+        return to_list, to_result, len(names), time.perf_counter() - closed
     finally:
         assert process.stdin is not None
         process.stdin.close()
@@ -133,9 +140,7 @@ def _reap(process: subprocess.Popen[bytes], seconds: float) -> None:
         process.wait()
 
 
-def one_http_start(
-    argv: list[str], tool: str, forget: Path | None = None
-) -> tuple[float, float, int]:
+def one_http_start(argv: list[str], tool: str, forget: Path | None = None) -> Sample:
     """As :func:`one_start`, over streamable HTTP: ``argv`` is ``serve`` without the transport.
 
     The client polls the port until it accepts, as a client started beside the
@@ -177,7 +182,7 @@ def one_http_start(
             to_result = time.perf_counter() - started
         if "error" in result or result["result"].get("isError"):
             raise SystemExit(f"{tool} failed over HTTP: {result}")
-        return to_list, to_result, len(listed["result"]["tools"])
+        return to_list, to_result, len(listed["result"]["tools"]), None  # a client ends no server
     finally:
         process.terminate()
         _reap(process, 30)
@@ -229,7 +234,9 @@ def _config(folder: Path, plugins: Path | None, servers: str) -> Path:
     return path
 
 
-Start = tuple[Callable[..., tuple[float, float, int]], list[str], str, Path | None]
+Sample = tuple[float, float, int, float | None]
+"""To the first list, to the first result, tools listed, from closing stdin to the exit."""
+Start = tuple[Callable[..., Sample], list[str], str, Path | None]
 
 
 def _starts(folder: Path) -> dict[str, Start]:
@@ -273,7 +280,7 @@ def main() -> None:
         raise SystemExit("run scripts/install_test_mcp_servers.sh first (mcp-server-time)")
     with tempfile.TemporaryDirectory() as folder:
         starts = _starts(Path(folder))
-        samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in starts}
+        samples: dict[str, list[Sample]] = {name: [] for name in starts}
         for run, *start in starts.values():
             run(*start)  # warm the disk caches once, unmeasured; leaves a catalogue
         for _ in range(options.runs):
@@ -287,10 +294,12 @@ def main() -> None:
         to_result = median([s[1] for s in runs])
         p90 = percentile([s[0] for s in runs], 90)
         tools = runs[0][2]
+        exits = [s[3] for s in runs if s[3] is not None]
+        exit_ms = f"{median(exits) * 1000:.0f} ms" if exits else "(HTTP)"
         rows.append(
             f"| {name} | {tools} | {to_list * 1000:.0f} ms | {p90 * 1000:.0f} ms "
             f"| {to_list / base_list:.2f}x | {to_result * 1000:.0f} ms "
-            f"| {to_result / base_result:.2f}x |"
+            f"| {to_result / base_result:.2f}x | {exit_ms} |"
         )
     text = "\n".join(
         [
@@ -328,15 +337,23 @@ def main() -> None:
             "mostly the interpreter importing pydantic and the MCP SDK (`python -X importtime",
             "-m plughost serve`). plughost lists more tools: server-everything",
             "offers more to a client that can sample and elicit, its resources and prompts",
-            "become tools, and serve adds `tool_search`.",
+            "become tools, and serve adds `tool_search`. `stdin closed to exit` is what a",
+            "client that opens a session per call and waits for its server's end pays",
+            "after each call: serve ends once its host is closed, without waiting for work",
+            "that no longer matters (the tool search model still loading, say), but it does",
+            "wait for its upstreams to end: closing their stdin, then SIGTERM after 2 s, as",
+            "the MCP specification's shutdown asks. server-everything, asked to end while a",
+            "`roots/list` request of its own to plughost waits for its answer, stays until",
+            "that SIGTERM (`strace`: it reads the end of its input, then writes the request",
+            "and waits); it ends at once when its client offers no roots, as `direct`'s does.",
             "",
             machine_line(),
             "",
             load_line(),
             "",
             "| start | tools listed | first `tools/list` | p90 | vs direct "
-            "| first result | vs direct |",
-            "|---|---|---|---|---|---|---|",
+            "| first result | vs direct | stdin closed to exit |",
+            "|---|---|---|---|---|---|---|---|",
             *rows,
         ]
     )
