@@ -205,6 +205,9 @@ class ForkServer:
         except (TimeoutError, ForkServerError) as exc:
             await self._stop_process()
             raise ForkServerError(f"the fork server did not become ready: {exc!r}") from exc
+        except BaseException:  # cancelled while it starts (the host's start was): not left over
+            await self._stop_process(grace=0.0)
+            raise
         finally:
             self._pending.pop(0, None)
         self.pid = int(hello["ready"])
@@ -380,13 +383,14 @@ class ForkServer:
         if not self._closed:
             log.warning("the runner fork server exited; runners are started directly meanwhile")
 
-    async def _stop_process(self) -> None:
+    async def _stop_process(self, grace: float = 5.0) -> None:
+        """Close its socket, give it ``grace`` s to exit on its own, then kill it."""
         process, sock, reader = self._process, self._socket, self._reader
         if sock is not None:
             sock.close()  # the server reads end-of-file and exits
         if process is not None:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(5.0):
+                async with asyncio.timeout(grace):
                     await process.wait()
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -399,6 +403,9 @@ class ForkServer:
                 await reader
         for drain in self._drains:
             drain.cancel()
+        if self._drains:  # ended here, not left pending on a loop that may close next
+            await asyncio.wait(self._drains)
+        self._drains = []
         self._process, self._socket, self._reader = None, None, None
 
 
