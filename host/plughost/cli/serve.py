@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable
 from typing import Any
 
 from plughost.cli.console import (
@@ -153,11 +154,19 @@ async def _serve_started(
             return EXIT_STARTUP_FAILED
         try:
             async with _progress(host, config):
-                await start_with_upstream(host, config)
+                started = await _started_unless_stopped(
+                    start_with_upstream(host, config), stop, stdio
+                )
         except BaseException:
             if stdio is not None:
                 stdio.cancel()
             raise
+        if not started:  # stopped, or the stdio client gone, while the plugins started
+            if stdio is not None and not stdio.done():
+                stdio.cancel()
+            elif stdio is not None and not stdio.cancelled():
+                stdio.result()  # the client closed stdin: raise what the server raised, if anything
+            return EXIT_OK
         _print_summary(
             host,
             config.serve.log_format,
@@ -182,6 +191,33 @@ async def _serve_started(
     if http is not None and http.done() and not http.cancelled():
         http.result()  # the HTTP server failed: raise what it raised
     return EXIT_OK
+
+
+async def _started_unless_stopped(
+    starting: Awaitable[None], stop: asyncio.Event, stdio: asyncio.Future[None] | None
+) -> bool:
+    """Run the start to its end, unless serve is stopped or its stdio client leaves first.
+
+    A start can take long (a plugin's ``on_load`` up to its timeout, packages
+    installing): a SIGTERM, a Ctrl-C or a client that closed stdin then ends it,
+    cancelled, rather than waiting for it. Returns whether the start finished.
+    """
+    start: asyncio.Future[Any] = asyncio.ensure_future(starting)
+    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    ends: set[asyncio.Future[Any]] = {start, stopped}
+    if stdio is not None:
+        ends.add(stdio)
+    try:
+        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not start.done():
+            start.cancel()
+            await asyncio.wait([start])
+    if start.cancelled():
+        return False
+    start.result()  # what the start raised, if anything
+    return True
 
 
 async def _serve_until_stopped(
