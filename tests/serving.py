@@ -22,6 +22,18 @@ from typing import IO, Any
 
 PLUGHOST = [sys.executable, "-m", "plughost"]
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "plughost-tests", "version": "1"},
+    },
+}
+"""A handshake-era client's first request, as a raw JSON-RPC message."""
+
 
 class JsonLog:
     """The lines of a process's ``--log-format json`` stream, read by a thread as they come."""

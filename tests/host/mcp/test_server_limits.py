@@ -18,18 +18,9 @@ from plughost.mcp.server import serve_http
 from plughost.tools.registry import ToolRegistry
 from tests.mcp_servers.harness import free_port
 from tests.mcp_servers.plughost_launcher import DemoProvider
+from tests.serving import INITIALIZE as _INITIALIZE
 from tests.waiting import wait_until
 
-_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "limits-test", "version": "1"},
-    },
-}
 _HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
