@@ -69,10 +69,13 @@ async def test_a_pure_gateway_starts_no_fork_server_for_runners_it_never_needs(
     config: Path,
 ) -> None:
     async with plughost_client(config, None) as client:
-        await client.list_tools()  # started, and connected to its upstream
+        # A call, not a listing: a warm start lists its tools before its upstream is up.
+        await client.call_tool("mcp_time_get_current_time", {"timezone": "UTC"})
+        # The client's own child: a child of serve between its fork and its exec still
+        # shows serve's command line.
         serve = [
             p
-            for p in psutil.Process().children(recursive=True)
+            for p in psutil.Process().children()
             if str(config) in p.cmdline() and "--mcp-stdio" in p.cmdline()
         ]
         assert len(serve) == 1, serve
