@@ -7,13 +7,11 @@ import os
 import signal
 from pathlib import Path
 
-import psutil
 import pytest
 
 from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
 from plughost.runners.spawn import credentials_pipe, runner_env
 from tests.fault_injection import alive
-from tests.waiting import wait_until
 
 ENV = runner_env()
 
@@ -89,26 +87,3 @@ async def test_a_closed_server_refuses_to_fork(tmp_path: Path) -> None:
     assert pid is not None and not alive(pid)
     with pytest.raises(ForkServerError, match="closed"):
         await _spawn(server, runner_argv(tmp_path))
-
-
-async def test_a_start_cancelled_before_the_server_is_ready_leaves_no_process() -> None:
-    def starting() -> list[psutil.Process]:
-        return [
-            child
-            for child in psutil.Process().children()
-            if "plughost_runner.forkserver" in " ".join(child.cmdline())
-        ]
-
-    before = {child.pid for child in starting()}
-    server = ForkServer(ENV)
-    start = asyncio.ensure_future(server.start())
-    # Spawned, still importing the runner (tenths of a second): not yet ready.
-    await wait_until(lambda: bool({c.pid for c in starting()} - before), timeout=30, what="spawn")
-    spawned = [child for child in starting() if child.pid not in before]
-    assert not start.done()
-    start.cancel()
-
-    with pytest.raises(asyncio.CancelledError):
-        await start
-    _, left = psutil.wait_procs(spawned, timeout=10)
-    assert left == []
