@@ -111,25 +111,44 @@ async def start_child(
     Raises:
         OSError: the program could not be started.
     """
-    popen = await asyncio.to_thread(
-        subprocess.Popen,
-        list(argv),
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=new_session,
-        pass_fds=tuple(pass_fds),
+    spawning = asyncio.ensure_future(
+        asyncio.to_thread(
+            subprocess.Popen,
+            list(argv),
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=new_session,
+            pass_fds=tuple(pass_fds),
+        )
     )
+    try:
+        popen = await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        # The thread starts the program whatever becomes of this task: once it has,
+        # the program is ended here, not left running with no one to stop it.
+        with contextlib.suppress(Exception):
+            orphan = await spawning
+            await _discard(orphan)
+            for pipe in (orphan.stdout, orphan.stderr):  # no transport took them yet
+                if pipe is not None:
+                    pipe.close()
+        raise
     try:
         (stdout, stderr), transports = await read_pipes([popen.stdout, popen.stderr])
     except BaseException:
-        popen.kill()
-        await asyncio.to_thread(popen.wait)
+        await _discard(popen)
         raise
     child = ChildProcess(popen, stdout, stderr, transports)
     child._watch()
     return child
+
+
+async def _discard(popen: subprocess.Popen[bytes]) -> None:
+    """Kill a child no one will own, and reap it."""
+    popen.kill()
+    await asyncio.to_thread(popen.wait)
 
 
 async def read_pipes(

@@ -186,6 +186,9 @@ class ForkServer:
         except OSError as exc:
             ours.close()
             raise ForkServerError(f"cannot start the fork server: {exc}") from exc
+        except BaseException:  # cancelled while spawning (start_child ends the child)
+            ours.close()
+            raise
         finally:
             theirs.close()
         ours.setblocking(False)

@@ -7,6 +7,7 @@ import os
 import signal
 from pathlib import Path
 
+import psutil
 import pytest
 
 from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
@@ -87,3 +88,32 @@ async def test_a_closed_server_refuses_to_fork(tmp_path: Path) -> None:
     assert pid is not None and not alive(pid)
     with pytest.raises(ForkServerError, match="closed"):
         await _spawn(server, runner_argv(tmp_path))
+
+
+@pytest.mark.parametrize("after", [0.0, 0.005, 0.02, 0.05, 0.1, 0.2])
+async def test_a_start_cancelled_before_the_server_is_ready_leaves_no_process(
+    after: float,
+) -> None:
+    """Cancelled at several points of its start (spawning, importing): nothing is left running."""
+
+    def servers() -> set[int]:
+        return {
+            child.pid
+            for child in psutil.Process().children()
+            if "plughost_runner.forkserver" in " ".join(child.cmdline())
+            or child.name() == "plughost-forks"
+        }
+
+    before = servers()
+    server = ForkServer(ENV)
+    start = asyncio.ensure_future(server.start())
+    await asyncio.wait([start], timeout=after)  # a point of the start, not a wait for anything
+    if start.done():
+        await server.aclose()
+        pytest.skip(f"the fork server was ready within {after} s: nothing left to cancel")
+    start.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await start
+    # Killed and reaped before the cancelled start returned: not a child any more.
+    assert servers() - before == set()
