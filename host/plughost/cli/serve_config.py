@@ -154,7 +154,6 @@ class ServeConfig(BaseModel):
             raise ConfigFileError(f"{path}: {exc}") from None
         base = path.resolve().parent
         _resolve_paths(data, base)
-        _resolve_server_paths(data, base)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -170,44 +169,30 @@ class ServeConfig(BaseModel):
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     """Make relative paths in the file relative to the file, not to the working directory."""
-    search = data.get("search")
-    if isinstance(search, dict) and isinstance(search.get("embedding_cache"), str):
-        search["embedding_cache"] = str(base / search["embedding_cache"])
+    _relative(data.get("search"), ("embedding_cache",), base)
     host = data.get("host")
-    if not isinstance(host, dict):
-        return
-    dirs = host.get("plugin_dirs")
-    if isinstance(dirs, list):
-        host["plugin_dirs"] = [str(base / d) if isinstance(d, str) else d for d in dirs]
-    for key in ("data_dir", "temp_dir"):
-        if isinstance(host.get(key), str):
-            host[key] = str(base / host[key])
-    remote = host.get("remote")
-    if isinstance(remote, dict) and isinstance(remote.get("keys_dir"), str):
-        remote["keys_dir"] = str(base / remote["keys_dir"])
-    packages = host.get("dependencies")
-    for key in ("root", "cache_dir", "wheel_dir"):
-        if isinstance(packages, dict) and isinstance(packages.get(key), str):
-            packages[key] = str(base / packages[key])
-
-
-def _resolve_server_paths(data: dict[str, Any], base: Path) -> None:
-    """The same for each MCP server's ``cwd``, ``data_dir``, ``read`` and ``write``.
-
-    The server table goes by any of the names :class:`MCPConfig` accepts, and its
-    keys in camelCase too (``dataDir``): configurations pasted from other hosts.
-    """
+    if isinstance(host, dict):
+        _relative(host, ("plugin_dirs", "data_dir", "temp_dir"), base)
+        _relative(host.get("remote"), ("keys_dir",), base)
+        _relative(host.get("dependencies"), ("root", "cache_dir", "wheel_dir"), base)
     mcp = data.get("mcp")
     if not isinstance(mcp, dict):
         return
+    # Each MCP server's table, under any name MCPConfig accepts, its keys in camelCase
+    # too (dataDir): configurations pasted from other hosts.
     for table in ("servers", "mcpServers", "mcp_servers"):
         servers = mcp.get(table)
         for server in servers.values() if isinstance(servers, dict) else ():
-            if not isinstance(server, dict):
-                continue
-            for key in ("cwd", "data_dir", "dataDir"):
-                if isinstance(server.get(key), str):
-                    server[key] = str(base / server[key])
-            for key in ("read", "write"):
-                if isinstance(server.get(key), list):
-                    server[key] = [str(base / p) if isinstance(p, str) else p for p in server[key]]
+            _relative(server, ("cwd", "data_dir", "dataDir", "read", "write"), base)
+
+
+def _relative(table: object, keys: tuple[str, ...], base: Path) -> None:
+    """Each of ``keys`` in ``table`` that is a path, or a list of paths, joined to ``base``."""
+    if not isinstance(table, dict):
+        return
+    for key in keys:
+        value = table.get(key)
+        if isinstance(value, str):
+            table[key] = str(base / value)
+        elif isinstance(value, list):
+            table[key] = [str(base / p) if isinstance(p, str) else p for p in value]
