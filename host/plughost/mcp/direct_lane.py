@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp import Client, MCPError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from plughost.mcp.call_failures import call_failure
 from plughost.mcp.content import result_from_mcp, result_to_mcp
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from plughost.mcp.client_relay import ClientRelay
     from plughost.mcp.registry_server import RegistryMCPServer
 
-__all__ = ["DirectLane"]
+__all__ = ["DirectLane", "answer_line"]
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,8 @@ class _Call:
     registry: ToolRegistry
     timer: asyncio.TimerHandle | None = None
     later: asyncio.Task[None] | None = None  # the output schema check, when it must list first
+    # The server's answer as its check typed it and shaped it for the server's protocol version.
+    passed: tuple[types.CallToolResult, dict[str, Any]] | None = None
 
 
 class DirectLane:
@@ -113,6 +115,8 @@ class DirectLane:
         relay: The client's relay: its links, and whether its calls may be taken.
         takes: Whether a call with these params may be taken beside the session now.
         respond: The client's answer to its call, shaped for its protocol version.
+        version: The client's protocol version: an answer the server shaped for this
+            very version is written as the server's check left it (see :meth:`_finish`).
         write_now: Writes one line to the client at once; False when it cannot.
         count: Called once for each call taken.
     """
@@ -123,6 +127,7 @@ class DirectLane:
         relay: ClientRelay,
         takes: Callable[[Mapping[str, Any]], bool],
         respond: Callable[[types.RequestId, types.CallToolResult], types.JSONRPCMessage],
+        version: Callable[[], str | None],
         write_now: Callable[[bytes], bool],
         count: Callable[[], None],
     ) -> None:
@@ -130,6 +135,7 @@ class DirectLane:
         self._relay = relay
         self._takes = takes
         self._respond = respond
+        self._version = version
         self._write_now = write_now
         self._count = count
         self._calls: dict[types.RequestId, _Call] = {}
@@ -303,8 +309,10 @@ class DirectLane:
         self._end(call, result)
         message: types.JSONRPCMessage
         try:
-            message = self._respond(call.client_id, result_to_mcp(result))
-            line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            line = self._passed_on(call, result)
+            if line is None:
+                message = self._respond(call.client_id, result_to_mcp(result))
+                line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         except Exception as exc:  # as the task path answers a fault of ours
             log.exception("mcp tool call failed beside the session tool=%s", call.name)
             error = types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
@@ -313,14 +321,30 @@ class DirectLane:
         if not self._write_now(line + b"\n"):
             log.debug("mcp answer dropped: the client's stream is closed")
 
+    def _passed_on(self, call: _Call, result: ToolExecutionResult) -> bytes | None:
+        """The answer as the server's check shaped it, if the client speaks the same version.
+
+        The long way (``respond``) dumps the typed answer and shapes it again for
+        the client's version: for a client of the server's own version that is the
+        shaped answer the check made already. None: the long way it goes.
+        """
+        passed = call.passed
+        if passed is None or result.mcp_result is not passed[0]:
+            return None  # no answer of the server's, or not as it was checked
+        if self._version() != call.client.protocol_version:
+            return None
+        return answer_line(call.client_id, passed[1])
+
     def _result(self, call: _Call, outcome: object) -> ToolExecutionResult:
         if isinstance(outcome, dict):
             try:
-                checked = checked_result(call.client, call.target, outcome)
+                checked, shaped = checked_result(call.client, call.target, outcome)
             except Exception as exc:
                 return _completed(
                     call, call_failure(call.name, call.server, call.target, call.timeout, exc)
                 )
+            if shaped is not None:
+                call.passed = (checked, shaped)
             return _completed(call, result_from_mcp(call.name, checked))
         error: Exception
         if not isinstance(outcome, types.ErrorData) or outcome is CONNECTION_ENDED:
@@ -389,6 +413,17 @@ class _LazyLink:
         self._over = True
         if self._link is not None:
             self._link._served()
+
+
+def answer_line(request_id: types.RequestId, shaped: dict[str, Any]) -> bytes:
+    """The client's answer to ``request_id``: ``shaped``, the answer its check shaped.
+
+    The same JSON the long way writes for a client of the server's version
+    (``tests/host/mcp/test_direct_lane.py`` compares them), which also states
+    ``isError: false`` where the server left it out.
+    """
+    result = shaped if "isError" in shaped else {**shaped, "isError": False}
+    return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def _as_mcp_error(exc: Exception) -> MCPError | None:

@@ -102,7 +102,13 @@ class CallForwarder:
         self._relay = relay = ClientRelay(write_stream, self._bridge.client_of(None))
         if isinstance(write_stream, PipeWriter):  # the client's pipes: the lane reads its lines
             self._lane = DirectLane(
-                self._bridge, relay, self._takes, self._response, write_stream.write_now, self._took
+                self._bridge,
+                relay,
+                self._takes,
+                self._response,
+                lambda: self._version,
+                write_stream.write_now,
+                self._took,
             )
             write_stream.line_hook = self._lane.take_line
         self._serving = True

@@ -47,6 +47,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp.delivery import mark_sent
+from plughost.mcp.pipe_lines import LineTooLongError, PipeLines
 from plughost.mcp.server_stderr import ServerStderr
 from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
 from plughost.secret_values import SECRET_KEY
@@ -294,6 +295,68 @@ async def _read_lines(
     process: anyio.abc.Process, send: EagerSend[SessionMessage | Exception], writer: _Writer
 ) -> bool:
     """Hand every line of the server's stdout to the session; return True at end of output.
+
+    The lines are split by :class:`~plughost.mcp.pipe_lines.PipeLines` as the loop
+    reads the pipe: a line the writer's ``line_hook`` takes (an answer on the direct
+    lane) is handled there, with no task woken; the rest come here, in order.
+
+    Raises:
+        _LineTooLong: The server wrote a line longer than the limit.
+    """
+    lines = _lines_of(process, writer)
+    if lines is None:
+        return await _read_chunks(process, send, writer)
+    try:
+        while (line := await lines.next()) is not None:
+            await send.send(_parse(line))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return False  # the session is gone: our own shutdown
+    except LineTooLongError as exc:
+        raise _LineTooLong(f"the server wrote {exc}") from None
+    except OSError as exc:
+        log.debug("mcp server stdout failed reason=%s", exc)
+    return True
+
+
+def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
+    """The server's stdout, read as lines by the pipe's own protocol; None where it cannot be.
+
+    The subprocess transport made by asyncio reads the pipe into a
+    ``StreamReader``; its protocol is replaced here by one that splits lines as
+    they are read, and is told when the pipe closes so the transport still
+    learns that its child's output ended. What the ``StreamReader`` holds
+    already (what the server wrote before this) is read first.
+    """
+    transport = getattr(process, "_transport", None)
+    reader = getattr(getattr(process, "_process", None), "stdout", None)
+    if not isinstance(transport, asyncio.SubprocessTransport) or not isinstance(
+        reader, asyncio.StreamReader
+    ):
+        return None
+    pipe = transport.get_pipe_transport(1)
+    buffered = getattr(reader, "_buffer", None)
+    if not isinstance(pipe, asyncio.ReadTransport) or not isinstance(buffered, bytearray):
+        return None
+    lines = PipeLines(
+        lambda: writer.line_hook, limit=_LINE_LIMIT, final_line=False, inner=pipe.get_protocol()
+    )
+    early = bytes(buffered)
+    buffered.clear()
+    pipe.set_protocol(lines)
+    lines.attach(pipe)
+    if early:
+        lines.data_received(early)
+    if reader.at_eof() or pipe.is_closing():
+        lines.eof_received()
+    else:
+        pipe.resume_reading()  # the reader may have paused it, full
+    return lines
+
+
+async def _read_chunks(
+    process: anyio.abc.Process, send: EagerSend[SessionMessage | Exception], writer: _Writer
+) -> bool:
+    """:func:`_read_lines` where the pipe's protocol cannot be replaced: chunk by chunk.
 
     A line is gathered in one buffer that each read extends, so a long line costs
     its length once, not once per read; past :data:`_LINE_LIMIT` it is refused.

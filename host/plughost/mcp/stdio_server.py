@@ -43,6 +43,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp import first_answers
+from plughost.mcp.pipe_lines import LineTooLongError, PipeLines
 from plughost.mcp.stream_filters import EagerSend, eager_memory_stream
 
 __all__ = ["stdio_streams"]
@@ -99,23 +100,22 @@ async def _pipe_streams(
     in_fd: int, out_fd: int, early: bytes = b"", given: first_answers.Given | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
-    if early:
-        reader.feed_data(early)  # written before serving began: read first, in order
     # closefd=False: the descriptors are _claimed's to restore and close.
     in_file = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
     out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
-    read_pipe, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), in_file
-    )
     write_pipe, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)
     write_pipe.set_write_buffer_limits(high=0)  # drain() waits until the pipe took it all
     write_stream = PipeWriter(asyncio.StreamWriter(write_pipe, protocol, None, loop), given)
+    # Split as the loop reads them: a call the lane takes wakes no task (pipe_lines).
+    lines = PipeLines(lambda: write_stream.line_hook, limit=_LINE_LIMIT, final_line=True)
+    if early:
+        lines.data_received(early)  # written before serving began: read first, in order
+    read_pipe, _ = await loop.connect_read_pipe(lambda: lines, in_file)
     # Eager: a message moves between the pipe's task and the session's with no extra turn.
     incoming, read_stream = eager_memory_stream[SessionMessage | Exception](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read, reader, incoming, write_stream)
+            tg.start_soon(_read, lines, incoming, write_stream)
             yield read_stream, write_stream
             tg.cancel_scope.cancel()
     finally:
@@ -125,17 +125,12 @@ async def _pipe_streams(
 
 
 async def _read(
-    reader: asyncio.StreamReader,
+    lines: PipeLines,
     incoming: EagerSend[SessionMessage | Exception],
     writer: PipeWriter,
 ) -> None:
     async with incoming:
-        while line := await _readline(reader):
-            if not line.strip():
-                continue
-            hook = writer.line_hook
-            if hook is not None and hook(line):
-                continue
+        while line := await _next_line(lines):
             try:
                 message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except ValueError as exc:
@@ -146,10 +141,10 @@ async def _read(
             await incoming.send(SessionMessage(message))
 
 
-async def _readline(reader: asyncio.StreamReader) -> bytes:
+async def _next_line(lines: PipeLines) -> bytes:
     try:
-        return await reader.readline()
-    except (ValueError, ConnectionError, OSError) as exc:  # too long, or the pipe failed
+        return await lines.next() or b""
+    except (LineTooLongError, ConnectionError, OSError) as exc:  # too long, or the pipe failed
         log.warning("mcp stdin unreadable, closing reason=%s", exc)
         return b""
 

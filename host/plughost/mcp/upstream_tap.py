@@ -49,7 +49,7 @@ import mcp_types as types
 from mcp import Client, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
-from mcp_types.methods import validate_server_result
+from mcp_types.methods import serialize_server_result
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 
@@ -317,32 +317,41 @@ async def checked_result_later(
         pydantic.ValidationError: The result is malformed.
         RuntimeError: The structured content does not match the output schema.
     """
-    result = _checked(client, raw)
+    result, _ = _checked(client, raw)
     if not result.is_error:
         await client.session.validate_tool_result(tool, result)
     return result
 
 
-def checked_result(client: Client, tool: str, raw: Mapping[str, Any]) -> types.CallToolResult:
+def checked_result(
+    client: Client, tool: str, raw: Mapping[str, Any]
+) -> tuple[types.CallToolResult, dict[str, Any] | None]:
     """``raw`` checked as :func:`forwarded_call` checks it, without awaiting.
 
     Only for a ``tool`` whose output schema the session knows (see
     :func:`output_checked_now`): its check then runs to the end at once.
 
+    Returns:
+        The result, and the answer as the check shaped it for the server's
+        protocol version: what a client of that same version is sent (the
+        direct lane writes it as it is). None in its place where the check had
+        to change the answer first (fields of a later protocol, a negative
+        ``ttlMs``).
+
     Raises:
         pydantic.ValidationError: The result is malformed.
         RuntimeError: The structured content does not match the output schema.
     """
-    result = _checked(client, raw)
+    result, shaped = _checked(client, raw)
     if not result.is_error:
         check = client.session.validate_tool_result(tool, result)
         try:
             check.send(None)
         except StopIteration:
-            return result
+            return result, shaped
         check.close()
         raise RuntimeError(f"the output schema check of {tool} had to wait")
-    return result
+    return result, shaped
 
 
 def output_checked_now(client: Client, tool: str) -> bool:
@@ -350,13 +359,18 @@ def output_checked_now(client: Client, tool: str) -> bool:
     return tool in client.session._tool_output_schemas  # the SDK session's own cache
 
 
-def _checked(client: Client, raw: Mapping[str, Any]) -> types.CallToolResult:
-    validate_server_result("tools/call", client.protocol_version, raw)
-    raw = {key: value for key, value in raw.items() if key not in _LATER_FIELDS}
+def _checked(
+    client: Client, raw: Mapping[str, Any]
+) -> tuple[types.CallToolResult, dict[str, Any] | None]:
+    shaped: dict[str, Any] | None = serialize_server_result(
+        "tools/call", client.protocol_version, raw
+    )
+    if not _LATER_FIELDS.isdisjoint(raw):
+        raw, shaped = {key: value for key, value in raw.items() if key not in _LATER_FIELDS}, None
     ttl = raw.get("ttlMs")
     if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl < 0:
-        raw["ttlMs"] = 0
-    return types.CallToolResult.model_validate(raw, by_name=False)
+        raw, shaped = {**raw, "ttlMs": 0}, None
+    return types.CallToolResult.model_validate(raw, by_name=False), shaped
 
 
 class _Direct:

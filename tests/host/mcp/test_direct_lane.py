@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any, cast
 
 import mcp_types as types
@@ -17,9 +18,12 @@ import pytest
 from mcp import MCPError
 
 from plughost.mcp.client import _outcome_unknown
-from plughost.mcp.direct_lane import DirectLane
+from plughost.mcp.content import result_from_mcp, result_to_mcp
+from plughost.mcp.direct_lane import DirectLane, answer_line
 from plughost.mcp.direct_lane import _Call as _LaneCall
+from plughost.mcp.forwarding import CallForwarder
 from plughost.mcp.shutdown import CallCounter
+from plughost.mcp.upstream_tap import _checked
 from plughost.tools.registry import ToolRegistry
 from plughost_sdk.models import ToolExecutionResult, ToolSpec
 
@@ -30,7 +34,7 @@ def _lane(seen: list[Mapping[str, Any]]) -> DirectLane:
         return False  # stop there: only whether the line got this far matters
 
     unused = cast(Any, None)
-    return DirectLane(unused, unused, takes, unused, unused, unused)
+    return DirectLane(unused, unused, takes, unused, unused, unused, unused)
 
 
 def _call(arguments: bytes) -> bytes:
@@ -120,7 +124,7 @@ async def test_a_fault_while_ending_or_answering_still_answers_once_and_releases
         return True
 
     unused = cast(Any, None)
-    lane = DirectLane(cast(Any, bridge), unused, unused, respond, write_now, unused)
+    lane = DirectLane(cast(Any, bridge), unused, unused, respond, lambda: None, write_now, unused)
     spec = ToolSpec(name="echo", description="", parameters_schema={"type": "object"})
     links, tap = [_Link(), _Link()], _Tap()
     answered, cancelled = (
@@ -183,7 +187,9 @@ async def test_an_answer_whose_schema_check_must_wait_is_checked_as_the_task_pat
         )
 
     unused = cast(Any, None)
-    lane = DirectLane(cast(Any, bridge), unused, unused, respond, written.append, unused)
+    lane = DirectLane(
+        cast(Any, bridge), unused, unused, respond, lambda: None, written.append, unused
+    )
     spec = ToolSpec(name="vanish", description="", parameters_schema={"type": "object"})
     tap, calls = _Tap(), []
     for client_id in (1, 2):
@@ -245,7 +251,9 @@ async def test_a_connection_lost_during_the_waiting_check_fails_as_a_lost_connec
         )
 
     unused = cast(Any, None)
-    lane = DirectLane(cast(Any, bridge), unused, unused, respond, written.append, unused)
+    lane = DirectLane(
+        cast(Any, bridge), unused, unused, respond, lambda: None, written.append, unused
+    )
     spec = ToolSpec(name="vanish", description="", parameters_schema={"type": "object"})
     call = _lane_call(1, spec, _Link(), _Tap(), registry)
     connection = _Connection()
@@ -263,3 +271,61 @@ async def test_a_connection_lost_during_the_waiting_check_fails_as_a_lost_connec
     assert "MCP server 'up' lost the connection during 'vanish'" in text, text
     assert "may or may not have run" in text and answer["result"]["isError"] is True
     assert len(connection.marked) == 1  # the connection is known lost, as on the task path
+
+
+# Answers as published servers shape them: text, media with annotations between texts,
+# embedded resources, resource links, structured content with _meta, errors, unknown
+# fields, audio, nothing, a block's own _meta; isError stated or left out.
+ANSWERS: list[dict[str, Any]] = [
+    {"content": [{"type": "text", "text": "Echo: hi"}]},
+    {
+        "content": [
+            {"type": "text", "text": "a"},
+            {
+                "type": "image",
+                "data": "iVBORw0KGgo=",
+                "mimeType": "image/png",
+                "annotations": {"audience": ["user"], "priority": 0.5},
+            },
+            {"type": "text", "text": "b"},
+        ]
+    },
+    {
+        "content": [
+            {
+                "type": "resource",
+                "resource": {"uri": "test://r/1", "mimeType": "text/plain", "text": "R"},
+            }
+        ]
+    },
+    {"content": [{"type": "resource_link", "uri": "file:///x", "name": "x", "description": "d"}]},
+    {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"a": 1}, "_meta": {"k": 1}},
+    {"content": [{"type": "text", "text": "bad"}], "isError": True},
+    {"content": [{"type": "text", "text": "x"}], "isError": False, "unknown": "field"},
+    {"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]},
+    {"content": []},
+    {"content": [{"type": "text", "text": "x", "_meta": {"a": 1}}]},
+]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_an_answer_passed_on_as_checked_is_the_json_the_long_way_writes(version: str) -> None:
+    # A client of the server's own version gets the answer as the server's check shaped it;
+    # the long way types it, converts it twice and shapes it again for the client.
+    for raw in ANSWERS:
+        checked, shaped = _checked(cast(Any, SimpleNamespace(protocol_version=version)), raw)
+        assert shaped is not None
+        forwarder = cast(Any, SimpleNamespace(_version=version))
+        result = result_to_mcp(result_from_mcp("t", checked))
+        long_way = CallForwarder._response(forwarder, 7, result)
+        assert json.loads(answer_line(7, shaped)) == json.loads(
+            long_way.model_dump_json(by_alias=True, exclude_unset=True)
+        ), raw
+
+
+def test_an_answer_the_check_changes_is_not_passed_on_as_the_server_shaped_it() -> None:
+    client = cast(Any, SimpleNamespace(protocol_version="2025-11-25"))
+    content = [{"type": "text", "text": "x"}]
+    assert _checked(client, {"content": content, "ttlMs": -5})[1] is None
+    assert _checked(client, {"content": content, "resultType": "complete"})[1] is None
+    assert _checked(client, {"content": content})[1] is not None

@@ -20,7 +20,7 @@ from mcp.shared.message import SessionMessage
 
 from plughost.mcp import stdio_server
 from plughost.mcp.shutdown import written
-from tests.host.mcp.loop_turns import without_a_turn
+from tests.host.mcp.loop_turns import lane_hook, without_a_turn
 
 
 def ping(n: int, pad: str = "") -> SessionMessage:
@@ -123,3 +123,22 @@ async def test_a_send_after_the_reader_is_gone_fails_as_a_broken_stream() -> Non
                 await write.send(ping(1))
             with pytest.raises(anyio.BrokenResourceError):
                 await write.send(ping(2))
+
+
+async def test_a_client_line_the_hook_takes_is_handled_as_the_loop_reads_it() -> None:
+    # A call on the direct lane is taken in the pipe's read callback, with no task woken;
+    # the client's other lines reach the session, in order, after it.
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    seen: list[str] = []
+    try:
+        with anyio.fail_after(10):
+            async with stdio_server._pipe_streams(in_read, out_write) as (read, write), read:
+                write.line_hook = lane_hook(seen)
+                os.write(in_write, b"lane\n" + line(ping(1)) + line(ping(2)))
+                first, second = await read.receive(), await read.receive()
+    finally:
+        for fd in (in_read, in_write, out_read, out_write):
+            os.close(fd)
+    assert seen == ["hook in a task: False"]
+    assert [first.message.id, second.message.id] == [1, 2]

@@ -6,6 +6,7 @@ the line limit is lowered for the test, so an over-long line costs a few MiB.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import anyio
@@ -15,6 +16,8 @@ from mcp.shared.message import SessionMessage
 
 from plughost.mcp import stdio, stdio_server
 from plughost.mcp.stdio import stdio_transport
+from tests.host.mcp.loop_turns import lane_hook
+from tests.waiting import wait_until
 
 LIMIT = 1 << 20
 PING = '{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
@@ -72,3 +75,48 @@ sys.stdout.write('\\n' + ping + '\\n')
 
 def test_the_limit_is_256_mib_as_serve_puts_on_its_own_clients_lines() -> None:
     assert stdio._LINE_LIMIT == stdio_server._LINE_LIMIT == 256 * 1024 * 1024
+
+
+async def test_a_line_the_hook_takes_is_handled_as_the_loop_reads_it() -> None:
+    # An answer on the direct lane is taken in the pipe's read callback, with no task woken;
+    # the session still gets the line after it.
+    program = f"sys.stdin.readline(); print('lane'); print({PING!r}); sys.stdout.flush()"
+    seen: list[str] = []
+    with anyio.fail_after(20):
+        async with stdio_transport(
+            sys.executable,
+            ["-c", f"import sys\n{program}\nsys.stdin.read()"],
+            env=None,
+            cwd=None,
+            on_exit=lambda _: None,
+        ) as (read, write):
+            write.line_hook = lane_hook(seen)
+            assert write.write_now(b"\n", False)
+            item = await read.receive()
+    assert isinstance(item, SessionMessage)
+    assert seen == ["hook in a task: False"]
+
+
+async def test_what_a_server_wrote_before_its_output_was_read_comes_first() -> None:
+    # An early-launched server (mcp.early_launch) may answer before its transport reads it:
+    # those bytes wait in the process's own reader, and are read first, whole and in order.
+    program = f"print({PING!r}); print({PING!r}, end=''); sys.stdout.flush(); sys.stdin.read()"
+    process = await anyio.open_process(
+        [sys.executable, "-c", f"import sys\n{program}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    buffered = process._process.stdout._buffer  # type: ignore[attr-defined]
+    await wait_until(lambda: buffered.count(b"\n") == 1, timeout=20, what="the early output")
+    got: list[object] = []
+    with anyio.fail_after(20):
+        async with stdio_transport(
+            sys.executable, [], env=None, cwd=None, on_exit=lambda _: None, adopted=process
+        ) as (read, write):
+            write.line_hook = lambda line: False
+            async for item in read:
+                got.append(item)
+                break
+    assert [type(item) for item in got] == [SessionMessage]
