@@ -52,12 +52,23 @@ WRAPPER = textwrap.dedent(
     """
 )
 
-# (stage, functions that begin it as "file:function" fragments, stages nested in it).
+# (stage, functions that begin it as "file:function" fragments, stages nested in it). A
+# nested "callee<caller" counts only the callee's time when called straight from the caller:
+# the pipes' lines reach the lane from the readers' tasks in one revision, from the pipes'
+# protocols in another.
 STAGES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    (
+        "pipes: read, split into lines",
+        ("pipe_lines.py:data_received",),
+        (
+            "direct_lane.py:take_line<pipe_lines.py:_line",
+            "upstream_tap.py:take_line<pipe_lines.py:_line",
+        ),
+    ),
     (
         "client line: read, parse",
         ("stdio_server.py:_read",),
-        ("forwarding.py:take", "direct_lane.py:take_line"),
+        ("forwarding.py:take", "direct_lane.py:take_line<stdio_server.py:_read"),
     ),
     ("lane: call routed, request written", ("direct_lane.py:take_line",), ()),
     ("call taken: decision, task start", ("forwarding.py:take",), ()),
@@ -72,7 +83,11 @@ STAGES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("upstream_tap.py:forwarded_call",),
     ),
     ("upstream: request written", ("upstream_tap.py:call",), ()),
-    ("upstream line: read, parse", ("mcp/stdio.py:_read_lines",), ("upstream_tap.py:take_line",)),
+    (
+        "upstream line: read, parse",
+        ("mcp/stdio.py:_read_lines",),
+        ("upstream_tap.py:take_line<mcp/stdio.py:_read_lines",),
+    ),
     ("lane: answer checked, shaped, written", ("upstream_tap.py:take_line",), ()),
     ("upstream result checked", ("upstream_tap.py:forwarded_call",), ("upstream_tap.py:call",)),
     (
@@ -86,11 +101,19 @@ REST = "event loop, anyio streams, SDK session loop"
 
 
 def cumulative(stats: dict[Any, Any], fragments: tuple[str, ...]) -> float:
-    return sum(
-        entry[3]
-        for (filename, _, function), entry in stats.items()
-        if any(f"{filename}:{function}".endswith(fragment) for fragment in fragments)
-    )
+    total = 0.0
+    for fragment in fragments:
+        callee, _, caller = fragment.partition("<")
+        for (filename, _, function), entry in stats.items():
+            if not f"{filename}:{function}".endswith(callee):
+                continue
+            if not caller:
+                total += entry[3]
+                continue
+            for (by_file, _, by_function), by in entry[4].items():
+                if f"{by_file}:{by_function}".endswith(caller):
+                    total += by[3]
+    return total
 
 
 def stage_shares(stats: dict[Any, Any]) -> dict[str, float]:
@@ -105,7 +128,7 @@ def stage_shares(stats: dict[Any, Any]) -> dict[str, float]:
 
 
 def loop_turns(stats: dict[Any, Any], calls: int) -> float:
-    return sum(entry[1] for key, entry in stats.items() if key[2] == "_run_once") / calls
+    return float(sum(entry[1] for key, entry in stats.items() if key[2] == "_run_once")) / calls
 
 
 async def measure(calls: int, work: Path) -> dict[str, Any]:
