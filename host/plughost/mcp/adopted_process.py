@@ -137,6 +137,11 @@ class AdoptedProcess(anyio.abc.Process):
     def stdout(self) -> anyio.abc.ByteReceiveStream:
         return self._stdout
 
+    def stdout_pipe(self) -> tuple[asyncio.BaseTransport, asyncio.StreamReader]:
+        """The transport reading stdout and the reader it fills, for a reader of lines
+        (:class:`plughost.mcp.pipe_lines.PipeLines`) to take over."""
+        return self._stdout._transport, self._stdout._reader
+
     @property
     def stderr(self) -> anyio.abc.ByteReceiveStream | None:
         return self._stderr

@@ -46,6 +46,7 @@ import mcp_types as types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from plughost.mcp.adopted_process import AdoptedProcess
 from plughost.mcp.delivery import mark_sent
 from plughost.mcp.pipe_lines import LineTooLongError, PipeLines
 from plughost.mcp.server_stderr import ServerStderr
@@ -321,19 +322,17 @@ async def _read_lines(
 def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
     """The server's stdout, read as lines by the pipe's own protocol; None where it cannot be.
 
-    The subprocess transport made by asyncio reads the pipe into a
-    ``StreamReader``; its protocol is replaced here by one that splits lines as
-    they are read, and is told when the pipe closes so the transport still
-    learns that its child's output ended. What the ``StreamReader`` holds
-    already (what the server wrote before this) is read first.
+    The pipe's transport reads into a ``StreamReader``; its protocol is
+    replaced here by one that splits lines as they are read and then tells the
+    protocol it replaced when the pipe closes (asyncio's subprocess transport
+    learns so that its child's output ended). What the ``StreamReader`` holds
+    already (what the server wrote before this, an early-launched one's
+    answers among it) is read first.
     """
-    transport = getattr(process, "_transport", None)
-    reader = getattr(getattr(process, "_process", None), "stdout", None)
-    if not isinstance(transport, asyncio.SubprocessTransport) or not isinstance(
-        reader, asyncio.StreamReader
-    ):
+    found = _stdout_pipe(process)
+    if found is None:
         return None
-    pipe = transport.get_pipe_transport(1)
+    pipe, reader = found
     buffered = getattr(reader, "_buffer", None)
     if not isinstance(pipe, asyncio.ReadTransport) or not isinstance(buffered, bytearray):
         return None
@@ -351,6 +350,22 @@ def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
     else:
         pipe.resume_reading()  # the reader may have paused it, full
     return lines
+
+
+def _stdout_pipe(
+    process: anyio.abc.Process,
+) -> tuple[asyncio.BaseTransport, asyncio.StreamReader] | None:
+    """The transport reading the process's stdout, and the reader it fills, if there are."""
+    if isinstance(process, AdoptedProcess):
+        return process.stdout_pipe()
+    transport = getattr(process, "_transport", None)  # anyio's process on asyncio
+    reader = getattr(getattr(process, "_process", None), "stdout", None)
+    if not isinstance(transport, asyncio.SubprocessTransport) or not isinstance(
+        reader, asyncio.StreamReader
+    ):
+        return None
+    pipe = transport.get_pipe_transport(1)
+    return None if pipe is None else (pipe, reader)
 
 
 async def _read_chunks(

@@ -1,20 +1,26 @@
-"""The stdio transport to an upstream server: every line read in bounded memory.
+"""The stdio transport to an upstream server: every line read in bounded memory, and in order.
 
 A real server process (a Python one-liner) writes to the transport's read stream;
-the line limit is lowered for the test, so an over-long line costs a few MiB.
+the line limit is lowered for the test, so an over-long line costs a few MiB. The
+pipe's lines are split by the transport's protocol (``plughost.mcp.pipe_lines``),
+for a process started by the connection and one started early by serve alike.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import subprocess
 import sys
 
 import anyio
+import anyio.abc
 import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
 from plughost.mcp import stdio, stdio_server
+from plughost.mcp.adopted_process import AdoptedProcess
 from plughost.mcp.stdio import stdio_transport
 from tests.host.mcp.loop_turns import lane_hook
 from tests.waiting import wait_until
@@ -77,18 +83,29 @@ def test_the_limit_is_256_mib_as_serve_puts_on_its_own_clients_lines() -> None:
     assert stdio._LINE_LIMIT == stdio_server._LINE_LIMIT == 256 * 1024 * 1024
 
 
-async def test_a_line_the_hook_takes_is_handled_as_the_loop_reads_it() -> None:
+async def started(program: str, how: str) -> tuple[anyio.abc.Process, asyncio.StreamReader]:
+    """A server running ``program``, started as a connection starts one (``anyio``) or as
+    serve starts one early, before its loop runs (``early``); and its stdout's reader."""
+    command = [sys.executable, "-c", f"import sys\n{program}\nsys.stdin.read()"]
+    pipe = subprocess.PIPE
+    if how == "early":
+        early = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=pipe)
+        adopted = await AdoptedProcess.adopt(early)
+        return adopted, adopted.stdout_pipe()[1]
+    process = await anyio.open_process(command, stdin=pipe, stdout=pipe, stderr=pipe)
+    return process, process._process.stdout  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("how", ["anyio", "early"])
+async def test_a_line_the_hook_takes_is_handled_as_the_loop_reads_it(how: str) -> None:
     # An answer on the direct lane is taken in the pipe's read callback, with no task woken;
     # the session still gets the line after it.
     program = f"sys.stdin.readline(); print('lane'); print({PING!r}); sys.stdout.flush()"
+    process, _ = await started(program, how)
     seen: list[str] = []
     with anyio.fail_after(20):
         async with stdio_transport(
-            sys.executable,
-            ["-c", f"import sys\n{program}\nsys.stdin.read()"],
-            env=None,
-            cwd=None,
-            on_exit=lambda _: None,
+            sys.executable, [], env=None, cwd=None, on_exit=lambda _: None, adopted=process
         ) as (read, write):
             write.line_hook = lane_hook(seen)
             assert write.write_now(b"\n", False)
@@ -97,26 +114,31 @@ async def test_a_line_the_hook_takes_is_handled_as_the_loop_reads_it() -> None:
     assert seen == ["hook in a task: False"]
 
 
-async def test_what_a_server_wrote_before_its_output_was_read_comes_first() -> None:
+@pytest.mark.parametrize("how", ["anyio", "early"])
+async def test_what_a_server_wrote_before_its_output_was_read_comes_first(how: str) -> None:
     # An early-launched server (mcp.early_launch) may answer before its transport reads it:
-    # those bytes wait in the process's own reader, and are read first, whole and in order.
-    program = f"print({PING!r}); print({PING!r}, end=''); sys.stdout.flush(); sys.stdin.read()"
-    process = await anyio.open_process(
-        [sys.executable, "-c", f"import sys\n{program}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+    # those bytes wait in the process's own reader, and are read first, whole and in order,
+    # the half line among them completed by what the server writes next.
+    ping = json.loads(PING)
+    first, second = json.dumps({**ping, "id": 1}), json.dumps({**ping, "id": 2})
+    program = (
+        f"print({first!r}); sys.stdout.write({second[:10]!r}); sys.stdout.flush(); "
+        f"sys.stdin.readline(); print({second[10:]!r}); sys.stdout.flush()"
     )
-    buffered = process._process.stdout._buffer  # type: ignore[attr-defined]
-    await wait_until(lambda: buffered.count(b"\n") == 1, timeout=20, what="the early output")
+    process, reader = await started(program, how)
+    buffered = reader._buffer  # type: ignore[attr-defined]
+    await wait_until(lambda: len(buffered) > len(first) + 1, timeout=20, what="the early output")
     got: list[object] = []
     with anyio.fail_after(20):
         async with stdio_transport(
             sys.executable, [], env=None, cwd=None, on_exit=lambda _: None, adopted=process
         ) as (read, write):
             write.line_hook = lambda line: False
+            assert write.write_now(b"\n", False)
             async for item in read:
-                got.append(item)
-                break
-    assert [type(item) for item in got] == [SessionMessage]
+                assert isinstance(item, SessionMessage)
+                assert isinstance(item.message, types.JSONRPCRequest)
+                got.append(item.message.id)
+                if len(got) == 2:
+                    break
+    assert got == [1, 2]
