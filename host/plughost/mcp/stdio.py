@@ -304,7 +304,7 @@ async def _read_lines(
     Raises:
         _LineTooLong: The server wrote a line longer than the limit.
     """
-    lines = _lines_of(process, writer)
+    lines = await _lines_of(process, writer)
     if lines is None:
         return await _read_chunks(process, send, writer)
     try:
@@ -319,7 +319,7 @@ async def _read_lines(
     return True
 
 
-def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
+async def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
     """The server's stdout, read as lines by the pipe's own protocol; None where it cannot be.
 
     The pipe's transport reads into a ``StreamReader``; its protocol is
@@ -336,6 +336,14 @@ def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
     buffered = getattr(reader, "_buffer", None)
     if not isinstance(pipe, asyncio.ReadTransport) or not isinstance(buffered, bytearray):
         return None
+    # asyncio's subprocess transport hands a read on to the reader a turn of the loop
+    # later (call_soon): with the pipe paused, one turn lets what it read reach the reader.
+    pipe.pause_reading()
+    try:
+        await asyncio.sleep(0)
+    except BaseException:
+        pipe.resume_reading()
+        raise
     lines = PipeLines(
         lambda: writer.line_hook, limit=_LINE_LIMIT, final_line=False, inner=pipe.get_protocol()
     )
@@ -343,12 +351,13 @@ def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | None:
     buffered.clear()
     pipe.set_protocol(lines)
     lines.attach(pipe)
+    ended = reader.at_eof() or pipe.is_closing()
+    if not ended:
+        pipe.resume_reading()  # paused above, and maybe by the reader, full; lines may pause it
     if early:
         lines.data_received(early)
-    if reader.at_eof() or pipe.is_closing():
+    if ended:
         lines.eof_received()
-    else:
-        pipe.resume_reading()  # the reader may have paused it, full
     return lines
 
 

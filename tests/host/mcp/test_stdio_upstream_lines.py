@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import select
 import subprocess
 import sys
+from types import SimpleNamespace
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -142,3 +146,43 @@ async def test_what_a_server_wrote_before_its_output_was_read_comes_first(how: s
                 if len(got) == 2:
                     break
     assert got == [1, 2]
+
+
+async def test_a_line_read_just_before_the_reader_was_taken_over_still_arrives() -> None:
+    # asyncio's subprocess transport hands what it read to the process's reader a turn of
+    # the loop later: a line read in the turn the transport starts is still on its way then.
+    program = f"sys.stdin.readline(); print({PING!r}); sys.stdout.flush()"
+    process, _ = await started(program, "anyio")
+    transport = process._transport  # type: ignore[attr-defined]
+    stdout = transport.get_pipe_transport(1).get_extra_info("pipe").fileno()
+    stdin = transport.get_pipe_transport(0).get_extra_info("pipe").fileno()
+    os.write(stdin, b"\n")
+    # Blocking the loop until the line can be read: the loop reads it in its next turn,
+    # the turn in which the transport below starts.
+    assert select.select([stdout], [], [], 20)[0], "the server did not write"
+    await asyncio.sleep(0)
+    with anyio.fail_after(20):
+        async with stdio_transport(
+            sys.executable, [], env=None, cwd=None, on_exit=lambda _: None, adopted=process
+        ) as (read, _write):
+            item = await read.receive()
+    assert isinstance(item, SessionMessage)
+    assert isinstance(item.message, types.JSONRPCRequest)
+
+
+async def test_reading_stays_paused_when_what_was_read_early_fills_the_queue() -> None:
+    # An early-launched server that wrote many lines before its output was read: they fill
+    # the reader's queue, and the pipe must stay paused until the session drains it.
+    program = 'sys.stdout.write(\'{"jsonrpc": "2.0", "method": "n"}\\n\' * 200)'
+    process, reader = await started(program, "early")
+    buffered = reader._buffer  # type: ignore[attr-defined]
+    await wait_until(lambda: buffered.count(b"\n") == 200, timeout=20, what="the early output")
+    pipe = cast(AdoptedProcess, process).stdout_pipe()[0]
+    lines = await stdio._lines_of(process, cast(Any, SimpleNamespace(line_hook=None)))
+    try:
+        assert lines is not None
+        assert isinstance(pipe, asyncio.ReadTransport)
+        assert not pipe.is_reading()
+    finally:
+        await stdio._stop(process, grace=1)
+        await process.aclose()
