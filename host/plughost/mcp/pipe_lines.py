@@ -98,15 +98,13 @@ class PipeLines(asyncio.Protocol):
             start = 0
             while (end := data.find(b"\n", start)) >= 0:
                 self._partial += data[start:end]
+                self._check_length()  # a whole line in one read, a reader's early bytes
                 if self._partial and not self._partial.isspace():
                     self._line(bytes(self._partial))  # its own: the buffer is reused
                 self._partial.clear()
                 start = end + 1
             self._partial += data[start:]
-            if len(self._partial) > self._limit:
-                raise LineTooLongError(
-                    f"a line over {self._limit} bytes, more than one JSON-RPC message may hold"
-                )
+            self._check_length()
         except Exception as exc:  # raised to the reading task, after the lines before it
             self._end(exc)
             return
@@ -166,6 +164,12 @@ class PipeLines(asyncio.Protocol):
         hook = self._hook()
         if hook is None or not hook(line):
             self._queue.append((line, True))
+
+    def _check_length(self) -> None:
+        if len(self._partial) > self._limit:
+            raise LineTooLongError(
+                f"a line over {self._limit} bytes, more than one JSON-RPC message may hold"
+            )
 
     def _end(self, exc: BaseException | None) -> None:
         if self._ended:

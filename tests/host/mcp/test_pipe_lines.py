@@ -133,6 +133,14 @@ async def test_a_line_over_the_limit_ends_the_lines_after_those_before_it() -> N
         await lines.next()
 
 
+async def test_a_line_over_the_limit_is_refused_when_one_read_holds_all_of_it() -> None:
+    lines = _lines([], limit=10)
+    lines.data_received(b"short\n" + b"x" * 11 + b"\nnever read\n")
+    assert await lines.next() == b"short"
+    with pytest.raises(LineTooLongError, match="over 10 bytes"):
+        await lines.next()
+
+
 async def test_a_hook_that_raises_ends_the_lines_after_those_before_it() -> None:
     def hook(line: bytes) -> bool:
         if line == b"bad":

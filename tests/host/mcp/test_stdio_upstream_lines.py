@@ -186,3 +186,26 @@ async def test_reading_stays_paused_when_what_was_read_early_fills_the_queue() -
     finally:
         await stdio._stop(process, grace=1)
         await process.aclose()
+
+
+async def test_a_line_over_the_limit_written_before_the_output_was_read_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An early-launched server's reader may hold a whole over-long line, ended: it is
+    # refused as one arriving read by read is.
+    monkeypatch.setattr(stdio, "_LINE_LIMIT", LIMIT)
+    program = f"sys.stdout.write('x' * {2 * LIMIT} + '\\n' + {PING!r} + '\\n')"
+    process, reader = await started(program, "early")
+    buffered = reader._buffer  # type: ignore[attr-defined]
+    await wait_until(lambda: buffered.endswith(b"\n"), timeout=20, what="the early output")
+    reasons: list[str] = []
+    got: list[object] = []
+    with anyio.fail_after(20):
+        async with stdio_transport(
+            sys.executable, [], env=None, cwd=None, on_exit=reasons.append, adopted=process
+        ) as (read, _write):
+            async for item in read:
+                got.append(item)
+    assert got == []
+    assert len(reasons) == 1
+    assert f"over {LIMIT} bytes" in reasons[0]
