@@ -47,8 +47,16 @@ async def read_all(program: str) -> tuple[list[object], list[str]]:
     return got, reasons
 
 
+@pytest.fixture(params=["lines", "chunks"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Read by the pipe's protocol, or chunk by chunk where that protocol cannot be taken over."""
+    if request.param == "chunks":
+        monkeypatch.setattr(stdio, "_stdout_pipe", lambda process: None)
+    return str(request.param)
+
+
 async def test_a_line_over_the_limit_ends_the_servers_output_with_the_reason(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, reader: str
 ) -> None:
     monkeypatch.setattr(stdio, "_LINE_LIMIT", LIMIT)
     # A line with no end that outgrows the limit, then a message that must never be read.
@@ -62,7 +70,7 @@ async def test_a_line_over_the_limit_ends_the_servers_output_with_the_reason(
 
 
 async def test_lines_up_to_the_limit_and_split_across_reads_arrive_whole(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, reader: str
 ) -> None:
     monkeypatch.setattr(stdio, "_LINE_LIMIT", LIMIT)
     # Half the limit of padding, written in small writes: the line spans many reads.
