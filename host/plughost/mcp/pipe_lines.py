@@ -20,7 +20,7 @@ through the pipe, as a task that stopped reading would.
 
 A line longer than its limit, a read that fails, or a hook that raises ends the
 lines: :meth:`PipeLines.next` raises it, once every line before it has been
-handed on.
+handed on, and the pipe is read no more.
 
 What does not live here: which pipe, and what a line means
 (:mod:`plughost.mcp.stdio`, :mod:`plughost.mcp.stdio_server`).
@@ -106,6 +106,7 @@ class PipeLines(asyncio.Protocol):
             self._partial += data[start:]
             self._check_length()
         except Exception as exc:  # raised to the reading task, after the lines before it
+            self._pause()  # nothing more is read: whatever comes next would be dropped
             self._end(exc)
             return
         if len(self._queue) >= _PAUSE_AT:

@@ -127,7 +127,10 @@ async def test_the_last_unended_line_counts_only_where_asked() -> None:
 
 async def test_a_line_over_the_limit_ends_the_lines_after_those_before_it() -> None:
     lines = _lines([], limit=10)
+    transport = _Transport()
+    lines.connection_made(transport)
     lines.data_received(b"short\n" + b"x" * 11)
+    assert transport.paused  # what the writer sends next would only be dropped
     assert await lines.next() == b"short"
     with pytest.raises(LineTooLongError, match="over 10 bytes"):
         await lines.next()
