@@ -1,4 +1,4 @@
-"""A check that an awaited step finished without giving up a turn of the event loop."""
+"""Checks of where work runs on the event loop: without a turn given up, or outside any task."""
 
 from __future__ import annotations
 
