@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable
+from typing import NoReturn
 
 __all__ = ["LineTooLongError", "PipeLines"]
 
@@ -84,12 +85,6 @@ class PipeLines(asyncio.Protocol):
         if isinstance(transport, asyncio.ReadTransport):
             self._transport = transport
 
-    def attach(self, transport: asyncio.ReadTransport) -> None:
-        """Read ``transport`` from now on (it was made with another protocol)."""
-        self._transport = transport
-        if self._queue or self._ended:
-            self._pause()
-
     def data_received(self, data: bytes) -> None:
         """Split ``data`` into lines; offer each to the hook, or queue it."""
         if self._ended:
@@ -97,14 +92,20 @@ class PipeLines(asyncio.Protocol):
         try:
             start = 0
             while (end := data.find(b"\n", start)) >= 0:
-                self._partial += data[start:end]
-                self._check_length()  # a whole line in one read, a reader's early bytes
-                if self._partial and not self._partial.isspace():
-                    self._line(bytes(self._partial))  # its own: the buffer is reused
-                self._partial.clear()
+                if self._partial:  # the line began in an earlier read
+                    self._partial += data[start:end]
+                    line = bytes(self._partial)  # its own: the buffer is reused
+                    self._partial.clear()
+                else:  # all of it in this read: copied once, not twice
+                    line = data[start:end]
+                if len(line) > self._limit:  # a whole line in one read, a reader's early bytes
+                    self._too_long()
+                if line and not line.isspace():
+                    self._line(line)
                 start = end + 1
             self._partial += data[start:]
-            self._check_length()
+            if len(self._partial) > self._limit:
+                self._too_long()
         except Exception as exc:  # raised to the reading task, after the lines before it
             self._pause()  # nothing more is read: whatever comes next would be dropped
             self._end(exc)
@@ -166,11 +167,10 @@ class PipeLines(asyncio.Protocol):
         if hook is None or not hook(line):
             self._queue.append((line, True))
 
-    def _check_length(self) -> None:
-        if len(self._partial) > self._limit:
-            raise LineTooLongError(
-                f"a line over {self._limit} bytes, more than one JSON-RPC message may hold"
-            )
+    def _too_long(self) -> NoReturn:
+        raise LineTooLongError(
+            f"a line over {self._limit} bytes, more than one JSON-RPC message may hold"
+        )
 
     def _end(self, exc: BaseException | None) -> None:
         if self._ended:

@@ -350,7 +350,7 @@ async def _lines_of(process: anyio.abc.Process, writer: _Writer) -> PipeLines | 
     early = bytes(buffered)
     buffered.clear()
     pipe.set_protocol(lines)
-    lines.attach(pipe)
+    lines.connection_made(pipe)
     ended = reader.at_eof() or pipe.is_closing()
     if not ended:
         pipe.resume_reading()  # paused above, and maybe by the reader, full; lines may pause it
