@@ -76,3 +76,19 @@ async def test_a_plugin_tool_named_like_a_down_servers_tool_is_refused_and_the_c
     assert plugin.calls == []
     assert called.error_code == "server_unavailable"
     assert (called.error_message or "").startswith("MCP server 'files' is unavailable")
+
+
+async def test_a_servers_prefix_holds_names_that_go_on_after_a_separator_not_longer_words() -> None:
+    plugin = _Plugin("mcp_analyze", "mcp_a_read", "MCP-A-write", "mcpa_list", "mcp_ab_x")
+    registry = ToolRegistry()
+    registry.register_provider(
+        MCPToolProvider({"a": MCPServerConfig(command="/bin/false", retry_delay=30)})
+    )
+    registry.register_provider(plugin)
+    try:
+        listed = sorted(spec.name for spec in await registry.list_tools())
+    finally:
+        await registry.close()
+
+    # server a's tools are mcp_a_*: analyze and ab_x are not among them; the rest look alike
+    assert listed == ["mcp_ab_x", "mcp_analyze"]

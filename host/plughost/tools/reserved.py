@@ -16,6 +16,9 @@ order the providers were registered in:
   begins as a host provider's held prefix does (``held_prefixes()``: an MCP
   server's ``mcp_SERVER_``, so a plugin cannot take the name of a tool of a
   server that is down and lists nothing); and every name a host provider lists.
+  A prefix ends at a separator: it holds the names whose first words, read as
+  look-alikes, are its words (``mcp_a_`` holds ``MCP-A-x`` and ``mcpa_x``, not
+  ``mcp_analyze``, whose first word after ``mcp`` is another).
 - **What happens.** A plugin tool whose name has the
   :func:`~plughost.tools.naming.lookalike_key` of a host name is refused: it
   is neither listed nor routed (:class:`~plughost.tools.registry.ToolRegistry`
@@ -31,6 +34,7 @@ the same :class:`NameConflict` reports it, with ``offered_as`` set.
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -132,7 +136,7 @@ class HostNames:
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[str, str]] = {}  # key -> (name, holder)
-        self._prefixes: dict[str, tuple[str, str]] = {}  # key -> (prefix..., holder)
+        self._prefixes: dict[str, tuple[str, str]] = {}  # key, no separator -> (prefix..., holder)
 
     @classmethod
     def of(
@@ -156,10 +160,10 @@ class HostNames:
         """``(held name, holder)`` when ``name`` is or looks like a host name."""
         key = lookalike_key(name)
         found = self._held.get(key)
-        if (
-            found is None and self._prefixes
-        ):  # alike keys begin alike: a prefix holds its look-alikes
-            found = next((v for p, v in self._prefixes.items() if key.startswith(p)), None)
+        if found is None and self._prefixes:
+            found = next(
+                (self._prefixes[k] for k in _leading_keys(name) if k in self._prefixes), None
+            )
         return found
 
     def conflict(self, spec: ToolSpec) -> NameConflict | None:
@@ -175,6 +179,18 @@ class HostNames:
             held=found[0],
             holder=found[1],
         )
+
+
+def _leading_keys(name: str) -> list[str]:
+    """The look-alike keys of ``name``'s leading words, each followed by more of the name.
+
+    ``mcp_files_read`` gives the keys of ``mcp`` and ``mcp_files``: a held prefix
+    matches where a separator follows it, and only there (``mcp_a_`` does not
+    hold ``mcp_analyze``).
+    """
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    words = "".join(char if char.isalnum() else " " for char in folded).split()
+    return [lookalike_key("_".join(words[:count])) for count in range(1, len(words))]
 
 
 def _held_names(provider: ToolProvider, method: str = "held_names") -> list[str]:
