@@ -15,9 +15,39 @@ import functools
 import logging
 import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from plughost_runner.process.credentials import make_undumpable, read_credentials
 from plughost_runner.process.lifeline import bind_to_parent
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """One option of the runner's command line: ``--flag VALUE``, a string or an int."""
+
+    flag: str
+    help: str
+    kind: type[int] | type[str] = str
+    default: int | str | None = None
+    required: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+
+_OPTIONS: Final = (
+    _Option("--endpoint", "the host's ZeroMQ endpoint", required=True),
+    _Option("--runner-id", "this runner's id, for logs", required=True),
+    _Option("--parent-pid", "exit when it dies", int),
+    _Option("--nice", "lower this process's CPU priority by this much", int, 0),
+    _Option("--sandbox", "the sandbox policy (JSON), from the host", default=""),
+    _Option("--credentials-fd", "a pipe holding this runner's token", int),
+    _Option("--report-fd", "the fork server's pipe: which pid is ours", int),
+)
+_BY_FLAG: Final = {option.flag: option for option in _OPTIONS}
 
 
 @functools.cache
@@ -25,33 +55,57 @@ def parser() -> argparse.ArgumentParser:
     """The runner's command line, built once.
 
     The fork server builds it before it forks (argparse looks up message
-    catalogues on the file system for every parser it makes), so that a forked
-    runner only parses.
+    catalogues on the file system for every parser it makes), so that a runner
+    that needs it (see :func:`read_command_line`) only parses.
     """
     made = argparse.ArgumentParser(
         prog="python -m plughost_runner",
         description="plughost runner: loads plugins and serves their tools to a host. "
         "Started by the host, not by hand.",
     )
-    made.add_argument("--endpoint", required=True, help="the host's ZeroMQ endpoint")
-    made.add_argument("--runner-id", required=True, help="this runner's id, for logs")
-    made.add_argument("--parent-pid", type=int, default=None, help="exit when it dies")
-    made.add_argument(
-        "--nice", type=int, default=0, help="lower this process's CPU priority by this much"
-    )
-    made.add_argument("--sandbox", default="", help="the sandbox policy (JSON), from the host")
-    made.add_argument(
-        "--credentials-fd", type=int, default=None, help="a pipe holding this runner's token"
-    )
-    made.add_argument(
-        "--report-fd", type=int, default=None, help="the fork server's pipe: which pid is ours"
-    )
+    for option in _OPTIONS:
+        made.add_argument(
+            option.flag,
+            type=option.kind,
+            default=option.default,
+            required=option.required,
+            help=option.help,
+        )
     return made
+
+
+def read_command_line(argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` read as :func:`parser` reads it.
+
+    The host writes a runner's command line as ``--flag value`` pairs, each
+    flag in full: those are read here without argparse, whose code a forked
+    runner would otherwise run once, writing to (and so copying from the fork
+    server) about 450 KiB of pages that nothing else in it touches. Anything
+    else (an abbreviated or unknown flag, ``--flag=value``, a value that looks
+    like a flag, a bad number, a missing required flag, ``--help``) is left to
+    argparse, which accepts what it accepts and says what is wrong with the rest.
+    """
+    values: dict[str, int | str | None] = {option.dest: option.default for option in _OPTIONS}
+    given: set[str] = set()
+    if len(argv) % 2 == 0:
+        for flag, text in zip(argv[::2], argv[1::2], strict=True):
+            option = _BY_FLAG.get(flag)
+            if option is None or text.startswith("-"):
+                break
+            try:
+                values[option.dest] = option.kind(text)
+            except ValueError:
+                break
+            given.add(option.flag)
+        else:
+            if all(option.flag in given for option in _OPTIONS if option.required):
+                return argparse.Namespace(**values)
+    return parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run a runner until the host stops it; return the exit code."""
-    args = parser().parse_args(argv)
+    args = read_command_line(sys.argv[1:] if argv is None else argv)
     if args.parent_pid is None:  # the default is read now: the parser outlives one process
         args.parent_pid = os.getppid()
     make_undumpable()

@@ -134,7 +134,7 @@ class _Server:
     def serve(self) -> int:
         plughost_runner.sandbox.prepare()  # once here, not in every runner
         try:
-            rehearsal.rehearse(runner_main.parser())  # warm what every runner runs at start
+            rehearsal.rehearse(runner_main.read_command_line)  # warm what a runner runs at start
         except Exception as exc:  # a broken install: runners still start, each one cold
             print(f"plughost fork server: no rehearsal, runners start cold: {exc}", file=sys.stderr)
         # Move everything imported so far out of the collector's sight: a collection in a

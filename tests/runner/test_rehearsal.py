@@ -11,16 +11,13 @@ import sys
 import msgpack
 
 # Runs the rehearsal in a fresh interpreter that has imported what the fork server
-# imports, and reports what it changed, which plugins it loaded, and whether parsing a
-# runner's command line afterwards still compiles a regular expression.
+# imports, and reports what it changed and which plugins it loaded.
 _REHEARSED = """
-import json, os, re, signal, sys, threading
+import json, os, signal, sys, threading
 import plughost_runner.forkserver
 from plughost_runner import __main__ as runner_main, rehearsal
 from plughost_runner.maibot import imports as maibot_imports
 
-ARGV = ["--endpoint", "ipc:///run/user/1/r.sock", "--runner-id", "r-1", "--sandbox", "{}",
-        "--credentials-fd", "7", "--parent-pid", "1"]
 def state():
     return {
         "threads": threading.active_count(),
@@ -30,10 +27,6 @@ def state():
         "maibot_packages": dict(maibot_imports._packages),
         "sigint": repr(signal.getsignal(signal.SIGINT)),
     }
-def compiles_a_pattern():
-    before = set(re._cache)
-    runner_main.parser().parse_args(ARGV)
-    return bool(set(re._cache) - before)
 loaded = []
 load = rehearsal.load_plugin
 async def noted(spec, bridge):
@@ -41,25 +34,20 @@ async def noted(spec, bridge):
     loaded.append([spec.flavor, type(outcome).__name__])
     return outcome
 rehearsal.load_plugin = noted
-parser = runner_main.parser()
-if sys.argv[1] == "cold":
-    print(json.dumps({"compiles": compiles_a_pattern()}))
-    sys.exit()
 before = state()
-rehearsal.rehearse(parser)
+rehearsal.rehearse(runner_main.read_command_line)
 after = state()
 print(json.dumps({
     "changed": {key: [before[key], after[key]] for key in before if before[key] != after[key]},
     "loaded": loaded,
-    "compiles": compiles_a_pattern(),
     "nowhere": os.path.exists("/nonexistent"),
 }))
 """
 
 
-def _run(mode: str) -> dict[str, object]:
+def _run() -> dict[str, object]:
     found = subprocess.run(
-        [sys.executable, "-c", _REHEARSED, mode],
+        [sys.executable, "-c", _REHEARSED],
         capture_output=True,
         text=True,
         check=True,
@@ -70,25 +58,18 @@ def _run(mode: str) -> dict[str, object]:
 
 
 def test_the_rehearsal_loads_both_its_plugins_and_leaves_no_thread_descriptor_or_module() -> None:
-    seen = _run("rehearse")
+    seen = _run()
 
     assert seen["loaded"] == [["plughost", "LoadedPlugin"], ["maibot", "LoadedPlugin"]]
     assert seen["changed"] == {}  # threads, descriptors, modules, sys.path, SIGINT: as before
     assert seen["nowhere"] is False  # the rehearsal plugins' data directories were never made
 
 
-def test_after_the_rehearsal_parsing_a_runners_command_line_compiles_no_pattern() -> None:
-    # argparse compiles regular expressions as it parses; rehearsed, they are in the cache
-    # every forked runner inherits. Without the rehearsal the same parse compiles some.
-    assert _run("cold")["compiles"] is True
-    assert _run("rehearse")["compiles"] is False
-
-
 # The fork server, with a rehearsal that fails as a broken installation's would.
 _BROKEN_REHEARSAL = """
 import sys
 import plughost_runner.forkserver as forkserver
-def broken(parser):
+def broken(read_command_line):
     raise forkserver.rehearsal.RehearsalError("the rehearsal plugin in /x failed: gone")
 forkserver.rehearsal.rehearse = broken
 sys.exit(forkserver.main(["--control-fd", sys.argv[1], "--parent-pid", sys.argv[2]]))

@@ -2,13 +2,12 @@
 
 CPython does work the first time it runs a piece of code that it does not do
 again: it quickens a function's bytecode and specialises its instructions,
-fills the type attribute cache, compiles and caches regular expressions
-(``argparse`` makes a few for each command line it parses). A runner forked
+fills the type attribute cache, compiles and caches regular expressions. A runner forked
 from a server that never ran that code pays for it in every runner, on the
 cores the other runners start on. Rehearsed once in the fork server, it is paid
 once: each forked runner finds the code warm.
 
-Everything rehearsed is pure or undone: the runner's command line parsed, a
+Everything rehearsed is pure or undone: the runner's command line read, a
 sandbox policy read and the interpreter's paths filtered for it, the wire
 messages of a start encoded and decoded, and, on an event loop that is closed
 afterwards (no thread: its default executor is never made), the two plugins
@@ -24,9 +23,9 @@ May import: ``sandbox``, ``plugins`` (and what they import). Lives here:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +61,11 @@ class RehearsalError(RuntimeError):
     """A rehearsal plugin did not load: this installation of the runner is broken."""
 
 
-def rehearse(parser: argparse.ArgumentParser) -> None:
+def rehearse(read_command_line: Callable[[list[str]], object]) -> None:
     """Run the pure parts of a runner's start once, then collect what that left.
 
-    ``parser`` is the runner's command line (:func:`plughost_runner.__main__.parser`).
+    ``read_command_line`` reads the runner's command line
+    (:func:`plughost_runner.__main__.read_command_line`).
     Call in the fork server before it freezes its heap (``gc.freeze``) and forks.
     One pass warms most of it: more passes (CPython 3.11 quickens a function's
     bytecode on its eighth call) took about 0.4 ms more off each runner's start
@@ -76,7 +76,7 @@ def rehearse(parser: argparse.ArgumentParser) -> None:
             rehearsal plugin did not load.
     """
     try:
-        parser.parse_args(_ARGV)
+        read_command_line(_ARGV)
     except SystemExit as exc:  # argparse exits on a bad command line: not in the fork server
         raise RehearsalError(f"the runner's command line refused the rehearsal's ({exc})") from exc
     interpreter_paths(SandboxPolicy.from_json(_POLICY.to_json()))
