@@ -277,7 +277,7 @@ async def stdio_transport(
                 ended.silenced = True
                 with anyio.CancelScope(shield=True):
                     await writer.aclose()
-                    await _stop(process, grace=_ABANDON_GRACE if abandoned else _EXIT_GRACE)
+                    await _stop(process, name, grace=_ABANDON_GRACE if abandoned else _EXIT_GRACE)
                     await stderr.drained(_REAP_WAIT)  # its last words, often why it ended
                 tg.cancel_scope.cancel()
     finally:
@@ -425,18 +425,29 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         return exc
 
 
-async def _stop(process: anyio.abc.Process, *, grace: float) -> None:
-    """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group: ``grace`` s per wait."""
+async def _stop(process: anyio.abc.Process, name: str, *, grace: float) -> None:
+    """Close stdin, wait; SIGTERM the group, wait; SIGKILL the group: ``grace`` s per wait.
+
+    Each signal is logged: a server that needs one makes every stop of serve (and so
+    every call of a client that starts serve per call) ``grace`` seconds longer.
+    """
     if process.stdin is not None:
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
         if sig is not None:
+            log.info(
+                "mcp server did not end within %.1f s: sending %s server=%s pid=%d",
+                grace,
+                sig.name,
+                name,
+                process.pid,
+            )
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, sig)
         if await _exited(process, grace if sig is not signal.SIGKILL else _EXIT_GRACE):
             return
-    log.warning("mcp server process would not die pid=%d", process.pid)
+    log.warning("mcp server process would not die server=%s pid=%d", name, process.pid)
 
 
 async def _exited(process: anyio.abc.Process, timeout: float) -> bool:

@@ -1,7 +1,11 @@
 """What plughost answers when an upstream MCP server asks its client something.
 
-As a client, plughost advertises ``sampling``, ``elicitation`` and ``roots``, so
-servers whose tools need them list those tools. An upstream's
+As a client, plughost advertises ``sampling`` and ``elicitation``, and ``roots``
+when the configuration names some, so servers whose tools need them list those
+tools. With no roots to give, offering them would only make a server behave
+otherwise than for a client that offers none: server-everything, for one, asks
+for roots as its input ends and stays until it is signalled, which made every
+stop of serve two seconds longer. An upstream's
 ``sampling/createMessage`` and ``elicitation/create`` are passed on to the client
 of the call that reached the server (an MCP client of ``plughost serve``, through
 its :class:`~plughost.tools.client_link.ClientLink`): plughost is a gateway, and
@@ -119,12 +123,14 @@ class UpstreamRequests:
         async def logs(params: types.LoggingMessageNotificationParams) -> None:
             self.log(server, params)
 
-        return {
+        made: dict[str, Any] = {
             "sampling_callback": sampling,
             "elicitation_callback": elicitation,
-            "list_roots_callback": roots,
             "logging_callback": logs,
         }
+        if self._roots:  # else offering roots only changes the server (see the module)
+            made["list_roots_callback"] = roots
+        return made
 
     def log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         """Pass a record ``server`` logged to the client of its latest call, bounded."""

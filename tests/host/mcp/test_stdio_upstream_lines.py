@@ -192,7 +192,7 @@ async def test_reading_stays_paused_when_what_was_read_early_fills_the_queue() -
         assert isinstance(pipe, asyncio.ReadTransport)
         assert not pipe.is_reading()
     finally:
-        await stdio._stop(process, grace=1)
+        await stdio._stop(process, "test", grace=1)
         await process.aclose()
 
 
