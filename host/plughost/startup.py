@@ -83,5 +83,9 @@ async def plan_sandbox(
             await probe
         support = SandboxSupport(frozenset())
     report = sandbox_report(settings, support)
-    log.info("%s", report.describe())
+    lacking = [p for p in report.missing if p != "pid_namespace" or settings.pid_namespace]
+    if report.enabled and lacking:  # plugins run with less than the operator asked for
+        log.warning("%s", report.describe())
+    else:
+        log.info("%s", report.describe())
     return report

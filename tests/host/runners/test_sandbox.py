@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,36 @@ async def test_a_host_requiring_a_missing_protection_does_not_start(
     with pytest.raises(RunnerStartError, match="required protections"):
         await host.start()
     await host.aclose()
+
+
+@pytest.mark.parametrize(
+    ("support", "sandbox", "level"),
+    [
+        (NO_USERNS, {}, logging.WARNING),  # the kernel withholds what was asked for
+        (None, {"pid_namespace": False}, logging.INFO),  # the operator's own choice
+        (None, {}, logging.INFO),
+    ],
+)
+async def test_a_host_whose_runners_get_less_than_asked_says_so_as_a_warning(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    support: SandboxSupport | None,
+    sandbox: dict[str, Any],
+    level: int,
+) -> None:
+    async def probed(**_: Any) -> SandboxSupport:
+        return support or EVERYTHING
+
+    monkeypatch.setattr("plughost.startup.probe_support", probed)
+    settings = HostSettings(data_dir=tmp_path / "data", runner={"sandbox": sandbox})
+    host = PluginHost([], settings=settings)
+    with caplog.at_level(logging.INFO, logger="plughost.startup"):
+        await host.start()
+    await host.aclose()
+
+    [record] = [r for r in caplog.records if r.getMessage().startswith("sandbox:")]
+    assert record.levelno == level
 
 
 async def test_the_probe_finds_what_this_kernel_offers() -> None:
