@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
@@ -217,22 +218,26 @@ async def contenders(stack: AsyncExitStack, folder: Path, venvs: Path) -> dict[s
         await wait_for_port(port, server)
     fastmcp = str(venv(venvs, "fastmcp"))
     bearer = {"Authorization": f"Bearer {token.read_text().strip()}"}
+    # Every stdio contender gets this process's environment, as the HTTP ones do
+    # (the SDK's default keeps only a few variables: PYTHONPATH, say, would not reach
+    # a plughost run from another checkout).
+    stdio = functools.partial(StdioServerParameters, env=dict(os.environ))
     targets: dict[str, tuple[Any, dict[str, str] | None]] = {
-        "direct stdio": (StdioServerParameters(command="node", args=[str(EVERYTHING)]), None),
+        "direct stdio": (stdio(command="node", args=[str(EVERYTHING)]), None),
         "direct HTTP": (f"http://127.0.0.1:{ports['direct']}/mcp", None),
         "plughost stdio": (
-            StdioServerParameters(command=sys.executable, args=[*serve[1:], "--mcp-stdio"]),
+            stdio(command=sys.executable, args=[*serve[1:], "--mcp-stdio"]),
             None,
         ),
-        ASKING: (StdioServerParameters(command=sys.executable, args=asking), None),
+        ASKING: (stdio(command=sys.executable, args=asking), None),
         "plughost HTTP": (f"http://127.0.0.1:{ports['plughost']}/mcp", bearer),
         "fastmcp proxy (stdio)": (
-            StdioServerParameters(command=fastmcp, args=["-c", FASTMCP_PROXY, str(EVERYTHING)]),
+            stdio(command=fastmcp, args=["-c", FASTMCP_PROXY, str(EVERYTHING)]),
             None,
         ),
         "mcp-proxy (HTTP)": (f"http://127.0.0.1:{ports['mcp-proxy']}/mcp", None),
         FLOOR: (
-            StdioServerParameters(command=sys.executable, args=["-c", RELAY_FLOOR, *node]),
+            stdio(command=sys.executable, args=["-c", RELAY_FLOOR, *node]),
             None,
         ),
     }
