@@ -382,8 +382,10 @@ async def _read_chunks(
 ) -> bool:
     """:func:`_read_lines` where the pipe's protocol cannot be replaced: chunk by chunk.
 
-    A line is gathered in one buffer that each read extends, so a long line costs
-    its length once, not once per read; past :data:`_LINE_LIMIT` it is refused.
+    A line that spans reads is gathered in one buffer that each read extends, so
+    a long line costs its length once, not once per read; a line within one read
+    is sliced from it. Past :data:`_LINE_LIMIT` a line is refused, also one
+    that ends within the read that took it over.
 
     Raises:
         _LineTooLong: The server wrote a line longer than the limit.
@@ -394,27 +396,35 @@ async def _read_chunks(
     line = bytearray()
     try:
         async for chunk in stdout:
-            start = 0
+            view, start = memoryview(chunk), 0
             while (end := chunk.find(b"\n", start)) >= 0:
-                line += chunk[start:end]
-                if line and not line.isspace():
+                if len(line) + end - start > _LINE_LIMIT:
+                    raise _too_long()
+                if line:
+                    line += view[start:end]
                     data = bytes(line)  # its own: the buffer is reused
+                    line.clear()
+                else:
+                    data = chunk[start:end]
+                start = end + 1
+                if data and not data.isspace():
                     hook = writer.line_hook
                     if hook is None or not hook(data):
                         await send.send(_parse(data))
-                line.clear()
-                start = end + 1
-            line += chunk[start:]
+            line += view[start:]
             if len(line) > _LINE_LIMIT:
-                raise _LineTooLong(
-                    f"the server wrote a line over {_LINE_LIMIT} bytes, more than one "
-                    "JSON-RPC message may hold"
-                )
+                raise _too_long()
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         return False  # the session is gone: our own shutdown
     except OSError as exc:
         log.debug("mcp server stdout failed reason=%s", exc)
     return True
+
+
+def _too_long() -> _LineTooLong:
+    return _LineTooLong(
+        f"the server wrote a line over {_LINE_LIMIT} bytes, more than one JSON-RPC message may hold"
+    )
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:

@@ -69,6 +69,24 @@ async def test_a_line_over_the_limit_ends_the_servers_output_with_the_reason(
     assert f"over {LIMIT} bytes" in reasons[0]
 
 
+async def test_a_line_over_the_limit_that_ends_within_one_read_is_refused(
+    monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    monkeypatch.setattr(stdio, "_LINE_LIMIT", 1000)
+    # One write: the whole line, its end and the next message arrive in one read.
+    program = f"""
+import json
+long = json.dumps({{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {{"pad": "z" * 1500}}}})
+sys.stdout.write(long + '\\n' + {PING!r} + '\\n')
+"""
+
+    got, reasons = await read_all(program)
+
+    assert got == []
+    assert len(reasons) == 1
+    assert "over 1000 bytes" in reasons[0]
+
+
 async def test_lines_up_to_the_limit_and_split_across_reads_arrive_whole(
     monkeypatch: pytest.MonkeyPatch, reader: str
 ) -> None:
