@@ -175,8 +175,9 @@ class Watchdog:
             reason = self._loading(now, spawned) if not self._ready() else self._serving(now)
             reason = reason or self._memory_over_limit() or self._cpu_over_limit()
             disk = self.disk
-            if not reason and disk is not None and disk.due(now):  # a thread scans
-                reason = await asyncio.to_thread(disk.over_limit, now)
+            if not reason and disk is not None and disk.due(now):
+                here = disk.over_limit_here(now)  # many entries (None): a thread scans them
+                reason = here if here is not None else await asyncio.to_thread(disk.over_limit, now)
             if reason:
                 return reason
 
