@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from tests.conftest import EXAMPLES, TEST_PLUGINS
+from tests.processes import command_line
 from tests.waiting import wait_until
 
 PLUGHOST = [sys.executable, "-m", "plughost"]
@@ -235,7 +236,7 @@ async def test_serve_piped_to_tee_stops_on_ctrl_c_like_any_other(tmp_path: Path)
             timeout=60,
             what="serve's start-up line in the piped log",
         )
-        serve = [p for p in psutil.Process(shell.pid).children() if "plughost" in p.cmdline()]
+        serve = [p for p in psutil.Process(shell.pid).children() if "plughost" in command_line(p)]
         assert len(serve) == 1
         os.killpg(shell.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
 

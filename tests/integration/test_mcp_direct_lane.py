@@ -44,6 +44,7 @@ from tests.integration.test_mcp_forwarding import (
     ways,
 )
 from tests.mcp_servers.harness import HERE
+from tests.processes import command_line
 from tests.waiting import wait_until
 
 VANISHING = HERE / "vanishing_server.py"
@@ -158,7 +159,7 @@ def _serve_process(places: dict[str, Path]) -> psutil.Process:
     found = [
         process
         for process in psutil.Process().children(recursive=True)
-        if config in process.cmdline() and "--mcp-stdio" in process.cmdline()
+        if config in command_line(process) and "--mcp-stdio" in command_line(process)
     ]
     assert len(found) == 1, found
     return found[0]

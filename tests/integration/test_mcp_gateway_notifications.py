@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.mcp_servers.harness import HERE, plughost_client, plughost_serve_http, server_pids
 from tests.mcp_servers.shared_client import SharedClient
+from tests.processes import command_line
 from tests.waiting import wait_until
 
 # One event loop for the module: the shared stdio client lives on it from test to test.
@@ -293,12 +294,12 @@ async def test_an_upstream_subscription_is_made_again_after_the_server_restarts(
         made = upstream_lines(upstream_log).count(f"subscribe {URI}")
         # The host's pid of this gateway's upstream: not the sandbox's helpers, not the
         # one the module's HTTP gateway or shared stdio gateway started.
-        gateway = [p for p in psutil.Process().children() if str(config) in p.cmdline()]
+        gateway = [p for p in psutil.Process().children() if str(config) in command_line(p)]
         below = {c.pid for g in gateway for c in g.children(recursive=True)}
         legacy = [
             pid
             for pid in server_pids(str(upstream_log))
-            if pid in below and psutil.Process(pid).cmdline()[-1] == str(upstream_log)
+            if pid in below and command_line(psutil.Process(pid))[-1:] == [str(upstream_log)]
         ]
         assert len(legacy) == 1, legacy
         os.kill(legacy[0], signal.SIGKILL)

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from tests.mcp_servers.harness import PUBLISHED, plughost_client, plughost_serve_http
+from tests.processes import command_line
 
 TIME_SERVER = PUBLISHED / "bin" / "mcp-server-time"
 
@@ -76,10 +77,10 @@ async def test_a_pure_gateway_starts_no_fork_server_for_runners_it_never_needs(
         serve = [
             p
             for p in psutil.Process().children()
-            if str(config) in p.cmdline() and "--mcp-stdio" in p.cmdline()
+            if str(config) in command_line(p) and "--mcp-stdio" in command_line(p)
         ]
         assert len(serve) == 1, serve
-        below = [" ".join(p.cmdline()) for p in serve[0].children(recursive=True)]
+        below = [" ".join(command_line(p)) for p in serve[0].children(recursive=True)]
 
     assert any("mcp-server-time" in line for line in below), below
     assert not any("plughost_runner.forkserver" in line for line in below), below

@@ -13,6 +13,7 @@ import pytest
 from plughost.runners.fork_server import ForkedProcess, ForkServer, ForkServerError
 from plughost.runners.spawn import credentials_pipe, runner_env
 from tests.fault_injection import alive
+from tests.processes import command_line
 
 ENV = runner_env()
 
@@ -100,7 +101,7 @@ async def test_a_start_cancelled_before_the_server_is_ready_leaves_no_process(
         return {
             child.pid
             for child in psutil.Process().children()
-            if "plughost_runner.forkserver" in " ".join(child.cmdline())
+            if "plughost_runner.forkserver" in " ".join(command_line(child))
             or child.name() == "plughost-forks"
         }
 
