@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from plughost.mcp.config import MCPServerConfig
 from plughost.mcp.provider import MCPToolProvider
+from plughost.tools import reserved
+from plughost.tools.naming import lookalike_key
 from plughost.tools.registry import ToolRegistry
+from plughost.tools.reserved import HostNames
 from plughost_sdk.models import (
     ToolAvailabilityContext,
     ToolExecutionContext,
@@ -92,3 +97,24 @@ async def test_a_servers_prefix_holds_names_that_go_on_after_a_separator_not_lon
 
     # server a's tools are mcp_a_*: analyze and ab_x are not among them; the rest look alike
     assert listed == ["mcp_ab_x", "mcp_analyze"]
+
+
+def test_a_name_of_many_words_is_read_once_not_once_per_word(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = HostNames()
+    names._prefixes[lookalike_key("mcp_files_")] = ("mcp_files_...", "server files")
+    folded: list[int] = []
+
+    def counted(name: str) -> str:
+        folded.append(len(name))
+        return lookalike_key(name)
+
+    monkeypatch.setattr(reserved, "lookalike_key", counted)
+    hostile = "_".join(["word"] * 100_000)
+
+    assert names.holder(hostile) is None
+    assert names.holder("mcp_files_read") == ("mcp_files_...", "server files")
+    # the whole name is folded once; its leading words only as far as a held prefix reaches
+    assert folded.count(len(hostile)) == 1
+    assert sum(n for n in folded if n != len(hostile)) < 1_000

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -161,8 +161,10 @@ class HostNames:
         key = lookalike_key(name)
         found = self._held.get(key)
         if found is None and self._prefixes:
+            longest = max(map(len, self._prefixes))
             found = next(
-                (self._prefixes[k] for k in _leading_keys(name) if k in self._prefixes), None
+                (self._prefixes[k] for k in _leading_keys(name, longest) if k in self._prefixes),
+                None,
             )
         return found
 
@@ -181,16 +183,23 @@ class HostNames:
         )
 
 
-def _leading_keys(name: str) -> list[str]:
+def _leading_keys(name: str, longest: int) -> Iterator[str]:
     """The look-alike keys of ``name``'s leading words, each followed by more of the name.
 
     ``mcp_files_read`` gives the keys of ``mcp`` and ``mcp_files``: a held prefix
     matches where a separator follows it, and only there (``mcp_a_`` does not
-    hold ``mcp_analyze``).
+    hold ``mcp_analyze``). Keys stop once they could no longer be as short as
+    ``longest`` (a key folds two characters into one at most), so a plugin's
+    name of a hundred thousand words costs one pass over it, not one per word.
     """
     folded = unicodedata.normalize("NFKC", name).casefold()
     words = "".join(char if char.isalnum() else " " for char in folded).split()
-    return [lookalike_key("_".join(words[:count])) for count in range(1, len(words))]
+    joined = ""
+    for word in words[:-1]:
+        joined += word
+        if len(joined) > 2 * longest:
+            return
+        yield lookalike_key(joined)
 
 
 def _held_names(provider: ToolProvider, method: str = "held_names") -> list[str]:
