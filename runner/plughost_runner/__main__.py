@@ -52,11 +52,10 @@ _BY_FLAG: Final = {option.flag: option for option in _OPTIONS}
 
 @functools.cache
 def parser() -> argparse.ArgumentParser:
-    """The runner's command line, built once.
+    """The runner's command line as argparse reads it, built once, when first needed.
 
-    The fork server builds it before it forks (argparse looks up message
-    catalogues on the file system for every parser it makes), so that a runner
-    that needs it (see :func:`read_command_line`) only parses.
+    A forked runner reads the host's command line without it
+    (:func:`read_command_line`); this parser reads anything else, and ``--help``.
     """
     made = argparse.ArgumentParser(
         prog="python -m plughost_runner",
@@ -80,7 +79,7 @@ def read_command_line(argv: Sequence[str]) -> argparse.Namespace:
     The host writes a runner's command line as ``--flag value`` pairs, each
     flag in full: those are read here without argparse, whose code a forked
     runner would otherwise run once, writing to (and so copying from the fork
-    server) about 450 KiB of pages that nothing else in it touches. Anything
+    server) pages that nothing else in it touches: about 100 KiB a runner. Anything
     else (an abbreviated or unknown flag, ``--flag=value``, a value that looks
     like a flag, a bad number, a missing required flag, ``--help``) is left to
     argparse, which accepts what it accepts and says what is wrong with the rest.
