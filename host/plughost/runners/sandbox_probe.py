@@ -22,6 +22,9 @@ __all__ = ["SandboxSupport", "probe_support"]
 
 _PROBE_TIMEOUT = 20.0
 
+_ANSWERS: dict[tuple[str, tuple[tuple[str, str], ...] | None], SandboxSupport] = {}
+"""The kernel's answers so far, by interpreter and environment (see :func:`probe_support`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class SandboxSupport:
@@ -50,17 +53,35 @@ class SandboxSupport:
 
 
 async def probe_support(
-    python: str | None = None, env: Mapping[str, str] | None = None
+    python: str | None = None, env: Mapping[str, str] | None = None, *, fresh: bool = False
 ) -> SandboxSupport:
-    """Ask the kernel which protections this user gets (about 0.1 s, once).
+    """Ask the kernel which protections this user gets (about 0.15 s of CPU, once).
 
-    A probe that cannot run (no runner installed for ``python``, a timeout)
-    means nothing is offered, with that reason.
+    Once per process for each interpreter and environment: what the kernel
+    grants a user changes only when the system's configuration does (a sysctl,
+    a container's profile), and a program that makes hosts again and again (an
+    embedding bot reloading its settings) would otherwise start an interpreter
+    each time to learn the same answer.
+    ``fresh`` asks again (and keeps the new answer). A probe that cannot run
+    (no runner installed for ``python``, a timeout) means nothing is offered,
+    with that reason, and is not kept: the next host asks again.
     """
     if not sys.platform.startswith("linux"):  # the probe's system calls are Linux's
         failure = f"the sandbox needs Linux; this is {sys.platform}"
         return SandboxSupport(frozenset(), failure=failure)
-    command = [python or sys.executable, "-m", "plughost_runner.sandbox"]
+    key = (python or sys.executable, None if env is None else tuple(sorted(env.items())))
+    known = _ANSWERS.get(key)
+    if known is not None and not fresh:
+        return known
+    support = await _probe(key[0], env)
+    if not support.failure:
+        _ANSWERS[key] = support
+    return support
+
+
+async def _probe(python: str, env: Mapping[str, str] | None) -> SandboxSupport:
+    """Run the probe's interpreter and read its answer."""
+    command = [python, "-m", "plughost_runner.sandbox"]
     try:
         # subprocess.run in a thread: a fork waited for on the loop stalls it (see
         # plughost.runners.child_process), and the probe is short-lived.

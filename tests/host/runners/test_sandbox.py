@@ -12,6 +12,7 @@ import pytest
 from plughost.host import PluginHost
 from plughost.plugins.source import PluginSource
 from plughost.runners import sandbox as sandbox_module
+from plughost.runners import sandbox_probe
 from plughost.runners.sandbox import (
     PROTECTIONS,
     SandboxReport,
@@ -20,6 +21,7 @@ from plughost.runners.sandbox import (
     runner_policy,
     sandbox_report,
 )
+from plughost.runners.spawn import runner_env
 from plughost.settings import HostSettings, SandboxSettings
 from plughost_sdk.errors import RunnerStartError
 from plughost_sdk.manifest import parse_manifest
@@ -250,10 +252,39 @@ async def test_a_host_whose_runners_get_less_than_asked_says_so_as_a_warning(
 
 
 async def test_the_probe_finds_what_this_kernel_offers() -> None:
-    support = await sandbox_module.probe_support()
+    support = await sandbox_module.probe_support(fresh=True)
 
     assert support.offered <= set(PROTECTIONS)
     assert set(support.offered).isdisjoint(support.reasons)
+
+
+async def test_the_kernel_is_asked_once_per_environment_and_a_failed_probe_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[str] = []
+    real = sandbox_probe._probe
+
+    async def counted(python: str, env: Any) -> SandboxSupport:
+        runs.append(python)
+        return await real(python, env)
+
+    monkeypatch.setattr(sandbox_probe, "_probe", counted)
+    env = runner_env(()) | {"PLUGHOST_TEST_PROBE": str(tmp_path)}  # a key no other test has
+
+    first = await sandbox_probe.probe_support(env=env)
+    again = await sandbox_probe.probe_support(env=env)
+    assert len(runs) == 1
+    assert again == first and not first.failure
+    other = await sandbox_probe.probe_support(env=env | {"PLUGHOST_TEST_PROBE": "other"})
+    assert len(runs) == 2 and other.offered == first.offered
+    await sandbox_probe.probe_support(env=env, fresh=True)
+    assert len(runs) == 3
+
+    missing = str(tmp_path / "no-python")
+    for _ in range(2):
+        failed = await sandbox_probe.probe_support(python=missing, env=env)
+        assert failed.failure
+    assert runs[-2:] == [missing, missing]
 
 
 async def test_a_probe_that_cannot_run_offers_nothing_and_says_why_for_each_protection(
