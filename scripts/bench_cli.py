@@ -8,11 +8,15 @@ moment costs both alike; the medians and their ratio are reported. Targets:
 ``plughost --help`` within 6x ``python -c pass``; ``plughost tools`` and
 ``plughost call`` on one plugin within 0.5 s wall clock (these start a real
 runner, so they include the runner's interpreter and the plugin's import).
+``plughost serve`` on the example plugins is timed until its ``serve.started``
+event (every plugin started), without and with ``--mcp-stdio``: only the
+second imports the MCP SDK.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +45,30 @@ def timed(argv: list[str]) -> float:
     return elapsed
 
 
+def timed_serve(argv: list[str], data: Path) -> float:
+    """Seconds from spawning ``plughost serve`` to its ``serve.started`` event (then stopped)."""
+    start = time.perf_counter()
+    # stdin held open: with --mcp-stdio, its end would end serve.
+    serving = subprocess.Popen(
+        [*argv, "--no-watch", "--log-format", "json"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=data,
+    )
+    assert serving.stderr is not None
+    lines = []
+    try:
+        for line in serving.stderr:
+            if b'"serve.started"' in line:
+                return time.perf_counter() - start
+            lines.append(line)
+        raise SystemExit(f"{' '.join(argv)} ended before it started: {b''.join(lines)[-2000:]!r}")
+    finally:
+        serving.send_signal(signal.SIGTERM)
+        serving.communicate(timeout=60)
+
+
 def _verdict(name: str, value: float, base: float) -> str:
     if name == "plughost --help":
         met = value / base <= HELP_TARGET_RATIO
@@ -48,12 +76,14 @@ def _verdict(name: str, value: float, base: float) -> str:
     if "1 plugin" in name:
         met = value <= ONE_SHOT_TARGET_S
         return f"target <= {ONE_SHOT_TARGET_S} s: {'met' if met else 'missed'}"
+    if "serve" in name:
+        return "measured"
     return "baseline"
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        plugins = Path(folder)
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as data_folder:
+        plugins, data = Path(folder), Path(data_folder)  # serve's data directory: its cwd
         (plugins / PLUGIN.name).symlink_to(PLUGIN)
         args = json.dumps({"value": 1, "from_unit": "m", "to_unit": "cm"})
         commands = {
@@ -64,12 +94,23 @@ def main() -> None:
                 *(PLUGHOST, "call", "unit_convert", "--plugins", str(plugins), "--args", args)
             ],
         }
-        samples: dict[str, list[float]] = {name: [] for name in commands}
+        examples = str(ROOT / "plugins_example")
+        serves = {
+            "plughost serve (examples, until started)": [PLUGHOST, "serve", "--plugins", examples],
+            "plughost serve --mcp-stdio (the same)": [
+                *(PLUGHOST, "serve", "--plugins", examples, "--mcp-stdio")
+            ],
+        }
+        samples: dict[str, list[float]] = {name: [] for name in [*commands, *serves]}
         for argv in commands.values():  # warm the page cache and .pyc files
             timed(argv)
+        for argv in serves.values():
+            timed_serve(argv, data)
         for _ in range(RUNS):
             for name, argv in commands.items():
                 samples[name].append(timed(argv))
+            for name, argv in serves.items():
+                samples[name].append(timed_serve(argv, data))
     base = median(samples["python -c pass"])
     rows = []
     for name, values in samples.items():
@@ -85,7 +126,10 @@ def main() -> None:
                 "",
                 f"`{COMMAND}` — median wall clock of {RUNS} runs each, interleaved with the",
                 "baseline. The one-plugin commands start a real runner and load",
-                "`plugins_example/unit_converter` in it.",
+                "`plugins_example/unit_converter` in it. `plughost serve` runs on",
+                "`plugins_example/` until its `serve.started` event (every plugin started,",
+                "the table printed); without `--mcp-stdio` or `[mcp]` servers it never",
+                "imports the MCP SDK, with `--mcp-stdio` it does.",
                 "",
                 machine_line(),
                 "",

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plughost.cli.console import (
     JsonLogFormatter,
@@ -28,16 +28,18 @@ from plughost.cli.console import (
     plugins_table,
     stderr,
 )
-from plughost.cli.serve_catalogue import catalogue_for, fingerprints
 from plughost.cli.serve_config import ServeConfig
 from plughost.cli.serve_start import register_host_tools, start_with_upstream
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
 from plughost.mcp import early_launch
 from plughost.mcp.bearer import load_or_create_token
-from plughost.mcp.registry_server import ToolSource
-from plughost.mcp.server import serve_http, serve_stdio
-from plughost.mcp.warm_start import WarmStart
+
+if TYPE_CHECKING:
+    # The MCP SDK (about 0.6 s to import) only when serve serves MCP or has upstreams:
+    # the functions below that need them import them (tests/host/cli/test_lazy_imports.py).
+    from plughost.mcp.registry_server import ToolSource
+    from plughost.mcp.warm_start import WarmStart
 
 __all__ = [
     "EXIT_FAILED",
@@ -269,6 +271,8 @@ def _serve_stdio(
     Not in the task group: once it has written its last answer it is left to the
     process's exit (see serve()), since its stdin reader cannot be cancelled.
     """
+    from plughost.mcp.server import serve_stdio
+
     return asyncio.ensure_future(
         serve_stdio(
             source,
@@ -304,6 +308,8 @@ async def _serve_http(
     listening: asyncio.Event,
 ) -> None:
     """Serve MCP over streamable HTTP until cancelled, or until ``stopping`` and its calls end."""
+    from plughost.mcp.server import serve_http
+
     address, _, port = config.serve.mcp_http.rpartition(":")
 
     def announce(url: str) -> None:  # the port it took, when asked for port 0
@@ -332,6 +338,9 @@ def _warm_start(host: PluginHost, config: ServeConfig, strict: bool) -> WarmStar
     ``--strict`` may still refuse to serve when a plugin fails, so then no call
     runs before the host is live: a refused start has run nothing.
     """
+    from plughost.cli.serve_catalogue import catalogue_for, fingerprints
+    from plughost.mcp.warm_start import WarmStart
+
     return WarmStart(
         host.tools,
         catalogue_for(config),

@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+from typing import TYPE_CHECKING
 
 from plughost.chat import build_tool_search
 from plughost.cli.serve_config import ServeConfig
 from plughost.host import PluginHost
-from plughost.mcp.provider import MCPToolProvider
 from plughost.settings import ToolSearchSettings
+
+if TYPE_CHECKING:
+    from plughost.mcp.provider import MCPToolProvider
 
 __all__ = ["register_host_tools", "start_with_upstream"]
 
@@ -32,9 +35,13 @@ def _register_upstream(host: PluginHost, config: ServeConfig) -> MCPToolProvider
 
     After the plugins' provider (the host's own, registered when it was made), so
     plugin tools keep their names; ``host.aclose()`` closes it with the registry.
+    The MCP SDK is imported only here: a serve with no upstream and no MCP
+    server of its own never pays for it.
     """
     if not config.mcp.servers:
         return None
+    from plughost.mcp.provider import MCPToolProvider
+
     provider = MCPToolProvider(config.mcp)
     host.tools.register_provider(provider)
     return provider
@@ -89,8 +96,11 @@ def register_host_tools(host: PluginHost, config: ServeConfig) -> None:
     Registered after the plugins, as they load first; the registry still keeps
     these names from any plugin tool that is, or looks like, one of them.
     """
-    if not any(isinstance(p, MCPToolProvider) for p in host.tools.providers):
-        _register_upstream(host, config)
+    if config.mcp.servers:
+        from plughost.mcp.provider import MCPToolProvider
+
+        if not any(isinstance(p, MCPToolProvider) for p in host.tools.providers):
+            _register_upstream(host, config)
     if config.search.enabled and host.search is None:
         wanted = ToolSearchSettings(enabled=True, **config.search.model_dump(include=_SEARCH))
         host.search = build_tool_search(host.tools, wanted)

@@ -1,8 +1,8 @@
 """Which protections runners get: what the kernel offers, what the operator asks, per runner.
 
-At start the host asks the kernel, for real, what this user may do: the probe
-(:mod:`plughost.runners.sandbox_probe`) tries each protection in a throw-away
-child and answers with a :class:`SandboxSupport`. With the operator's
+At its first start in a process the host asks the kernel, for real, what
+this user may do: the probe (:mod:`plughost.runners.sandbox_probe`) tries each
+protection in a throw-away child and answers with a :class:`SandboxSupport`. With the operator's
 :class:`~plughost.settings.SandboxSettings` that gives the host-wide
 :class:`SandboxReport` (shown in ``plughost serve``'s banner and
 ``host.sandbox``), and refuses to start when a required protection is

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ import psutil
 
 from plughost.events import EventKind, LifecycleEvent
 from plughost.host import PluginHost
-from plughost.mcp.provider import MCPToolProvider
 from plughost.runners.supervisor import RunnerState, RunnerSupervisor
 from plughost.web.stats import CallStats
 from plughost_sdk.models import ToolAvailabilityContext, ToolSpec
@@ -286,10 +286,17 @@ def host_sandbox(host: PluginHost) -> dict[str, Any] | None:
 
 
 def mcp_servers(host: PluginHost) -> list[dict[str, Any]]:
-    """Every upstream MCP server the host's registry consumes, with its connection state."""
+    """Every upstream MCP server the host's registry consumes, with its connection state.
+
+    A host none of whose providers was made by :mod:`plughost.mcp.provider` has
+    not imported it (nor the MCP SDK): the console does not import it for them.
+    """
+    module = sys.modules.get("plughost.mcp.provider")
+    if module is None:
+        return []
     rows = []
     for provider in host.tools.providers:
-        if not isinstance(provider, MCPToolProvider):
+        if not isinstance(provider, module.MCPToolProvider):
             continue
         for name, status in sorted(provider.status().items()):
             rows.append(

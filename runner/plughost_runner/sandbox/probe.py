@@ -4,7 +4,7 @@ Static checks (``/proc/sys/user/max_user_namespaces``, the Landlock ABI) say
 what the kernel was built with, not what a container's seccomp profile, an
 AppArmor rule or a sysctl lets this user do; so each protection is tried for
 real in a forked child that then exits. Run as ``python -m
-plughost_runner.sandbox`` (the host does, once at start); it prints one JSON
+plughost_runner.sandbox`` (the host does, once per process); it prints one JSON
 object: ``{"offered": [...], "reasons": {name: why not}, "landlock_abi": n}``.
 """
 

@@ -159,3 +159,39 @@ def test_serve_launches_its_upstreams_before_importing_the_mcp_sdk(tmp_path: Pat
 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("extra", [[], ["--web", "127.0.0.1:0"]], ids=["plain", "web"])
+def test_serve_without_mcp_never_imports_the_mcp_sdk(extra: list[str], tmp_path: Path) -> None:
+    # No --mcp-stdio/--mcp-http and no [mcp] servers: nothing serve runs needs the SDK.
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "unit_converter").symlink_to(EXAMPLES / "unit_converter")
+    argv = ["serve", "--no-watch", "--plugins", str(plugins), *extra]
+    # Once the plugins have started and the table is printed, report and end the process.
+    code = (
+        "import json, os, sys\n"
+        "import plughost.cli.serve as serve\n"
+        f"heavy = {HEAVY!r}\n"
+        "printed = serve._print_summary\n"
+        "def summary(*args, **kwargs):\n"
+        "    printed(*args, **kwargs)\n"
+        "    print(json.dumps(sorted(m for m in heavy if m in sys.modules)), flush=True)\n"
+        "    os._exit(0)\n"
+        "serve._print_summary = summary\n"
+        "from plughost.cli.main import cli\n"
+        f"cli({argv!r}, prog_name='plughost')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,  # its data directory
+    )
+
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "mcp" not in loaded
+    assert "plughost.host" in loaded  # the host really started
