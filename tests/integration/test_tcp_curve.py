@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -55,7 +56,12 @@ async def _probe(endpoint: str, keys: tuple[bytes, bytes, bytes] | None) -> bool
     sock.connect(endpoint)
     try:
         hello = wire.request(1, "runner.hello", {"token": "x", "protocol": 1, "pid": 1})
-        await sock.send(wire.encode(hello))
+        try:
+            # A DEALER holds a frame until a connection takes it: one the handshake keeps
+            # refusing may never take it, and then nothing came back either.
+            await asyncio.wait_for(sock.send(wire.encode(hello)), 1)
+        except TimeoutError:
+            return False
         return await sock.poll(1000) != 0
     finally:
         sock.close()
