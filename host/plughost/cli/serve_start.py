@@ -35,8 +35,9 @@ def _register_upstream(host: PluginHost, config: ServeConfig) -> MCPToolProvider
 
     After the plugins' provider (the host's own, registered when it was made), so
     plugin tools keep their names; ``host.aclose()`` closes it with the registry.
-    The MCP SDK is imported only here: a serve with no upstream and no MCP
-    server of its own never pays for it.
+    The provider, and with it the MCP SDK, is imported only when servers are
+    configured: a serve with no upstream and no MCP server of its own never
+    pays for it.
     """
     if not config.mcp.servers:
         return None
