@@ -31,7 +31,10 @@ check answers "valid as sent" in a microsecond or two (a ``$schema`` naming the
 dialect, as MCP servers built with zod send, changes nothing); it only ever accepts
 a dict that needs no cast and that the jsonschema validator would accept too,
 and anything else (a cast, an error, any other keyword) takes the full path
-above, so results and messages are the same either way.
+above, so results and messages are the same either way. For such a schema
+jsonschema is not even imported (about 0.1 s) until a call takes the full
+path: a flat schema whose annotations are well formed cannot fail the
+metaschema check.
 
 **Unknown fields.** A top-level schema with no ``additionalProperties`` (and no
 ``unevaluatedProperties``) key is treated as ``additionalProperties: false``:
@@ -131,6 +134,10 @@ def prepare_arguments(raw: Any, schema: Mapping[str, Any]) -> PreparedArguments 
         values = dict(raw)
         if compiled.flat.accepts(values):
             return PreparedArguments(values, unchanged=True)
+    if compiled.deferred:  # the full path needs jsonschema's validator: built once, now
+        compiled = _CACHE.complete(schema, compiled)
+        if compiled.fault is not None:
+            return ArgumentErrors((compiled.fault,), "", schema_fault=True)
     try:
         parsed = _parse(raw, compiled.property_names)
         if isinstance(parsed, str):
@@ -159,14 +166,30 @@ class _Compiled:
     expected: str
     fault: str | None = None
     flat: _FlatCheck | None = None
+    deferred: bool = False  # a flat schema whose validator is built at its first full-path call
 
 
 def _compile(schema: Any) -> _Compiled:
-    import jsonschema  # 70 ms: paid by the first call, not by every CLI command that imports this
+    """The compiled form of ``schema``, without jsonschema for a flat, well-formed one.
 
+    Such a schema is valid against the metaschema by construction
+    (:func:`_flat_well_formed`), and its calls mostly pass the flat check, so
+    importing jsonschema (about 0.1 s) and building its validator wait until a
+    call needs the full path (:meth:`_ValidatorCache.complete`).
+    """
     if not isinstance(schema, Mapping):
         fault = f"the tool's parameter schema is a {type(schema).__name__}, not a JSON object"
         return _Compiled({}, None, frozenset(), "", fault)
+    flat = _FlatCheck.compile(schema) if _flat_well_formed(schema) else None
+    if flat is not None:
+        names = frozenset(schema.get("properties", {}))
+        return _Compiled(schema, None, names, expected_summary(schema), flat=flat, deferred=True)
+    return _compile_fully(schema)
+
+
+def _compile_fully(schema: Mapping[str, Any]) -> _Compiled:
+    import jsonschema  # 70 ms: paid by the first call, not by every CLI command that imports this
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -218,6 +241,13 @@ _FLAT_TYPES: Final = {
 _FLAT_ROOT_KEYS: Final = frozenset(
     {"type", "properties", "required", "additionalProperties", "title", "description", "$schema"}
 )
+# The JSON Schema dialects a schema's "$schema" names in practice (zod, pydantic, the SDK).
+_DIALECTS: Final = tuple(
+    f"{scheme}://json-schema.org/{path}{end}"
+    for scheme in ("https", "http")
+    for path in ("draft/2020-12/schema", "draft/2019-09/schema", "draft-07/schema")
+    for end in ("", "#")
+)
 # Annotations only: they never make a value invalid.
 _FLAT_FIELD_KEYS: Final = frozenset({"type", "enum", "title", "description", "default", "examples"})
 
@@ -265,6 +295,36 @@ class _FlatCheck:
             if not is_type(value) or (allowed is not None and value not in allowed):
                 return False
         return all(name in values for name in self.required)
+
+
+def _flat_well_formed(schema: Mapping[str, Any]) -> bool:
+    """Whether the annotations a flat schema may carry are what the metaschema allows.
+
+    :class:`_FlatCheck` reads only ``type``, ``enum``, ``properties`` and
+    ``required``; the metaschema also constrains the annotations around them
+    (``title`` and ``description`` strings, ``examples`` an array, ``$schema`` a
+    URI, ``required`` without repeats); ``$schema`` must name a published dialect
+    here, so that no format check of a URI can tell the two apart. A schema passing this and
+    :meth:`_FlatCheck.compile` passes ``check_schema`` (tests/host/tools/test_arguments.py
+    compares the two over generated schemas).
+    """
+    if not _annotations_well_formed(schema) or schema.get("$schema", _DIALECTS[0]) not in _DIALECTS:
+        return False
+    required = schema.get("required", [])
+    if isinstance(required, list) and len(set(map(repr, required))) != len(required):
+        return False
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        return False
+    return all(isinstance(f, dict) and _annotations_well_formed(f) for f in properties.values())
+
+
+def _annotations_well_formed(fragment: Mapping[str, Any]) -> bool:
+    return (
+        isinstance(fragment.get("title", ""), str)
+        and isinstance(fragment.get("description", ""), str)
+        and isinstance(fragment.get("examples", []), list)
+    )
 
 
 def _flat_field(fragment: Any) -> tuple[Any, frozenset[str] | None] | None:
@@ -317,6 +377,17 @@ class _ValidatorCache:
             if text is not None:
                 _remember(self._by_text, text, compiled, self._size)
         _remember(self._by_id, id(schema), (schema, compiled), self._size)
+        return compiled
+
+    def complete(self, schema: Any, deferred: _Compiled) -> _Compiled:
+        """``deferred`` with its validator built, kept in its place for the next calls."""
+        compiled = _compile_fully(deferred.schema)
+        text = _schema_text(schema)
+        if text is not None and text in self._by_text:
+            self._by_text[text] = compiled
+        hit = self._by_id.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            self._by_id[id(schema)] = (schema, compiled)
         return compiled
 
 

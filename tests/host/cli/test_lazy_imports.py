@@ -102,8 +102,9 @@ def test_the_mcp_names_are_still_there_when_asked_for() -> None:
             {"mcp", "jieba", "jsonschema", "watchfiles", "plughost.cli.serve_config"},
         ),
         (
+            # A flat schema's well-formed arguments are checked without jsonschema.
             ["call", "unit_convert", "--plugins", "{plugins}", "--args", "{args}"],
-            {"mcp", "jieba", "watchfiles", "plughost.cli.serve_config"},
+            {"mcp", "jieba", "jsonschema", "watchfiles", "plughost.cli.serve_config"},
         ),
     ],
 )

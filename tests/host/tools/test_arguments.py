@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from types import MappingProxyType
 from typing import Any
 
@@ -460,3 +462,105 @@ def test_only_arguments_taken_exactly_as_sent_are_marked_unchanged() -> None:
     assert isinstance(as_sent, PreparedArguments) and as_sent.unchanged
     assert isinstance(cast, PreparedArguments) and not cast.unchanged
     assert isinstance(parsed, PreparedArguments) and not parsed.unchanged
+
+
+# --- flat schemas compile without jsonschema -------------------------------------------
+
+_ANNOTATION = st.one_of(
+    st.text(max_size=3), st.integers(), st.none(), st.lists(st.text(max_size=2))
+)
+
+
+@st.composite
+def _flat_looking_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    """Schemas the flat check reads, with annotations of any type (some the metaschema refuses)."""
+    names = draw(st.lists(st.sampled_from(["a", "b", "c"]), max_size=3, unique=True))
+    properties: dict[str, Any] = {}
+    for name in names:
+        field: dict[str, Any] = {"type": draw(st.sampled_from(["string", "integer", "boolean"]))}
+        for key in draw(st.lists(st.sampled_from(["title", "description", "examples"]))):
+            field[key] = draw(_ANNOTATION)
+        properties[name] = field
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    for key in draw(st.lists(st.sampled_from(["title", "description", "$schema", "required"]))):
+        if key == "required":
+            schema[key] = draw(st.lists(st.sampled_from(["a", "b", "c"]), max_size=4))
+        elif key == "$schema":
+            dialect = "https://json-schema.org/draft/2020-12/schema"
+            schema[key] = draw(st.sampled_from([dialect, "not a uri", 5]))
+        else:
+            schema[key] = draw(_ANNOTATION)
+    return schema
+
+
+@settings(max_examples=300, deadline=None)
+@given(_flat_looking_schemas())
+def test_a_schema_compiled_without_jsonschema_is_one_jsonschema_accepts(
+    schema: dict[str, Any],
+) -> None:
+    compiled = arguments_module._compile(schema)
+    try:
+        Draft202012Validator.check_schema(schema)
+        valid = True
+    except Exception:
+        valid = False
+    if compiled.deferred:
+        assert valid, schema  # deferring never lets a broken schema through
+    elif not valid:
+        assert prepare_arguments({}, schema) == ArgumentErrors(
+            (compiled.fault,), "", schema_fault=True
+        )
+
+
+def test_a_flat_schemas_calls_need_no_jsonschema_until_one_takes_the_full_path() -> None:
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"city": {"type": "string", "title": "City"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    }
+    code = (
+        "import json, sys\n"
+        "from plughost.tools.arguments import prepare_arguments\n"
+        f"schema = json.loads({json.dumps(schema)!r})\n"
+        "ok = prepare_arguments({'city': 'Oslo', 'days': 2}, schema)\n"
+        "print(type(ok).__name__, 'jsonschema' in sys.modules)\n"
+        "cast = prepare_arguments({'city': 'Oslo', 'days': '3'}, schema)\n"
+        "wrong = prepare_arguments({'town': 'Oslo'}, schema)\n"
+        "print(cast.values, 'jsonschema' in sys.modules)\n"
+        "print(json.dumps(list(wrong.problems)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    first, second, problems = done.stdout.strip().splitlines()
+
+    assert first == "PreparedArguments False"  # answered by the flat check alone
+    assert second == "{'city': 'Oslo', 'days': 3} True"  # the cast took the full path
+    assert json.loads(problems) == list(_problems_in_this_process(schema, {"town": "Oslo"}))
+
+
+def _problems_in_this_process(schema: dict[str, Any], raw: dict[str, Any]) -> tuple[str, ...]:
+    result = prepare_arguments(raw, schema)
+    assert isinstance(result, ArgumentErrors)
+    return result.problems
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "title": 5, "properties": {"a": {"type": "string"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "examples": "x"}}},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "a"]},
+        {"type": "object", "$schema": 5, "properties": {"a": {"type": "string"}}},
+    ],
+    ids=["title", "examples", "required", "dialect"],
+)
+def test_a_flat_schema_the_metaschema_refuses_is_still_the_tools_fault(
+    schema: dict[str, Any],
+) -> None:
+    assert not arguments_module._compile(schema).deferred
+
+    result = prepare_arguments({"a": "x"}, schema)
+
+    assert isinstance(result, ArgumentErrors) and result.schema_fault
