@@ -166,7 +166,11 @@ class _Compiled:
     expected: str
     fault: str | None = None
     flat: _FlatCheck | None = None
-    deferred: bool = False  # a flat schema whose validator is built at its first full-path call
+
+    @property
+    def deferred(self) -> bool:
+        """A flat schema whose validator is built at its first full-path call."""
+        return self.validator is None and self.fault is None
 
 
 def _compile(schema: Any) -> _Compiled:
@@ -180,10 +184,10 @@ def _compile(schema: Any) -> _Compiled:
     if not isinstance(schema, Mapping):
         fault = f"the tool's parameter schema is a {type(schema).__name__}, not a JSON object"
         return _Compiled({}, None, frozenset(), "", fault)
-    flat = _FlatCheck.compile(schema) if _flat_well_formed(schema) else None
-    if flat is not None:
-        names = frozenset(schema.get("properties", {}))
-        return _Compiled(schema, None, names, expected_summary(schema), flat=flat, deferred=True)
+    flat = _FlatCheck.compile(schema)
+    if flat is not None and _flat_well_formed(schema):
+        names = frozenset(flat.fields)
+        return _Compiled(schema, None, names, expected_summary(schema), flat=flat)
     return _compile_fully(schema)
 
 
@@ -298,25 +302,23 @@ class _FlatCheck:
 
 
 def _flat_well_formed(schema: Mapping[str, Any]) -> bool:
-    """Whether the annotations a flat schema may carry are what the metaschema allows.
+    """Whether a schema :class:`_FlatCheck` compiled carries only well-formed annotations.
 
-    :class:`_FlatCheck` reads only ``type``, ``enum``, ``properties`` and
-    ``required``; the metaschema also constrains the annotations around them
-    (``title`` and ``description`` strings, ``examples`` an array, ``$schema`` a
-    URI, ``required`` without repeats); ``$schema`` must name a published dialect
-    here, so that no format check of a URI can tell the two apart. A schema passing this and
-    :meth:`_FlatCheck.compile` passes ``check_schema`` (tests/host/tools/test_arguments.py
-    compares the two over generated schemas).
+    The flat check reads ``type``, ``enum``, ``properties`` and ``required``
+    (a list of strings); the metaschema also constrains what surrounds them:
+    ``title`` and ``description`` strings, ``examples`` an array, ``required``
+    without repeats, ``$schema`` a URI (here one of the published dialects, so
+    that no format check of a URI can tell the two apart). A schema passing both
+    passes ``check_schema`` (tests/host/tools/test_arguments.py compares the two
+    over generated schemas).
     """
-    if not _annotations_well_formed(schema) or schema.get("$schema", _DIALECTS[0]) not in _DIALECTS:
-        return False
     required = schema.get("required", [])
-    if isinstance(required, list) and len(set(map(repr, required))) != len(required):
-        return False
-    properties = schema.get("properties", {})
-    if not isinstance(properties, dict):
-        return False
-    return all(isinstance(f, dict) and _annotations_well_formed(f) for f in properties.values())
+    return (
+        schema.get("$schema", _DIALECTS[0]) in _DIALECTS
+        and len(set(required)) == len(required)
+        and _annotations_well_formed(schema)
+        and all(_annotations_well_formed(field) for field in schema.get("properties", {}).values())
+    )
 
 
 def _annotations_well_formed(fragment: Mapping[str, Any]) -> bool:
