@@ -2,8 +2,8 @@
 
 At its first start in a process the host asks the kernel, for real, what
 this user may do: the probe (:mod:`plughost.runners.sandbox_probe`) tries each
-protection in a throw-away child and answers with a :class:`SandboxSupport`. With the operator's
-:class:`~plughost.settings.SandboxSettings` that gives the host-wide
+protection in a throw-away child and answers with a :class:`SandboxSupport`.
+With the operator's :class:`~plughost.settings.SandboxSettings` that gives the host-wide
 :class:`SandboxReport` (shown in ``plughost serve``'s banner and
 ``host.sandbox``), and refuses to start when a required protection is
 missing. For each runner :func:`runner_policy` then writes the policy the
