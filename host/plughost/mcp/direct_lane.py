@@ -103,8 +103,7 @@ class _Call:
     registry: ToolRegistry
     timer: asyncio.TimerHandle | None = None
     later: asyncio.Task[None] | None = None  # the output schema check, when it must list first
-    # The server's answer as its check typed it and shaped it for the server's protocol version.
-    passed: tuple[types.CallToolResult, dict[str, Any]] | None = None
+    answered: bool = False  # the client has the server's answer, as its check shaped it
 
 
 class DirectLane:
@@ -305,35 +304,41 @@ class DirectLane:
         call.tap.cancel_now(call.upstream_id, "the caller cancelled the call")
 
     def _finish(self, call: _Call, result: ToolExecutionResult) -> None:
-        """Count the call's end, then answer it: run by a pipe reader, so nothing escapes."""
+        """Count the call's end, then answer it: run by a pipe reader, so nothing escapes.
+
+        A call :meth:`_result` answered already (the server's answer, passed on) is
+        only counted here.
+        """
         self._end(call, result)
+        if call.answered:
+            return
         message: types.JSONRPCMessage
         try:
-            line = self._passed_on(call, result)
-            if line is None:
-                message = self._respond(call.client_id, result_to_mcp(result))
-                line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            message = self._respond(call.client_id, result_to_mcp(result))
+            line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         except Exception as exc:  # as the task path answers a fault of ours
             log.exception("mcp tool call failed beside the session tool=%s", call.name)
             error = types.ErrorData(code=types.INTERNAL_ERROR, message=str(exc))
             message = types.JSONRPCError(jsonrpc="2.0", id=call.client_id, error=error)
             line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        self._answer(line)
+
+    def _answer(self, line: bytes) -> None:
         if not self._write_now(line + b"\n"):
             log.debug("mcp answer dropped: the client's stream is closed")
 
-    def _passed_on(self, call: _Call, result: ToolExecutionResult) -> bytes | None:
-        """The answer as the server's check shaped it, if the client speaks the same version.
+    def _pass_on(self, call: _Call, shaped: dict[str, Any]) -> None:
+        """Answer at once with the server's answer as its check shaped it, if the versions match.
 
         The long way (``respond``) dumps the typed answer and shapes it again for
         the client's version: for a client of the server's own version that is the
-        shaped answer the check made already. None: the long way it goes.
+        shaped answer the check made already. Written before the call's result is
+        typed and counted (:meth:`_finish` counts it), so the client waits for none
+        of that; nothing else runs between the two, as no step awaits.
         """
-        passed = call.passed
-        if passed is None or result.mcp_result is not passed[0]:
-            return None  # no answer of the server's, or not as it was checked
-        if self._version() != call.client.protocol_version:
-            return None
-        return answer_line(call.client_id, passed[1])
+        if self._version() == call.client.protocol_version:
+            self._answer(answer_line(call.client_id, shaped))
+            call.answered = True
 
     def _result(self, call: _Call, outcome: object) -> ToolExecutionResult:
         if isinstance(outcome, dict):
@@ -344,7 +349,7 @@ class DirectLane:
                     call, call_failure(call.name, call.server, call.target, call.timeout, exc)
                 )
             if shaped is not None:
-                call.passed = (checked, shaped)
+                self._pass_on(call, shaped)
             return _completed(call, result_from_mcp(call.name, checked))
         error: Exception
         if not isinstance(outcome, types.ErrorData) or outcome is CONNECTION_ENDED:

@@ -94,17 +94,26 @@ class ViewCache:
         # A build under way, per key; its future ends with the view, or None when the
         # builder gave up (cancelled or raised), so each waiter builds for itself.
         self._building: dict[ViewKey, asyncio.Future[View | None]] = {}
+        # The key last found and its view, matched by the context's identity: a caller that
+        # passes the same context object at every call (an MCP client's calls all run in one)
+        # skips hashing and comparing the context, a pydantic model, each time.
+        self._last: tuple[int, ToolAvailabilityContext | None, View] | None = None
 
     def cached(self, key: ViewKey) -> View | None:
         """The view kept for ``key``, if any: found without awaiting."""
+        last = self._last
+        if last is not None and last[1] is key[1] and last[0] == key[0]:
+            return last[2]
         view = self._views.get(key)
         if view is not None:
             self._views.move_to_end(key)
+            self._last = (key[0], key[1], view)
         return view
 
     def clear(self) -> None:
         """Forget every kept view (the tool set changed); builds under way carry on."""
         self._views.clear()
+        self._last = None
 
     async def get(self, key: ViewKey, build: Builder, current: Version) -> View:
         """The view for ``key``: kept, shared with a build under way, or built now.

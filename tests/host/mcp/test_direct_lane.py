@@ -224,6 +224,65 @@ async def test_an_answer_whose_schema_check_must_wait_is_checked_as_the_task_pat
     assert registry.inflight == 0
 
 
+class _CheckedSession:
+    """The SDK session of a tool whose output schema it knows: the check runs to the end at once."""
+
+    def __init__(self) -> None:
+        self._tool_output_schemas: dict[str, Any] = {"echo": None}
+
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        return None
+
+
+async def test_a_passed_on_answer_goes_out_before_the_call_is_counted_and_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The client's answer is written first; typing and counting the result come after it,
+    # and a fault of ours there is recorded as the call's failure without a second answer.
+    bridge, registry = _Bridge(), ToolRegistry()
+    written: list[bytes] = []
+    observed: list[tuple[int, ToolExecutionResult]] = []
+    client = cast(Any, SimpleNamespace(protocol_version="2025-11-25", session=_CheckedSession()))
+    registry.add_call_observer(lambda spec, result, s: observed.append((len(written), result)))
+
+    def write_now(line: bytes) -> bool:
+        written.append(line)
+        return True
+
+    def typed_late(name: str, result: types.CallToolResult) -> ToolExecutionResult:
+        raise RuntimeError("typing failed")
+
+    unused = cast(Any, None)
+    lane = DirectLane(
+        cast(Any, bridge), unused, unused, unused, lambda: "2025-11-25", write_now, unused
+    )
+    spec = ToolSpec(name="echo", description="", parameters_schema={"type": "object"})
+    calls = []
+    for client_id in (1, 2):
+        call = _lane_call(client_id, spec, _Link(), _Tap(), registry)
+        call.client, call.calling = client, _Caller()
+        bridge.calls.__enter__()
+        registry.call_began()
+        lane._calls[client_id] = call
+        calls.append(call)
+    raw = {"content": [{"type": "text", "text": "Echo: hi"}]}
+
+    lane._settle(calls[0], raw)
+    monkeypatch.setattr("plughost.mcp.direct_lane.result_from_mcp", typed_late)
+    lane._settle(calls[1], raw)
+
+    answers = [json.loads(line) for line in written]
+    assert answers == [
+        {"jsonrpc": "2.0", "id": i, "result": {**raw, "isError": False}} for i in (1, 2)
+    ]
+    # each call was counted after its answer was written: the first a success, the second
+    # the registry's failure for the fault, as run_call records one
+    assert [(seen, result.success) for seen, result in observed] == [(1, True), (2, False)]
+    assert "typing failed" in (observed[1][1].error_message or "")
+    assert registry.inflight == 0
+    await asyncio.wait_for(bridge.calls.quiet(), 5)
+
+
 class _LostSession(_Session):
     """The connection closes while the SDK lists the tools again for the check."""
 

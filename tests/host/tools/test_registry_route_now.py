@@ -70,3 +70,25 @@ async def test_a_call_counted_by_call_began_is_in_flight_and_observed_when_it_en
     assert in_flight == 1 and idle_while_running is False
     assert registry.inflight == 0 and await registry.wait_idle(0)
     assert seen == [("weather", "weather", 0.5)]
+
+
+async def test_route_now_sees_a_tool_set_change_at_once_for_the_context_it_routed_before() -> None:
+    # The view cache remembers the context object it last served by identity; a change of
+    # the tool set must still reach that very object at once, and an equal context built
+    # anew finds the same view as the remembered one.
+    registry = await _registry(_spec("weather"))
+    same = ToolExecutionContext(platform="mcp").availability()
+
+    before = registry.route_now("weather", {"city": "Oslo"}, MCP)
+    again = registry.route_now("weather", {"city": "Oslo"}, MCP)
+    equal = registry.route_now("weather", {"city": "Oslo"}, same)
+    registry.notify_changed("fake")
+    after = registry.route_now("weather", {"city": "Oslo"}, MCP)
+
+    assert same is not MCP and same == MCP
+    assert before is not None and again is not None and equal is not None
+    assert before[0] is again[0] is equal[0]
+    assert after is None  # no view for the new tool set yet: invoke builds it
+    await registry.invoke(_call("weather", city="Oslo"), ToolExecutionContext(platform="mcp"))
+    rebuilt = registry.route_now("weather", {"city": "Oslo"}, MCP)
+    assert rebuilt is not None and rebuilt[0] is not before[0]
