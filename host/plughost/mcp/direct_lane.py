@@ -52,6 +52,7 @@ from pydantic_core import from_json, to_json
 
 from plughost.mcp.call_failures import call_failure
 from plughost.mcp.content import result_from_mcp, result_to_mcp
+from plughost.mcp.plain_answers import plain_answer
 from plughost.mcp.provider import MCPToolProvider
 from plughost.mcp.session import is_connection_lost
 from plughost.mcp.upstream_tap import (
@@ -342,13 +343,16 @@ class DirectLane:
 
     def _result(self, call: _Call, outcome: object) -> ToolExecutionResult:
         if isinstance(outcome, dict):
-            try:
+            plain = plain_answer(call.client, call.target, outcome)
+            if plain is not None:  # the full check's verdict and shape, known at once
+                self._pass_on(call, plain)
+            try:  # for the registry's record (and the answer, unless plain gave it)
                 checked, shaped = checked_result(call.client, call.target, outcome)
             except Exception as exc:
                 return _completed(
                     call, call_failure(call.name, call.server, call.target, call.timeout, exc)
                 )
-            if shaped is not None:
+            if shaped is not None and not call.answered:
                 self._pass_on(call, shaped)
             return _completed(call, result_from_mcp(call.name, checked))
         error: Exception
