@@ -75,10 +75,12 @@ async def start_with_upstream(host: PluginHost, config: ServeConfig) -> None:
 
 
 def _preload(config: ServeConfig) -> None:
-    """Import the first call's JSON Schema validator, then tool_search's engine (if on).
+    """Import the JSON Schema validator, then tool_search's engine (if on).
 
     In this order: a cold start's first ``tools/list`` waits for the upstreams'
-    connection more than for the engine, and its first call then needs the validator.
+    connection more than for the engine, and a first call may need the validator
+    (one whose arguments take the full check: a schema past the flat check, a
+    cast, an error; :mod:`plughost.tools.arguments`).
     """
     import jsonschema  # noqa: F401
 
