@@ -346,13 +346,16 @@ class DirectLane:
             plain = plain_answer(call.client, call.target, outcome)
             if plain is not None:  # the full check's verdict and shape, known at once
                 self._pass_on(call, plain)
-            try:  # for the registry's record (and the answer, unless plain gave it)
+            if call.answered:  # the record needs only the SDK's type of what was passed on
+                checked = types.CallToolResult.model_validate(outcome, by_name=False)
+                return _completed(call, result_from_mcp(call.name, checked))
+            try:
                 checked, shaped = checked_result(call.client, call.target, outcome)
             except Exception as exc:
                 return _completed(
                     call, call_failure(call.name, call.server, call.target, call.timeout, exc)
                 )
-            if shaped is not None and not call.answered:
+            if shaped is not None:
                 self._pass_on(call, shaped)
             return _completed(call, result_from_mcp(call.name, checked))
         error: Exception

@@ -23,8 +23,9 @@ where the two ever differ (another SDK release) that version always takes the
 full check. ``tests/host/mcp/test_plain_answers.py`` compares the two on
 generated answers.
 
-The lane still runs the full check after the answer is written, for the
-registry's record of the call; only the client no longer waits for it.
+After the answer is written the lane types it as the SDK's ``CallToolResult``
+(one validation, which such an answer passes), for the registry's record of
+the call; the version's wire check and dump, already answered, are not run again.
 """
 
 from __future__ import annotations

@@ -531,8 +531,9 @@ def test_a_flat_schemas_calls_need_no_jsonschema_until_one_takes_the_full_path()
         "print(json.dumps(list(wrong.problems)))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
+    assert done.returncode == 0, done.stderr
     first, second, problems = done.stdout.strip().splitlines()
 
     assert first == "PreparedArguments False"  # answered by the flat check alone
