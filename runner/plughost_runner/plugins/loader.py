@@ -25,6 +25,7 @@ from plughost_runner.maibot import imports as maibot_imports
 from plughost_runner.plugins.components import ComponentHandler, call_shape, component_handlers
 from plughost_runner.plugins.invoker import Handler
 from plughost_runner.plugins.llm_providers import ProviderHandler, provider_handlers
+from plughost_runner.plugins.sources import SourceOnlyLoader, compile_from_source
 from plughost_runner.process.limits import describe_limit_error
 from plughost_sdk.context import CapabilityBridge, PluginConfig, PluginContext, PluginPaths
 from plughost_sdk.declarations import ToolDeclaration
@@ -327,8 +328,12 @@ def _import(spec: PluginSpec) -> ModuleType:
         raise _StageError("import", f"{entry} not found; a plugin folder needs a plugin.py")
     slug = _NON_WORD.sub("_", spec.plugin_id)
     name = f"plughost_plugin_{slug}_{_counter}"
+    compile_from_source(spec.path)  # never a .pyc the folder ships (plugins.sources)
     module_spec = importlib.util.spec_from_file_location(
-        name, entry, submodule_search_locations=[str(spec.path)]
+        name,
+        entry,
+        loader=SourceOnlyLoader(name, str(entry)),
+        submodule_search_locations=[str(spec.path)],
     )
     if module_spec is None or module_spec.loader is None:
         raise _StageError("import", f"{entry} cannot be imported")

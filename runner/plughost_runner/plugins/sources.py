@@ -1,0 +1,91 @@
+"""A plugin's modules run from their source, never from bytecode shipped beside it.
+
+Python's import system prefers a module's cached bytecode to its source: a
+``__pycache__/NAME.cpython-3X.pyc`` beside ``NAME.py`` is run instead of the
+source when its header names the source's size and modification time (kept by
+a zip or tar archive), and an *unchecked* hash-based ``.pyc`` is run whatever
+the source holds. A plugin folder can carry either, committed by accident or on
+purpose, so what an operator reads and edits in ``plugin.py`` would not be what
+runs, and an edit would change nothing. Runners write no bytecode
+(``PYTHONDONTWRITEBYTECODE``), so every ``.pyc`` in a plugin folder is the
+plugin's own.
+
+:func:`compile_from_source` makes every module that lies in a plugin's folder,
+imported by any name, compile from its ``.py``: the plugin's entry module
+(with :class:`SourceOnlyLoader`), its relative imports, and the top-level names
+MaiBot plugins import after putting their folder on ``sys.path``. Modules with
+no source are still imported as Python imports them (an extension module, or a
+lone ``.pyc`` without a ``.py`` beside it): those contradict no source the
+operator can read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from importlib.machinery import (
+    BYTECODE_SUFFIXES,
+    EXTENSION_SUFFIXES,
+    SOURCE_SUFFIXES,
+    ExtensionFileLoader,
+    FileFinder,
+    SourceFileLoader,
+    SourcelessFileLoader,
+)
+from types import CodeType
+from typing import Any
+
+__all__ = ["SourceOnlyLoader", "compile_from_source"]
+
+_folders: set[str] = set()
+_lock = threading.Lock()
+_installed = False
+
+
+class SourceOnlyLoader(SourceFileLoader):
+    """Loads a module from its ``.py``, compiled now, never from a cached ``.pyc``."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+_finder_for = FileFinder.path_hook(
+    (ExtensionFileLoader, EXTENSION_SUFFIXES),
+    (SourceOnlyLoader, SOURCE_SUFFIXES),
+    (SourcelessFileLoader, BYTECODE_SUFFIXES),
+)
+
+
+def compile_from_source(folder: str | os.PathLike[str]) -> None:
+    """Make every module in ``folder`` (a plugin's) compile from its source from now on.
+
+    Idempotent; a folder stays covered for the runner's life, as its modules
+    stay in ``sys.modules``.
+    """
+    global _installed
+    absolute = os.path.abspath(folder)
+    with _lock:
+        _folders.update((absolute, os.path.realpath(absolute)))
+        if not _installed:
+            sys.path_hooks.insert(0, _path_hook)
+            _installed = True
+    for entry in list(sys.path_importer_cache):  # a finder made before this one was wanted
+        if _covered(entry):
+            del sys.path_importer_cache[entry]
+
+
+def _path_hook(entry: str) -> Any:
+    """A finder that compiles from source for a directory in a plugin's folder; else refuse."""
+    if not _covered(entry):
+        raise ImportError("not in a plugin folder", path=entry)  # the next hook's turn
+    return _finder_for(entry)
+
+
+def _covered(entry: str) -> bool:
+    try:
+        path = os.path.abspath(os.fsdecode(entry) or ".")
+    except (TypeError, ValueError):
+        return False
+    return any(path == folder or path.startswith(folder + os.sep) for folder in _folders)
