@@ -38,6 +38,7 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +50,7 @@ import copied_pages
 import psutil
 
 from plughost.host import PluginHost
-from plughost.settings import HostSettings
+from plughost.settings import HostSettings, RunnerSettings, SandboxSettings
 from plughost_sdk.models import ToolInvocation
 
 ECHO_PLUGIN = benchlib.ROOT / "tests" / "plugins" / "echo"
@@ -77,6 +78,9 @@ class Results:
     runner_pss: list[float] = field(default_factory=list)
     runner_private: list[float] = field(default_factory=list)
     runners: dict[str, int] = field(default_factory=dict)
+    # one runner's own pages (Private_Dirty, MiB) against the floor and with the sandbox off
+    floor_private: list[float] = field(default_factory=list)
+    unsandboxed_private: list[float] = field(default_factory=list)
     # per-plugin grouping: a few runners' pages compared with the fork server's
     copied: list[copied_pages.CopiedPages] = field(default_factory=list)
 
@@ -291,6 +295,38 @@ async def one_round(
         await host.aclose()
 
 
+async def unsandboxed_private(
+    root: Path, folders: list[Path], probes: list[tuple[str, str, dict[str, str]]]
+) -> float:
+    """The median runner's own pages (MiB) with the sandbox off, after start and a call each."""
+    settings = HostSettings(
+        data_dir=root / "unsandboxed" / "data",
+        temp_dir=root / "unsandboxed" / "temp",
+        runner=RunnerSettings(sandbox=SandboxSettings(enabled=False)),
+    )
+    host = PluginHost(folders, settings=settings)
+    try:
+        await host.start()
+        await answer_all(host, probes)
+        await asyncio.sleep(SETTLE_S)  # a measuring pause, as in one_round
+        runners = [m.pid for m in tree(os.getpid()) if kind_of(m) == "runner"]
+        return benchlib.median([pss_bytes(pid, "Private_Dirty") / 2**20 for pid in runners])
+    finally:
+        await host.aclose()
+
+
+def floor_private(children: int = 5) -> float:
+    """The median own pages (MiB) of ``scripts/runner_floor.py``'s children."""
+    script = Path(__file__).with_name("runner_floor.py")
+    done = subprocess.run(
+        [sys.executable, str(script), "--children", str(children)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return benchlib.median([kib / 1024 for kib in json.loads(done.stdout)["private_kib"]])
+
+
 async def run(args: argparse.Namespace) -> Results:
     results = Results()
     with tempfile.TemporaryDirectory(prefix="plughost-bench-idle-") as tmp:
@@ -317,6 +353,9 @@ async def run(args: argparse.Namespace) -> Results:
                     f"PSS {results.pss_mib[grouping][-1]:.0f} MiB",
                     file=sys.stderr,
                 )
+        if not args.start_only:
+            results.unsandboxed_private.append(await unsandboxed_private(root, folders, probes))
+            results.floor_private.append(floor_private())
     return results
 
 
@@ -403,6 +442,24 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
                 "",
             ]
             if results.runner_pss
+            else []
+        ),
+        *(
+            [
+                "Against what any forked process pays (one runner's own pages, medians): "
+                f"{benchlib.median(results.floor_private):.1f} MiB for a child forked from "
+                "the fork server's imports that only answers msgpack round trips on a pyzmq "
+                "socket in an asyncio loop (`scripts/runner_floor.py`: no sandbox, log "
+                "capture, heartbeat or plugin); "
+                f"{benchlib.median(results.unsandboxed_private):.1f} MiB for a runner with "
+                "the sandbox off (`[host.runner.sandbox] enabled = false`); "
+                f"{benchlib.median(results.runner_private):.1f} MiB for a runner as above. "
+                "The sandbox and pid namespace account for the second difference; the first "
+                "is the runner's own work (its service, log capture and heartbeats, and "
+                "compiling and loading its plugin).",
+                "",
+            ]
+            if results.floor_private and results.unsandboxed_private and results.runner_private
             else []
         ),
         *(
