@@ -4,15 +4,18 @@ A folder can carry ``__pycache__`` files that Python would run instead of the
 ``.py`` beside them (see :mod:`plughost_runner.plugins.sources`). Here a
 plugin ships, for its entry module and for a module it imports, an unchecked
 hash-based ``.pyc`` (which plain Python runs whatever the source says) and the
-runner must answer from the sources, before and after an edit.
+runner must answer from the sources, before and after an edit; and a MaiBot
+plugin that imports its own modules by top-level name, after putting its
+folder on ``sys.path``, gets them from their sources too.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from tests.conftest import HostFactory
+from tests.conftest import TEST_PLUGINS, HostFactory
 from tests.shipped_bytecode import ship_bytecode
 
 PLUGIN_ID = "tests.shipped-bytecode"
@@ -78,3 +81,18 @@ async def test_the_runner_answers_from_the_sources_before_and_after_an_edit(
     assert first.content == "source from plugin.py"
     assert reloaded is True
     assert second.content == "edited from plugin.py"
+
+
+async def test_a_maibot_plugin_imports_its_own_top_level_modules_from_their_sources(
+    tmp_path: Path, make_host: HostFactory
+) -> None:
+    folder = Path(shutil.copytree(TEST_PLUGINS / "maibot" / "web_search", tmp_path / "p" / "ws"))
+    helpers = folder / "libs" / "formatting.py"
+    shipped = "def describe(config, query):\n    return 'shipped describe'\n"
+    ship_bytecode(helpers, shipped, unchecked_hash=True)
+    async with make_host([folder.parent]) as host:
+        result = await host.invoke("web_search", {"query": "q"})
+
+    assert result.success, result.error_message
+    assert result.content.startswith("query=q url=")
+    assert "shipped" not in result.content
