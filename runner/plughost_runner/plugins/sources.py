@@ -62,18 +62,23 @@ def compile_from_source(folder: str | os.PathLike[str]) -> None:
     """Make every module in ``folder`` (a plugin's) compile from its source from now on.
 
     Idempotent; a folder stays covered for the runner's life, as its modules
-    stay in ``sys.modules``.
+    stay in ``sys.modules``. Call it before anything imports from ``folder``:
+    only a finder made for the folder itself (on ``sys.path`` from the start)
+    is replaced, since one for a folder inside it is made only through it.
+    The fork server installs the hook when it rehearses a plugin load, so a
+    forked runner only adds its folder here and reads no other entry (each
+    entry read would copy a page it shares with its siblings).
     """
     global _installed
     absolute = os.path.abspath(folder)
+    paths = (absolute, os.path.realpath(absolute))
     with _lock:
-        _folders.update((absolute, os.path.realpath(absolute)))
+        _folders.update(paths)
         if not _installed:
             sys.path_hooks.insert(0, _path_hook)
             _installed = True
-    for entry in list(sys.path_importer_cache):  # a finder made before this one was wanted
-        if _covered(entry):
-            del sys.path_importer_cache[entry]
+    for path in paths:
+        sys.path_importer_cache.pop(path, None)
 
 
 def _path_hook(entry: str) -> Any:
