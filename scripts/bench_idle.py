@@ -80,6 +80,7 @@ class Results:
     runners: dict[str, int] = field(default_factory=dict)
     # one runner's own pages (Private_Dirty, MiB) against the floor and with the sandbox off
     floor_private: list[float] = field(default_factory=list)
+    floor_with_plugin_private: list[float] = field(default_factory=list)
     unsandboxed_private: list[float] = field(default_factory=list)
     # per-plugin grouping: a few runners' pages compared with the fork server's
     copied: list[copied_pages.CopiedPages] = field(default_factory=list)
@@ -315,11 +316,12 @@ async def unsandboxed_private(
         await host.aclose()
 
 
-def floor_private(children: int = 5) -> float:
+def floor_private(children: int = 6, plugins: tuple[Path, ...] = ()) -> float:
     """The median own pages (MiB) of ``scripts/runner_floor.py``'s children."""
     script = Path(__file__).with_name("runner_floor.py")
+    given = [arg for folder in plugins for arg in ("--plugin", str(folder))]
     done = subprocess.run(
-        [sys.executable, str(script), "--children", str(children)],
+        [sys.executable, str(script), "--children", str(children), *given],
         capture_output=True,
         text=True,
         check=True,
@@ -356,7 +358,29 @@ async def run(args: argparse.Namespace) -> Results:
         if not args.start_only:
             results.unsandboxed_private.append(await unsandboxed_private(root, folders, probes))
             results.floor_private.append(floor_private())
+            both = (ECHO_PLUGIN, MAIBOT_PLUGIN)
+            results.floor_with_plugin_private.append(floor_private(plugins=both))
     return results
+
+
+def runner_budget(results: Results) -> str:
+    """A sentence: the PSS a runner may hold for the total to meet its target, against now."""
+    runners = results.runners.get("per_plugin", 0)
+    if not (runners and results.runner_pss and results.pss_mib["single"]):
+        return ""
+    others = sum(
+        benchlib.median(values)
+        for kind, values in results.kinds.items()
+        if kind not in ("runner", "gone")
+    )
+    single = benchlib.median(results.pss_mib["single"])
+    budget = (TARGETS["total PSS"] * single - others) / runners
+    return (
+        f"For the total PSS to meet its target, each of the {runners} runners could hold at "
+        f"most {budget:.2f} MiB PSS ({TARGETS['total PSS']:g} times single's "
+        f"{single:.0f} MiB, less the {others:.0f} MiB of the host, the fork server and the "
+        f"pid-namespace inits); one holds {benchlib.median(results.runner_pss):.2f} MiB."
+    )
 
 
 def report(results: Results, args: argparse.Namespace, command: str) -> str:
@@ -451,15 +475,21 @@ def report(results: Results, args: argparse.Namespace, command: str) -> str:
                 "the fork server's imports that only answers msgpack round trips on a pyzmq "
                 "socket in an asyncio loop (`scripts/runner_floor.py`: no sandbox, log "
                 "capture, heartbeat or plugin); "
+                f"{benchlib.median(results.floor_with_plugin_private):.1f} MiB for such a "
+                "child that first imports a plugin's `plugin.py` as a runner does and makes "
+                "the plugin (the two kinds above in turn); "
                 f"{benchlib.median(results.unsandboxed_private):.1f} MiB for a runner with "
                 "the sandbox off (`[host.runner.sandbox] enabled = false`); "
                 f"{benchlib.median(results.runner_private):.1f} MiB for a runner as above. "
-                "The sandbox and pid namespace account for the second difference; the first "
-                "is the runner's own work (its service, log capture and heartbeats, and "
-                "compiling and loading its plugin).",
+                "Step by step: compiling and running the plugin's module, then the rest of "
+                "the runner (its link to the host, log capture, heartbeats, the plugin's "
+                "context and declarations), then the sandbox and pid namespace. "
+                + runner_budget(results),
                 "",
             ]
-            if results.floor_private and results.unsandboxed_private and results.runner_private
+            if results.floor_with_plugin_private
+            and results.unsandboxed_private
+            and results.runner_private
             else []
         ),
         *(
