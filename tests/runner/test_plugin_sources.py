@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Iterator
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from types import ModuleType
 
@@ -76,6 +77,22 @@ def test_every_module_in_a_plugin_folder_compiles_from_its_source(
     from libs.tone import TONE  # type: ignore[import-not-found]
 
     assert TONE == "source"
+
+
+def test_a_source_comes_before_an_extension_module_of_the_same_name(
+    tmp_path: Path, clean_imports: None
+) -> None:
+    """Plain Python tries NAME.cpython-3X-*.so first; here the .py beside it wins."""
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "plugin.py").write_text("from .fast import SPEED\n", encoding="utf-8")
+    (folder / "fast.py").write_text("SPEED = 'source'\n", encoding="utf-8")
+    # Not a shared object at all: loading it would raise ImportError.
+    (folder / f"fast{EXTENSION_SUFFIXES[0]}").write_bytes(b"not an ELF file")
+    with pytest.raises(ImportError):
+        _import(folder, "extension_first", from_source=False)
+    compile_from_source(folder)
+    assert _import(folder, "source_first", from_source=True).SPEED == "source"
 
 
 def test_a_module_with_no_source_still_imports(tmp_path: Path, clean_imports: None) -> None:

@@ -13,10 +13,11 @@ plugin's own.
 :func:`compile_from_source` makes every module that lies in a plugin's folder,
 imported by any name, compile from its ``.py``: the plugin's entry module
 (with :class:`SourceOnlyLoader`), its relative imports, and the top-level names
-MaiBot plugins import after putting their folder on ``sys.path``. Modules with
-no source are still imported as Python imports them (an extension module, or a
-lone ``.pyc`` without a ``.py`` beside it): those contradict no source the
-operator can read.
+MaiBot plugins import after putting their folder on ``sys.path``. A ``.py``
+also comes before an extension module of the same name, which plain Python
+would try first. Modules with no source are still imported as Python imports
+them (an extension module, or a lone ``.pyc`` without a ``.py`` beside it):
+those contradict no source the operator can read.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ class SourceOnlyLoader(SourceFileLoader):
         return self.source_to_code(self.get_data(path), path)
 
 
+# A source first: plain Python tries an extension module (``NAME.cpython-311-*.so``) before
+# ``NAME.py``, so one shipped beside a source would also run in its place.
 _finder_for = FileFinder.path_hook(
-    (ExtensionFileLoader, EXTENSION_SUFFIXES),
     (SourceOnlyLoader, SOURCE_SUFFIXES),
+    (ExtensionFileLoader, EXTENSION_SUFFIXES),
     (SourcelessFileLoader, BYTECODE_SUFFIXES),
 )
 
