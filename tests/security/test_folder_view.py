@@ -249,3 +249,68 @@ async def test_a_granted_directory_that_does_not_exist_yet_is_made_and_writable(
         exported = await _text(host, "favourite_export", path=str(target))
 
     assert "已导出" in exported and target.read_text(encoding="utf-8") == "[]"
+
+
+REWRITER = "tests.code-rewriter"
+REWRITER_SOURCE = """\
+import os
+from typing import Any
+
+from plughost_sdk import Plugin, Tool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Rewriter(Plugin):
+    @Tool("rewriter_says", brief_description="Say which code runs")
+    async def rewriter_says(self, **kwargs: Any) -> str:
+        return "published"
+
+    @Tool("rewriter_rewrite", brief_description="Rewrite this plugin's own code in its folder")
+    async def rewriter_rewrite(self, **kwargs: Any) -> str:
+        entry = os.path.join(HERE, "plugin.py")
+        with open(entry, encoding="utf-8") as handle:
+            text = handle.read()
+        with open(entry, "w", encoding="utf-8") as handle:
+            handle.write(text.replace('"pub' + 'lished"', '"rewritten"'))
+        with open(os.path.join(HERE, "notes.txt"), "w", encoding="utf-8") as handle:
+            handle.write("kept")
+        return "done"
+
+
+def create_plugin() -> Rewriter:
+    return Rewriter()
+"""
+
+
+async def test_code_a_plugin_rewrote_in_its_folder_is_set_aside_and_the_published_code_runs(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "plugins" / "rewriter"
+    folder.mkdir(parents=True)
+    manifest = (
+        f'{{"manifest_version": 2, "id": "{REWRITER}", "version": "1.0.0", "name": "rewriter", '
+        '"description": "Test plugin that rewrites its own code", '
+        '"author": {"name": "plughost tests"}, "license": "MIT"}'
+    )
+    (folder / "_manifest.json").write_text(manifest, encoding="utf-8")
+    (folder / "plugin.py").write_text(REWRITER_SOURCE, encoding="utf-8")
+    settings = _settings(tmp_path)
+    async with PluginHost([folder], settings=settings) as host:
+        require(host, "folder_overlay")
+        assert await _text(host, "rewriter_rewrite") == "done"
+    view = settings.data_dir / FOLDER_VIEWS / REWRITER
+    assert '"rewritten"' in (view / "upper" / "plugin.py").read_text(encoding="utf-8")
+
+    async with PluginHost([folder], settings=settings) as host:
+        said = await _text(host, "rewriter_says")
+        denied = [e for e in host.events.history() if e.kind == EventKind.SANDBOX_DENIED]
+
+    assert said == "published"
+    assert not (view / "upper" / "plugin.py").exists()
+    assert (view / "upper" / "notes.txt").read_text(encoding="utf-8") == "kept"
+    [moved] = (view / "set-aside").glob("*/*/plugin.py")
+    assert '"rewritten"' in moved.read_text(encoding="utf-8")
+    [event] = [e for e in denied if e.plugin_id == REWRITER]
+    assert event.details["set_aside"] == ["plugin.py"]
+    assert "plugin.py" in event.message and str(moved.parent) in event.message

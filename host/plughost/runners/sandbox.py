@@ -224,12 +224,17 @@ def folder_views(
     """
     views = []
     for source in sources:
-        base = (data_root / FOLDER_VIEWS / source.plugin_id).resolve()
+        base = folder_view(data_root, source.plugin_id)
         upper, work = base / "upper", base / f"work-{runner_id}"
         upper.mkdir(parents=True, exist_ok=True)
         work.mkdir(exist_ok=True)
         views.append([str(source.path), str(upper), str(work)])
     return views
+
+
+def folder_view(data_root: Path, plugin_id: str) -> Path:
+    """Where a plugin's folder view keeps its layers (``upper``, ``work-*``, ``set-aside``)."""
+    return (data_root / FOLDER_VIEWS / plugin_id).resolve()
 
 
 def manifest_ports(settings: SandboxSettings, sources: Sequence[PluginSource]) -> ManifestPorts:

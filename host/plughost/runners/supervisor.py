@@ -63,6 +63,7 @@ from plughost.runners.spawn import (
     runner_env,
     start_runner_process,
 )
+from plughost.runners.view_code import set_aside_view_code
 from plughost.runners.watchdog import Watchdog
 from plughost.settings import ResourceLimits, RunnerSettings
 from plughost_sdk import wire
@@ -287,6 +288,7 @@ class RunnerSupervisor(RunnerMessages, RunnerShutdown):
             if cap is not None:
                 self._pids = ProcessCgroup.create(name, cap)
             gate = await self._open_gate()
+            await set_aside_view_code(self.sources, data_root, self._events, self.runner_id)
             confined = runner_policy(
                 self._sandbox,
                 self._settings.sandbox,
