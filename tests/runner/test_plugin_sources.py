@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import marshal
 import sys
 from collections.abc import Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
@@ -103,6 +104,6 @@ def test_a_module_with_no_source_still_imports(tmp_path: Path, clean_imports: No
     code = compile("BARE = 'bytecode only'\n", str(folder / "bare.py"), "exec")
     bare = folder / "bare.pyc"
     header = importlib.util.MAGIC_NUMBER + bytes(12)  # timestamp .pyc: not checked without a .py
-    bare.write_bytes(header + __import__("marshal").dumps(code))
+    bare.write_bytes(header + marshal.dumps(code))
     compile_from_source(folder)
     assert _import(folder, "lone_pyc", from_source=True).BARE == "bytecode only"
